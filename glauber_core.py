@@ -97,12 +97,23 @@ def check_temperature(temperature: float) -> float:
     return float(temperature)
 
 
-def conditional_log_probs(cond: Conditionals, tokens, positions, temperature: float = 1.0):
-    """log p_{theta,tau}(. | x_-i) of eq. (3.1), fp32 or finer: softmax(s / tau), disallowed at -inf."""
+def scaled_scores(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
+    """s_i(. ; x_-i) / tau in fp32 or finer, with -inf on tokens the chain may never propose."""
     scores = cond.log_scores(tokens, positions)
-    scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) / temperature
-    scores = scores.masked_fill(~cond.allowed.to(scores.device), float("-inf"))
-    return torch.log_softmax(scores, dim=-1)
+    scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+    never = torch.zeros(cond.vocab_size, dtype=scores.dtype, device=scores.device)
+    never[~cond.allowed.to(scores.device)] = float("-inf")
+    return scores / temperature + never
+
+
+def conditional_log_probs(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
+    """log p_{theta,tau}(. | x_-i) of eq. (3.1): log softmax(s / tau) over the allowed tokens."""
+    return torch.log_softmax(scaled_scores(cond, tokens, positions, temperature), dim=-1)
+
+
+def conditional_probs(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
+    """p_{theta,tau}(. | x_-i) of eq. (3.1): softmax(s / tau) over the allowed tokens."""
+    return torch.softmax(scaled_scores(cond, tokens, positions, temperature), dim=-1)
 
 
 def total_variation(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
@@ -192,13 +203,23 @@ def _uniforms(keys: torch.Tensor, step: int, stream: int) -> torch.Tensor:
     return bits.double() * 2.0**-53
 
 
-def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Row-wise draw from non-negative weights [B, V] (any total) using uniforms u [B]."""
-    cdf = weights.double().cumsum(-1)
-    target = (u.to(cdf.device) * cdf[:, -1]).unsqueeze(1)
-    index = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_max(weights.shape[1] - 1)
-    landed_on_zero = weights.gather(1, index.unsqueeze(1)).squeeze(1) <= 0
-    return torch.where(landed_on_zero, weights.argmax(-1), index)
+def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
+    """Row-wise draw from non-negative weights [B, V] (any total) using uniforms u [B], exactly in fp64.
+
+    Two levels keep it fast: pick a block of `block` tokens by its mass, then a token inside it.
+    """
+    batch, vocab = weights.shape
+    blocks = torch.nn.functional.pad(weights, (0, (-vocab) % block)).view(batch, -1, block)
+    mass = blocks.sum(-1, dtype=torch.float64)
+    cdf = mass.cumsum(-1)
+    target = u.to(cdf.device) * cdf[:, -1]
+    chosen = torch.searchsorted(cdf, target.unsqueeze(1), right=True).clamp_max(mass.shape[1] - 1)
+    residual = target - (cdf.gather(1, chosen) - mass.gather(1, chosen)).squeeze(1)
+    inside = blocks.gather(1, chosen.unsqueeze(2).expand(-1, 1, block)).squeeze(1)
+    offset = torch.searchsorted(inside.double().cumsum(-1), residual.unsqueeze(1), right=True).squeeze(1)
+    landed_on_zero = inside.gather(1, offset.clamp_max(block - 1).unsqueeze(1)).squeeze(1) <= 0
+    offset = torch.where(landed_on_zero | (offset >= block), inside.argmax(-1), offset)  # fp64 rounding at an edge
+    return chosen.squeeze(1) * block + offset
 
 
 def _coupled_draw(logp: torch.Tensor, logq: torch.Tensor, u: torch.Tensor):
@@ -220,10 +241,6 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
         raise ValueError(f"logp and logq must both be [B, V], got {tuple(logp.shape)} and {tuple(logq.shape)}")
     u = torch.rand(logp.shape[0], 3, generator=generator, dtype=torch.float64, device=logp.device)
     return _coupled_draw(logp, logq, u)
-
-
-def _sample(logp: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    return _inverse_cdf(logp.exp(), u)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,9 +346,9 @@ def glauber(
     for step in tqdm(range(run.step + 1, steps + 1), initial=run.step, total=steps, disable=not progress,
                      desc=f"glauber tau={temperature:g}", leave=False):
         where = _pick_sites(device_sites, keys, step, scan)
-        logp = conditional_log_probs(cond, run.x, where, temperature)
-        new = _sample(logp, _uniforms(keys, step, 1))
-        run.move(step, rows, where, new, logp.gather(1, new.unsqueeze(1)).squeeze(1))
+        probs = conditional_probs(cond, run.x, where, temperature)
+        new = _inverse_cdf(probs, _uniforms(keys, step, 1))
+        run.move(step, rows, where, new, probs.gather(1, new.unsqueeze(1)).squeeze(1).log())
         if checkpoint is not None and (step % checkpoint_every == 0 or step == steps):
             run.save(checkpoint)
     return run.trajectory(steps)
@@ -822,8 +839,8 @@ def profile_settings(profile: str, table: dict, **overrides) -> SimpleNamespace:
 
 
 def results_dir(notebook: str) -> Path:
-    """results/<notebook>/ at the repository root, created if needed."""
-    path = REPO_ROOT / "results" / notebook
+    """results/<notebook>/ at the repository root (or under $GLAUBER_RESULTS), created if needed."""
+    path = Path(os.environ.get("GLAUBER_RESULTS") or REPO_ROOT / "results") / notebook
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -33,6 +33,44 @@ def test_uniforms_are_uniform():
     assert kstest(u, "uniform").pvalue > 1e-4
 
 
+def spiky_weights(vocab: int, seed: int) -> torch.Tensor:
+    """A law with many zeros and a heavy last token (in the final, padded block)."""
+    g = torch.Generator().manual_seed(seed)
+    weights = torch.rand(vocab, generator=g) ** 4
+    weights[torch.randperm(vocab, generator=g)[: vocab // 3]] = 0.0
+    weights[-1] = weights.max() * 3
+    return weights
+
+
+@pytest.mark.parametrize("vocab", [3, 127, 128, 129, 30522])
+def test_inverse_cdf_sampler_is_the_exact_inverse_cdf(vocab):
+    """The two-level sampler returns the first token whose fp64 cumulative mass exceeds u * total."""
+    weights = spiky_weights(vocab, vocab).expand(400, -1)
+    u = gc._uniforms(gc._chain_keys(vocab, 400, "cpu"), 1, 1)
+    cdf = weights.double().cumsum(-1)
+    reference = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
+    assert torch.equal(gc._inverse_cdf(weights, u), reference)
+
+
+@pytest.mark.parametrize("vocab", [3, 1000])
+def test_inverse_cdf_sampler_draws_the_law(vocab):
+    """Chi-square test of the sampler's frequencies; zero-weight tokens are never drawn."""
+    from scipy.stats import chisquare
+
+    weights = spiky_weights(vocab, 7)
+    draws = 200_000
+    sample = gc._inverse_cdf(weights.expand(draws, -1), gc._uniforms(gc._chain_keys(1, draws, "cpu"), 1, 1))
+    counts = torch.bincount(sample, minlength=vocab).double()
+    assert counts[weights == 0].sum() == 0
+    expected = weights.double() / weights.double().sum() * draws
+    common = expected >= 5
+    observed = torch.cat([counts[common], counts[~common & (weights > 0)].sum(0, keepdim=True)])
+    wanted = torch.cat([expected[common], expected[~common].sum(0, keepdim=True)])
+    if wanted[-1] == 0:
+        observed, wanted = observed[:-1], wanted[:-1]
+    assert chisquare(observed.numpy(), wanted.numpy()).pvalue > 1e-4
+
+
 # ---------------------------------------------------------------------------------------------
 # Glauber dynamics reaches the right stationary law on small chains we can enumerate
 # ---------------------------------------------------------------------------------------------

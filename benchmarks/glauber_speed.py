@@ -1,0 +1,85 @@
+"""Chain-steps per second of `glauber_core.glauber`, as ratios against two baselines run in this process.
+
+(a) naive: one chain, full logits at every position, one forward per step (as common
+    Gibbs-from-BERT scripts do); (b) bare: the encoder forward plus the LM head at the masked rows
+    for the same batch, with no sampling or bookkeeping. Run: `make benchmark` or
+    `python benchmarks/glauber_speed.py [--model NAME] [--device cuda] [--batches 1 16 64 256]`.
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import glauber_core as gc
+
+
+def timed(function, repeats: int) -> float:
+    """Median wall time of one call over `repeats` calls, after one warm-up call."""
+    function()
+    times = []
+    for _ in range(repeats):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        function()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def naive_steps(cond, x0: torch.Tensor, steps: int) -> None:
+    """One chain, full [L, V] logits every step, multinomial on the masked position."""
+    x = x0[0].clone()
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        site = int(torch.randint(len(x), (1,), generator=generator))
+        ids = cond.model_inputs(x[None].to(cond.device), torch.tensor([site], device=cond.device))
+        with torch.inference_mode():
+            logits = cond.model(input_ids=ids).logits[0, site + len(cond.prefix)].float()
+        probs = torch.softmax(logits.masked_fill(~cond.allowed, float("-inf")), -1)
+        x[site] = int(torch.multinomial(probs.cpu(), 1, generator=generator))
+
+
+def bare_forward(cond, x0: torch.Tensor, positions: torch.Tensor) -> None:
+    """Encoder forward plus the LM head at the masked rows: the floor for one batched step."""
+    cond.log_scores(x0, positions)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="masked LM name or folder (default: bundled)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--seq-len", type=int, default=24)
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--steps", type=int, default=10, help="Glauber steps per timed run")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    cond = gc.load_mlm(args.model, device=args.device)
+    passages = gc.seed_passages(cond, args.seq_len, max(args.batches), split="all")
+    x_all = passages.tokens.to(cond.device)
+    print(f"model {cond.name_or_path} on {cond.device}, n = {args.seq_len}, torch threads {torch.get_num_threads()}")
+
+    naive_time = timed(lambda: naive_steps(cond, x_all[:1], args.steps), args.repeats) / args.steps
+    naive_rate = 1 / naive_time
+    print(f"naive loop (1 chain, full logits): {naive_rate:8.1f} chain-steps/s")
+    print(f"{'B':>6} {'glauber/s':>12} {'bare/s':>12} {'speedup_vs_naive':>17} {'step_over_forward':>18}")
+    summary = {}
+    for batch in args.batches:
+        x0 = x_all[:batch]
+        positions = torch.randint(args.seq_len, (batch,), generator=torch.Generator().manual_seed(0)).to(cond.device)
+        step_time = timed(lambda: gc.glauber(cond, x0, args.steps, record_every=args.steps, progress=False),
+                          args.repeats) / args.steps
+        bare_time = timed(lambda: bare_forward(cond, x0, positions), args.repeats * 3)
+        summary[batch] = (batch / step_time / naive_rate, step_time / bare_time)
+        print(f"{batch:>6} {batch / step_time:>12.1f} {batch / bare_time:>12.1f} {summary[batch][0]:>17.2f} "
+              f"{summary[batch][1]:>18.3f}")
+    if 64 in summary:
+        print(f"B=64 speedup_vs_naive={summary[64][0]:.2f} step_over_forward={summary[64][1]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
