@@ -16,8 +16,13 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 # Executes every notebook at the `quick` profile with the bundled model and builds _build/html.
+# The execution cache is keyed on notebook code only: drop it when the core or the model changed.
+CACHE := _build/.jupyter_cache
 book: setup
+	@if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py models results/model -newer $(CACHE) -print -quit)" ]; then \
+		echo "core or model changed: re-executing all notebooks"; rm -rf $(CACHE); fi
 	GLAUBER_PROFILE=quick HF_HUB_OFFLINE=1 $(BIN)/jupyter-book build . -W -n --keep-going
+	touch $(CACHE)
 
 # Core unit tests plus every notebook at the `smoke` profile (nbmake).
 test: setup

@@ -6,6 +6,8 @@ Reference implementation for "Mixing Times of Glauber Dynamics on Masked Languag
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.resources
 import math
 import os
@@ -20,7 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 REPO_ROOT = Path(__file__).resolve().parent
 BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
@@ -90,7 +92,7 @@ class Conditionals(Protocol):
 
 def check_temperature(temperature: float) -> float:
     """Temperature must be a finite positive number (eq. 3.1 divides by it)."""
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
         raise ValueError(f"temperature must be a positive number, got {temperature!r}")
     if not math.isfinite(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
@@ -101,8 +103,7 @@ def scaled_scores(cond: Conditionals, tokens, positions, temperature: float = 1.
     """s_i(. ; x_-i) / tau in fp32 or finer, with -inf on tokens the chain may never propose."""
     scores = cond.log_scores(tokens, positions)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
-    never = torch.zeros(cond.vocab_size, dtype=scores.dtype, device=scores.device)
-    never[~cond.allowed.to(scores.device)] = float("-inf")
+    never = torch.where(cond.allowed.to(scores.device), 0.0, float("-inf")).to(scores.dtype)
     return scores / temperature + never
 
 
@@ -123,6 +124,8 @@ def total_variation(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
 
 def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tensor:
     """Validate a chain state: integer ids, shape [n] or [B, n], n >= 1, every id an allowed token."""
+    if cond.allowed.shape != (cond.vocab_size,) or not cond.allowed.any():
+        raise ValueError(f"cond.allowed must be a BoolTensor[{cond.vocab_size}] with at least one allowed token")
     tokens = torch.as_tensor(tokens)
     if tokens.dtype in (torch.bool,) or tokens.is_floating_point() or tokens.is_complex():
         raise ValueError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
@@ -148,7 +151,7 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
             f"{name} contains special or unused token ids the chain may never propose: "
             f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}"
         )
-    return tokens.long().to(getattr(cond, "device", tokens.device))
+    return tokens.long().to(getattr(cond, "device", cond.allowed.device))
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,6 +193,8 @@ def _chain_keys(seed, count: int, device) -> torch.Tensor:
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         seeds = chain_seeds(int(seed), count)
     else:
+        if not isinstance(seed, (list, tuple)) or not all(isinstance(s, (int, np.integer)) for s in seed):
+            raise ValueError(f"seed must be an int or a list of ints (one per chain), got {seed!r}")
         seeds = [int(s) for s in seed]
         if len(seeds) != count:
             raise ValueError(f"seed must be an int or one seed per chain ({count}), got {len(seeds)}")
@@ -213,7 +218,8 @@ def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> to
     mass = blocks.sum(-1, dtype=torch.float64)
     cdf = mass.cumsum(-1)
     target = u.to(cdf.device) * cdf[:, -1]
-    chosen = torch.searchsorted(cdf, target.unsqueeze(1), right=True).clamp_max(mass.shape[1] - 1)
+    last_with_mass = mass.shape[1] - 1 - (mass > 0).flip(-1).int().argmax(-1, keepdim=True)
+    chosen = torch.minimum(torch.searchsorted(cdf, target.unsqueeze(1), right=True), last_with_mass)
     residual = target - (cdf.gather(1, chosen) - mass.gather(1, chosen)).squeeze(1)
     inside = blocks.gather(1, chosen.unsqueeze(2).expand(-1, 1, block)).squeeze(1)
     offset = torch.searchsorted(inside.double().cumsum(-1), residual.unsqueeze(1), right=True).squeeze(1)
@@ -225,13 +231,13 @@ def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> to
 def _coupled_draw(logp: torch.Tensor, logq: torch.Tensor, u: torch.Tensor):
     """Maximal coupling from uniforms u [B, 3]: with prob. 1 - TV draw a = b ~ min(p, q), else a, b
     from the normalised excesses (p - q)+ and (q - p)+, so that P(a != b) = TV(p, q)."""
-    p, q = logp.double().exp(), logq.double().exp()
-    overlap = torch.minimum(p, q)
-    tv = 1.0 - overlap.sum(-1)
-    same = (u[:, 0] >= tv) | (tv <= 1e-12)
-    common = _inverse_cdf(overlap, u[:, 1])
-    a = torch.where(same, common, _inverse_cdf(p - overlap, u[:, 1]))
-    b = torch.where(same, common, _inverse_cdf(q - overlap, u[:, 2]))
+    p, q = logp.double().softmax(-1), logq.double().softmax(-1)
+    excess_p, excess_q = (p - q).clamp_min(0), (q - p).clamp_min(0)
+    tv = excess_p.sum(-1)  # exactly 0 when p == q
+    same = u[:, 0] >= tv
+    common = _inverse_cdf(torch.minimum(p, q), u[:, 1])
+    a = torch.where(same, common, _inverse_cdf(excess_p + same.unsqueeze(1) * p, u[:, 1]))
+    b = torch.where(same, common, _inverse_cdf(excess_q + same.unsqueeze(1) * q, u[:, 2]))
     return a, b
 
 
@@ -239,6 +245,11 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
     """One draw (a, b) per row with a ~ p, b ~ q and P(a != b) = TV(p, q) exactly (section 6.1)."""
     if logp.shape != logq.shape or logp.dim() != 2:
         raise ValueError(f"logp and logq must both be [B, V], got {tuple(logp.shape)} and {tuple(logq.shape)}")
+    for name, value in (("logp", logp), ("logq", logq)):
+        if torch.isnan(value).any() or (value == float("inf")).any() or (value == float("-inf")).all(-1).any():
+            raise ValueError(f"{name} must be finite or -inf log-probabilities with some mass in every row")
+        if (value.double().logsumexp(-1).abs() > 1e-4).any():
+            raise ValueError(f"{name} is not normalised: pass log-probabilities (e.g. log_softmax of scores)")
     u = torch.rand(logp.shape[0], 3, generator=generator, dtype=torch.float64, device=logp.device)
     return _coupled_draw(logp, logq, u)
 
@@ -278,8 +289,8 @@ def free_sites(frozen, n: int) -> torch.Tensor:
             raise ValueError(f"frozen prefix of {frozen} tokens is longer than the sequence (n = {n})")
         mask = torch.arange(n) < frozen
     else:
-        mask = torch.as_tensor(frozen)
-        if mask.dtype != torch.bool or mask.shape != (n,):
+        mask = torch.as_tensor(frozen) if isinstance(frozen, (torch.Tensor, list, tuple, np.ndarray)) else None
+        if mask is None or mask.dtype != torch.bool or mask.shape != (n,):
             raise ValueError(f"frozen must be a prefix length or a BoolTensor of shape [{n}]")
     sites = (~mask.cpu()).nonzero().squeeze(1)
     if len(sites) == 0:
@@ -324,7 +335,11 @@ def glauber(
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and
     resamples it from p_{theta,tau}(. | x_-i); all chains share one batched forward pass. `seed` is
-    an int or one seed per chain; a chain's trajectory depends only on its seed, x0 and the settings.
+    an int or one seed per chain; a chain's random draws depend only on its seed and the step, so on
+    CPU its trajectory does not depend on the rest of the batch (on CUDA, kernels chosen per batch
+    size can change low-order bits of the scores, and so rarely a draw). scan="systematic" sweeps
+    the free sites in order: a different kernel from P_tau, with the same stationary law only for
+    compatible conditionals.
     With `checkpoint`, progress is saved every `checkpoint_every` steps and a rerun resumes from it
     (also with a larger `steps`) and ends token-for-token identical to an uninterrupted run.
     """
@@ -351,7 +366,7 @@ def glauber(
         run.move(step, rows, where, new, probs.gather(1, new.unsqueeze(1)).squeeze(1).log())
         if checkpoint is not None and (step % checkpoint_every == 0 or step == steps):
             run.save(checkpoint)
-    return run.trajectory(steps)
+    return run.trajectory()
 
 
 _MOVES = ("sites", "old_tokens", "new_tokens", "log_probs")
@@ -372,13 +387,18 @@ class _GlauberRun:
         fingerprint = {
             "x0": x0.cpu(), "keys": keys.cpu(), "sites": sites, "temperature": temperature, "scan": scan,
             "record_every": record_every, "model": getattr(cond, "name_or_path", type(cond).__name__),
+            "device": x0.device.type,
         }
         if checkpoint is None or not Path(checkpoint).exists():
             return cls(x0.clone(), 0, [x0.clone()], {k: [] for k in _MOVES}, fingerprint)
-        saved = torch.load(checkpoint, weights_only=False)
-        if not _same_fingerprint(saved["fingerprint"], fingerprint):
+        try:
+            saved = torch.load(checkpoint, weights_only=True)
+            same = _same_fingerprint(saved["fingerprint"], fingerprint)
+        except Exception:
+            raise ValueError(f"{checkpoint} is not a glauber checkpoint: delete it or pass another path") from None
+        if not same:
             raise ValueError(f"checkpoint {checkpoint} belongs to a different run (other x0, seed, temperature, "
-                             "frozen sites, scan, record_every or model): delete it or pass another path")
+                             "frozen sites, scan, record_every, model or device): delete it or pass another path")
         device = x0.device
         return cls(saved["x"].to(device), saved["step"], list(saved["records"].to(device).unbind(1)),
                    {k: [v.to(device)] for k, v in saved["moves"].items()}, fingerprint)
@@ -408,14 +428,14 @@ class _GlauberRun:
         torch.save(state, tmp)
         os.replace(tmp, path)
 
-    def trajectory(self, steps: int) -> Trajectory:
-        recorded = _record_steps(steps, self.fingerprint["record_every"])
-        records = self.records[: steps // self.fingerprint["record_every"] + 1]
-        if len(records) < len(recorded):
-            records = records + [self.x]
+    def trajectory(self) -> Trajectory:
+        recorded = _record_steps(self.step, self.fingerprint["record_every"])
+        records = self.records if len(self.records) == len(recorded) else self.records + [self.x]
         moves = self._moves_cpu()
-        return Trajectory(torch.stack(records, 1).cpu(), torch.tensor(recorded),
-                          *(moves[k][:, :steps] for k in _MOVES), self.fingerprint["temperature"])
+        if not torch.isfinite(moves["log_probs"]).all():
+            raise ValueError("the conditionals produced NaN or infinite probabilities; check the model's scores")
+        return Trajectory(torch.stack(records, 1).cpu(), torch.tensor(recorded), *(moves[k] for k in _MOVES),
+                          self.fingerprint["temperature"])
 
 
 def _same_fingerprint(a: dict, b: dict) -> bool:
@@ -435,6 +455,7 @@ def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: floa
 
     Both chains of a pair update the same uniformly chosen site each step and draw their tokens by
     maximal coupling, so a pair that has met stays together. Pairs are batched; met pairs stop.
+    A pair's draws depend only on its seed (chain_seeds(seed, B)[b]) and the step.
     """
     temperature = check_temperature(temperature)
     max_steps = _check_count(max_steps, "max_steps", 0)
@@ -444,7 +465,7 @@ def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: floa
     batch, n = x.shape
     keys = _chain_keys(seed, batch, x.device)
     sites = torch.arange(n, device=x.device)
-    times = torch.where((x == y).all(1), 0, -1).to(x.device)
+    times = torch.where((x == y).all(1), 0, -1)
     bar = tqdm(total=max_steps, disable=not progress, desc=f"coupling tau={temperature:g}", leave=False)
     for step in range(1, max_steps + 1):
         active = (times < 0).nonzero().squeeze(1)
@@ -468,7 +489,10 @@ def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: floa
 
 
 def _per_row(value, batch: int, name: str, device) -> torch.Tensor:
-    value = torch.as_tensor(value, device=device).long()
+    value = torch.as_tensor(value, device=device)
+    if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
+        raise ValueError(f"{name} must be an integer or integer tensor, got dtype {value.dtype}")
+    value = value.long()
     if value.dim() == 0:
         value = value.expand(batch)
     if value.shape != (batch,):
@@ -480,7 +504,8 @@ def rectangle_delta(cond: Conditionals, tokens, i, j, a_new, b_new, temperature:
     """delta = (s_{x->y} + s_{y->z}) - (s_{x->w} + s_{w->z}) of section 4, per row, in fp64.
 
     x = tokens, y = x with x_i = a_new, w = x with x_j = b_new, z = both; each edge is the log-ratio
-    of the temperature-tau conditionals at the changed site. Zero for compatible conditionals (Prop. 4).
+    of the temperature-tau conditionals at the changed site. Zero for compatible conditionals (Prop. 4),
+    and trivially zero when a_new = x_i or b_new = x_j (a degenerate rectangle).
     """
     temperature = check_temperature(temperature)
     x = check_tokens(cond, tokens, "tokens")
@@ -519,6 +544,7 @@ class PottsConditionals:
     """
 
     def __init__(self, coupling, field=None, q: int = 2):
+        q = _check_count(q, "q", 1)
         coupling = torch.as_tensor(coupling, dtype=torch.float64)
         if coupling.dim() != 2 or coupling.shape[0] != coupling.shape[1]:
             raise ValueError(f"coupling must be a square [n, n] matrix, got {tuple(coupling.shape)}")
@@ -528,8 +554,12 @@ class PottsConditionals:
             field, dtype=torch.float64)
         if self.field.shape != (self.n_sites, q):
             raise ValueError(f"field must have shape [{self.n_sites}, {q}], got {tuple(self.field.shape)}")
+        if not (torch.isfinite(self.coupling).all() and torch.isfinite(self.field).all()):
+            raise ValueError("coupling and field must be finite")
         self.vocab_size = q
         self.allowed = torch.ones(q, dtype=torch.bool)
+        digest = zlib.crc32(self.coupling.numpy().tobytes() + self.field.numpy().tobytes())
+        self.name_or_path = f"potts(n={self.n_sites}, q={q}, crc={digest:08x})"
         self.max_sites = self.n_sites
         self.device = torch.device("cpu")
 
@@ -560,6 +590,8 @@ def all_states(q: int, n: int, limit: int = 200_000) -> torch.Tensor:
 
 def glauber_kernel(cond: Conditionals, n: int, temperature: float = 1.0) -> torch.Tensor:
     """The transition matrix P_tau of section 3.2 over all |V|^n states (small models only)."""
+    if getattr(cond, "max_sites", n) != n:
+        raise ValueError(f"this model has {cond.max_sites} sites, not n = {n}")
     states = all_states(cond.vocab_size, n)
     total, q = len(states), cond.vocab_size
     kernel = torch.zeros(total, total, dtype=torch.float64)
@@ -628,7 +660,8 @@ class MaskedLMConditionals:
     """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
 
     The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the
-    masked row of each sequence. On CUDA the encoder runs under bf16 autocast; scores are fp32.
+    masked row of each sequence, in fp32. On CUDA the encoder runs under bf16 autocast unless
+    `autocast` is set False (advisable for rectangle tests, whose delta sums eight scores).
     """
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
@@ -646,6 +679,7 @@ class MaskedLMConditionals:
         self.suffix = torch.tensor(suffix, dtype=torch.long, device=self.device)
         self.max_sites = _max_positions(model.config, tokenizer) - len(prefix) - len(suffix)
         self._head = _MLM_HEADS.get(type(model).__name__)
+        self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Input ids [B, n + specials] with each row's site masked."""
@@ -658,11 +692,12 @@ class MaskedLMConditionals:
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
-        with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=self.device.type == "cuda"):
-            if self._head is None:
-                return self.model(input_ids=ids).logits[rows, cols].float()
-            hidden = self.model.base_model(input_ids=ids)[0]
-            return self._head(self.model, hidden[rows, cols]).float()
+        with torch.inference_mode():
+            with torch.autocast("cuda", torch.bfloat16, enabled=self.autocast and self.device.type == "cuda"):
+                if self._head is None:
+                    return self.model(input_ids=ids).logits[rows, cols].float()
+                hidden = self.model.base_model(input_ids=ids)[0][rows, cols]
+            return self._head(self.model, hidden.float())
 
     def encode(self, text: str) -> torch.Tensor:
         """Content token ids of `text` (no special tokens) as LongTensor[n]."""
@@ -684,10 +719,8 @@ class MaskedLMConditionals:
 
 def _max_positions(config, tokenizer) -> int:
     """Longest input (special tokens included) the model takes; RoBERTa-style position ids start past pad."""
-    if tokenizer.model_max_length < 1e6:
-        return int(tokenizer.model_max_length)
     offset = config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
-    return int(config.max_position_embeddings) - offset
+    return int(min(tokenizer.model_max_length, config.max_position_embeddings - offset))
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -703,7 +736,6 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMConditionals:
     """Any Hugging Face masked LM by hub name or local folder; None loads the bundled model (models/)."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     source = DEFAULT_MODEL_DIR if name_or_path is None else name_or_path
     local = Path(source).is_dir()
@@ -714,19 +746,33 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
         raise ValueError(f"cannot load {str(source)!r}: it is not a local folder and the Hugging Face hub is "
                          f"unreachable (offline). Use load_mlm() for the bundled model {DEFAULT_MODEL_DIR.name}, "
                          "or pass a local folder.")
+    try:
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            model, loading = AutoModelForMaskedLM.from_pretrained(source, dtype=torch.float32,
+                                                                  output_loading_info=True)
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0]
+        raise ValueError(f"cannot load {str(source)!r} as a masked language model: {reason}") from None
+    if loading["missing_keys"]:
+        raise ValueError(f"{str(source)!r} has no trained MLM head (missing weights: "
+                         f"{sorted(loading['missing_keys'])[:4]}); pass a masked LM checkpoint")
+    return MaskedLMConditionals(model, tokenizer, device, str(source))
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence transformers' loading messages and progress bars for the duration."""
+    from transformers.utils import logging as hf_logging
+
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForMaskedLM.from_pretrained(source, dtype=torch.float32)
-    except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0]
-        raise ValueError(f"cannot load {str(source)!r} as a masked language model: {reason}") from None
+        yield
     finally:
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
-    return MaskedLMConditionals(model, tokenizer, device, str(source))
 
 
 def _cached_on_disk(name: str) -> bool:
@@ -792,7 +838,8 @@ def load_embedder(name: str | None = None, device=None):
     elif not Path(name).is_dir() and not _cached_on_disk(name) and not _hub_reachable():
         raise ValueError(f"cannot load embedding model {name!r}: not a local folder and the hub is unreachable; "
                          "use load_embedder() for the bundled all-MiniLM-L6-v2")
-    return SentenceTransformer(name, device=device)
+    with _quiet_transformers():
+        return SentenceTransformer(name, device=device)
 
 
 def embed(embedder, texts: list[str], batch_size: int = 256) -> torch.Tensor:
@@ -882,3 +929,29 @@ def sampling_noise_tv(probs, draws: int) -> float:
     1/2 sum_s sqrt(2 p_s (1 - p_s) / (pi draws))."""
     probs = np.asarray(probs, dtype=float)
     return float(0.5 * np.sqrt(2 * probs * (1 - probs) / (np.pi * draws)).sum())
+
+
+@functools.lru_cache(maxsize=1)
+def bbc_vocabulary() -> frozenset:
+    """Lower-case alphabetic words of the BBC training articles."""
+    words = re.compile(r"[a-z]+")
+    return frozenset(w for a in bbc_articles("train") for p in a.paragraphs for w in words.findall(p.lower()))
+
+
+def known_word_share(texts) -> list[float]:
+    """Per text, the share of its alphabetic words that occur in the BBC training text."""
+    vocabulary, words = bbc_vocabulary(), re.compile(r"[a-z]+")
+    shares = []
+    for text in texts:
+        found = words.findall(text.lower())
+        shares.append(sum(w in vocabulary for w in found) / len(found) if found else 0.0)
+    return shares
+
+
+def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
+    """One row per fill-mask example: the sentence, the masked word and the top predictions."""
+    ranked = fills.sort_values(["example", "rank"])
+    top = ranked.groupby("example").apply(
+        lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
+    first = ranked.groupby("example").first()
+    return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})

@@ -37,7 +37,7 @@ def naive_steps(cond, x0: torch.Tensor, steps: int) -> None:
     for _ in range(steps):
         site = int(torch.randint(len(x), (1,), generator=generator))
         ids = cond.model_inputs(x[None].to(cond.device), torch.tensor([site], device=cond.device))
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=cond.autocast):
             logits = cond.model(input_ids=ids).logits[0, site + len(cond.prefix)].float()
         probs = torch.softmax(logits.masked_fill(~cond.allowed, float("-inf")), -1)
         x[site] = int(torch.multinomial(probs.cpu(), 1, generator=generator))

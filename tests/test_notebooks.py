@@ -27,7 +27,10 @@ def test_paired_script_matches_notebook(path):
     assert script.exists(), f"{path.name} has no paired py:percent script"
     from_script = jupytext.read(script)
     notebook = jupytext.read(path)
-    assert [c.source for c in from_script.cells] == [c.source for c in notebook.cells], (
+    def cells(nb):
+        return [(c.cell_type, c.source, sorted(c.metadata.get("tags", []))) for c in nb.cells]
+
+    assert cells(from_script) == cells(notebook), (
         f"{path.name} and {script.name} differ: run `jupytext --sync {script.relative_to(ROOT)}`")
 
 
