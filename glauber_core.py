@@ -73,6 +73,17 @@ def bbc_articles(split: str = "all", topic: str | None = None) -> list[Article]:
     return articles
 
 
+def bbc_paragraphs(split: str = "all", topic: str | None = None) -> list[tuple[Article, str]]:
+    """(article, paragraph) pairs of a split. BBC News repeats some stories, so "heldout" leaves out
+    articles whose title is also a training title and paragraphs found verbatim in training articles."""
+    articles = bbc_articles(split, topic)
+    if split != "heldout":
+        return [(a, p) for a in articles for p in a.paragraphs]
+    train = bbc_articles("train")
+    seen_titles, seen = {a.title for a in train}, {p for a in train for p in a.paragraphs}
+    return [(a, p) for a in articles if a.title not in seen_titles for p in a.paragraphs if p not in seen]
+
+
 # --------------------------------------------------------------------------------------------
 # The conditionals p_{theta,tau}(a | x_-i) (section 3.1)
 # --------------------------------------------------------------------------------------------
@@ -804,12 +815,12 @@ def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int =
     """`count` distinct BBC paragraphs with at least n tokens, each cut to its first n tokens.
 
     Sampling is deterministic in `seed`; paragraphs with special or unknown tokens in their first n
-    tokens are skipped. split="heldout" gives articles the bundled model never trained on.
+    tokens are skipped. split="heldout" gives text the bundled model never trained on.
     """
     n, count = _check_count(n, "n", 1), _check_count(count, "count", 1)
     if n > cond.max_sites:
         raise ValueError(f"n = {n} exceeds the model's maximum of {cond.max_sites} sites")
-    candidates = [(a, p) for a in bbc_articles(split, topic) for p in a.paragraphs]
+    candidates = bbc_paragraphs(split, topic)
     encoded = cond.tokenizer([p for _, p in candidates], add_special_tokens=False)["input_ids"]
     allowed = cond.allowed.cpu()
     usable = [k for k, ids in enumerate(encoded) if len(ids) >= n and bool(allowed[ids[:n]].all())]

@@ -371,3 +371,10 @@ def test_cuda_path_matches_cpu(tiny_model_dirs):
     assert cuda.log_scores(x, positions).dtype == torch.float32
     trajectory = gc.glauber(cuda, x, 10, progress=False)
     assert cuda.allowed.cpu()[trajectory.new_tokens].all()
+
+
+def test_heldout_paragraphs_never_occur_in_training():
+    train = {p for a in gc.bbc_articles("train") for p in a.paragraphs}
+    heldout = gc.bbc_paragraphs("heldout")
+    assert len(heldout) > 500
+    assert not {p for _, p in heldout} & train
