@@ -58,7 +58,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
+    import transformers  # noqa: F401  (imported first: the load time below is the model's alone)
+
+    started = time.perf_counter()
     cond = gc.load_mlm(args.model, device=args.device)
+    print(f"load_mlm: {time.perf_counter() - started:.2f} s")
     passages = gc.seed_passages(cond, args.seq_len, max(args.batches), split="all")
     x_all = passages.tokens.to(cond.device)
     print(f"model {cond.name_or_path} on {cond.device}, n = {args.seq_len}, torch threads {torch.get_num_threads()}")

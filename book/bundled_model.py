@@ -95,7 +95,7 @@ plt.show()
 
 # %%
 fills = pd.read_csv(MODEL_RESULTS / "fill_mask.csv")
-gc.fill_mask_table(fills[fills.model == fills.model.iloc[0]])
+gc.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
 
 # %% [markdown]
 # ## A Glauber trajectory at temperature 1
