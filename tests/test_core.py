@@ -95,8 +95,7 @@ def ising(symmetric: bool, seed: int = 0, q: int = 2):
 
 
 def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
-    codes = (final * q ** torch.arange(final.shape[1] - 1, -1, -1)).sum(1)
-    return torch.bincount(codes, minlength=q ** final.shape[1]).double() / len(final)
+    return torch.from_numpy(gc.state_frequencies(final, q).empirical.to_numpy())
 
 
 def tv(p, q):
