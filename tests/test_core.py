@@ -95,7 +95,7 @@ def ising(symmetric: bool, seed: int = 0, q: int = 2):
 
 
 def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
-    return torch.from_numpy(gc.state_frequencies(final, q).empirical.to_numpy())
+    return torch.tensor(gc.state_frequencies(final, q).empirical.to_numpy())
 
 
 def tv(p, q):
