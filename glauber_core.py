@@ -942,19 +942,21 @@ def sampling_noise_tv(probs, draws: int) -> float:
     return float(0.5 * np.sqrt(2 * probs * (1 - probs) / (np.pi * draws)).sum())
 
 
+_WORD = re.compile(r"[a-z]+")
+
+
 @functools.lru_cache(maxsize=1)
 def bbc_vocabulary() -> frozenset:
     """Lower-case alphabetic words of the BBC training articles."""
-    words = re.compile(r"[a-z]+")
-    return frozenset(w for a in bbc_articles("train") for p in a.paragraphs for w in words.findall(p.lower()))
+    return frozenset(w for a in bbc_articles("train") for p in a.paragraphs for w in _WORD.findall(p.lower()))
 
 
 def known_word_share(texts) -> list[float]:
     """Per text, the share of its alphabetic words that occur in the BBC training text."""
-    vocabulary, words = bbc_vocabulary(), re.compile(r"[a-z]+")
+    vocabulary = bbc_vocabulary()
     shares = []
     for text in texts:
-        found = words.findall(text.lower())
+        found = _WORD.findall(text.lower())
         shares.append(sum(w in vocabulary for w in found) / len(found) if found else 0.0)
     return shares
 

@@ -138,19 +138,19 @@ def fill_mask_sentences(tokenizer) -> list[dict]:
     Each is the first usable sentence of an article: the first sentence (8-25 words) of one of its
     deduplicated held-out paragraphs, with the maskable word nearest the middle masked.
     """
-    kept = set(train.split_paragraphs("heldout"))
     per_topic = FILL_MASK_EXAMPLES // len(train.glauber_core.BBC_TOPICS)
     examples = []
     for topic in train.glauber_core.BBC_TOPICS:
-        articles = train.glauber_core.bbc_articles(split="heldout", topic=topic)
-        found = (masked_sentence(a, tokenizer, kept) for a in articles)
+        pairs = train.glauber_core.bbc_paragraphs("heldout", topic)
+        by_article = itertools.groupby(pairs, key=lambda pair: pair[0])
+        found = (masked_sentence(article, [p for _, p in group], tokenizer) for article, group in by_article)
         examples += itertools.islice((e for e in found if e is not None), per_topic)
     return examples
 
 
-def masked_sentence(article, tokenizer, kept: set[str]) -> dict | None:
-    """The first usable masked sentence of `article` (see `fill_mask_sentences`), or None."""
-    for paragraph in (p for p in article.paragraphs if p in kept):
+def masked_sentence(article, paragraphs: list[str], tokenizer) -> dict | None:
+    """The first usable masked sentence among an article's held-out paragraphs, or None."""
+    for paragraph in paragraphs:
         words = paragraph.split(". ")[0].rstrip(".").split()
         candidates = [i for i, w in enumerate(words) if maskable(w, tokenizer)]
         if 8 <= len(words) <= 25 and candidates:
