@@ -968,3 +968,38 @@ def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
         lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
     first = ranked.groupby("example").first()
     return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 1: the rectangle test at scale and the causal-LM control (section 4)
+# --------------------------------------------------------------------------------------------
+
+# (end of chapter 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 2: influence, score oscillation, margins, drift and exact mixing times (section 5, A.1)
+# --------------------------------------------------------------------------------------------
+
+# (end of chapter 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 3: the temperature-length phase diagram (section 6.1)
+# --------------------------------------------------------------------------------------------
+
+# (end of chapter 3)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 4: zero-shot topic scores and semantic basins (section 6.2)
+# --------------------------------------------------------------------------------------------
+
+# (end of chapter 4)
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 5: metastable traps (appendix A.1, C.1-C.3)
+# --------------------------------------------------------------------------------------------
+
+# (end of chapter 5)
