@@ -4,12 +4,18 @@
     Gibbs-from-BERT scripts do); (b) bare: the encoder forward plus the LM head at the masked rows
     for the same batch, with no sampling or bookkeeping. Run: `make benchmark` or
     `python benchmarks/glauber_speed.py [--model NAME] [--device cuda] [--batches 1 16 64 256]`.
+The table is also written as CSV (default `results/benchmarks/glauber_speed.csv`, committed: the book's
+performance appendix reads it), one row per batch size, with the machine and a free-text `--note`.
 """
 
 import argparse
+import datetime
+import os
 import statistics
 import time
+from pathlib import Path
 
+import pandas as pd
 import torch
 
 import glauber_core as gc
@@ -62,6 +68,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--steps", type=int, default=10, help="Glauber steps per timed run")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--csv", type=Path, default=gc.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",
+                        help="where to write the table (default: results/benchmarks/glauber_speed.csv)")
+    parser.add_argument("--note", default="", help="free text stored with the table (e.g. machine load)")
     args = parser.parse_args()
 
     cold = timed_once(lambda: gc.load_mlm(args.model, device=args.device))
@@ -77,7 +86,7 @@ def main() -> None:
     naive_rate = 1 / naive_time
     print(f"naive loop (1 chain, full logits): {naive_rate:8.1f} chain-steps/s")
     print(f"{'B':>6} {'glauber/s':>12} {'bare/s':>12} {'speedup_vs_naive':>17} {'step_over_forward':>18}")
-    summary = {}
+    summary, rows = {}, []
     for batch in args.batches:
         x0 = x_all[:batch]
         positions = torch.randint(args.seq_len, (batch,), generator=torch.Generator().manual_seed(0)).to(cond.device)
@@ -87,6 +96,17 @@ def main() -> None:
         summary[batch] = (batch / step_time / naive_rate, step_time / bare_time)
         print(f"{batch:>6} {batch / step_time:>12.1f} {batch / bare_time:>12.1f} {summary[batch][0]:>17.2f} "
               f"{summary[batch][1]:>18.3f}")
+        rows.append(dict(batch=batch, glauber_rate=batch / step_time, bare_rate=batch / bare_time,
+                         naive_rate=naive_rate, speedup_vs_naive=summary[batch][0],
+                         step_over_forward=summary[batch][1]))
+    device = torch.cuda.get_device_name() if str(cond.device).startswith("cuda") else f"CPU, {os.cpu_count()} cores"
+    table = pd.DataFrame(rows).assign(
+        model=str(cond.name_or_path).replace(str(gc.REPO_ROOT) + "/", ""), device=device, seq_len=args.seq_len,
+        steps=args.steps, repeats=args.repeats, torch_threads=torch.get_num_threads(), torch=torch.__version__,
+        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), note=args.note)
+    args.csv.parent.mkdir(parents=True, exist_ok=True)
+    table.round(4).to_csv(args.csv, index=False)
+    print(f"wrote {args.csv}")
     if 64 in summary:
         print(f"B=64 speedup_vs_naive={summary[64][0]:.2f} step_over_forward={summary[64][1]:.3f}")
 

@@ -18,6 +18,13 @@
 # %% [markdown]
 # # Appendix: the bundled masked language model
 #
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim** (this book, not the paper): the bundled model is a weak but working masked LM, far better than its un-fine-tuned baseline on held-out BBC text and far weaker than BERT-base.
+# - **Look at**: the held-out metrics table, the fill-mask table and the trajectory excerpt at temperature 1.
+# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/bundled_model.ipynb), or `papermill book/bundled_model.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# ```
+#
 # The paper runs its chains on `bert-base-uncased`, `roberta-base` and `ModernBERT-base`. None of
 # them can be downloaded where this book is built (no package on PyPI ships an English masked LM
 # with its MLM head), so the repository carries its own small one, `models/minilm-l4-bbc-mlm`:
@@ -30,15 +37,18 @@
 # dynamics, not to write text for people.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it. A no-op elsewhere.
+# Colab only: fetch the companion (core and bundled model) and install it.
+# A no-op elsewhere.
 import sys
 
 if "google.colab" in sys.modules:
     import subprocess
 
     REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY, "companion"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "companion"], check=True)
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
+                    "companion"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
+                    "companion"], check=True)
     sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
@@ -108,6 +118,9 @@ gc.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
 # %%
 cond = gc.load_mlm(model or None)
 passage = gc.seed_passages(cond, cfg.seq_len, 1, seed=seed)
-run = gc.glauber(cond, passage.tokens, cfg.steps, temperature, seed=seed, record_every=cfg.record_every)
-excerpt = pd.DataFrame({"step": run.steps.numpy(), "text": cond.decode_batch(run.tokens[0])})
-excerpt.assign(known_words=gc.known_word_share(excerpt.text)).style.format({"known_words": "{:.0%}"})
+run = gc.glauber(cond, passage.tokens, cfg.steps, temperature, seed=seed,
+                 record_every=cfg.record_every)
+excerpt = pd.DataFrame({"step": run.steps.numpy(),
+                        "text": cond.decode_batch(run.tokens[0])})
+excerpt = excerpt.assign(known_words=gc.known_word_share(excerpt.text))
+excerpt.style.format({"known_words": "{:.0%}"})

@@ -18,6 +18,13 @@
 # %% [markdown]
 # # Quick tour: one chain, three temperatures
 #
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim** (paper, section 3.2 and appendix C.3): Glauber chains on a masked LM drift further from their start the hotter they run, and on a compatible (Ising) model the same sampler reaches the known joint law.
+# - **Look at**: the drift figure and the table of final distances; the Ising bar chart for the exact check.
+# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/quick_tour.ipynb), or `papermill notebooks/quick_tour.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# ```
+#
 # This chapter runs the paper's chain (section 3.2) end to end: take held-out BBC News paragraphs,
 # cut them to $n$ tokens, and let Glauber dynamics resample one token at a time at three
 # temperatures. We watch how far each chain drifts from its start in sentence-embedding space,
@@ -25,20 +32,23 @@
 # At the end, the same sampler runs on a six-site Ising chain whose stationary law we know exactly.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it. A no-op elsewhere.
+# Colab only: fetch the companion (core and bundled model) and install it.
+# A no-op elsewhere.
 import sys
 
 if "google.colab" in sys.modules:
     import subprocess
 
     REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY, "companion"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "companion"], check=True)
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
+                    "companion"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
+                    "companion"], check=True)
     sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI, seconds) | quick (book, minutes on 2 CPUs) | paper (GPU)
-model: str = ""  # a Hugging Face masked LM name or folder; "" is the bundled model
+profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+model: str = ""  # a Hugging Face masked LM name or folder; "": bundled
 temperatures: list = [0.5, 1.0, 2.0]
 seq_len: int = 0  # 0: the profile's value
 n_chains: int = 0  # chains per temperature; 0: the profile's value
@@ -54,11 +64,15 @@ import torch
 import glauber_core as gc
 
 PROFILES = {
-    "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000),
-    "quick": dict(seq_len=24, n_chains=8, steps=800, record_every=20, ising_chains=20_000),
-    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000),
+    "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5,
+                  ising_chains=2_000),
+    "quick": dict(seq_len=24, n_chains=8, steps=800, record_every=20,
+                  ising_chains=20_000),
+    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100,
+                  ising_chains=200_000),
 }
-cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len, n_chains=n_chains, steps=steps)
+cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len,
+                          n_chains=n_chains, steps=steps)
 gc.set_book_style()
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
@@ -82,11 +96,13 @@ pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
 
 # %%
 trajectories = {
-    tau: gc.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed, record_every=cfg.record_every)
+    tau: gc.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed,
+                    record_every=cfg.record_every)
     for tau in temperatures
 }
 distance = pd.concat(
-    gc.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps, temperature=tau)
+    gc.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps,
+                        temperature=tau)
     for tau, t in trajectories.items()
 )
 distance.to_csv(gc.results_dir("quick_tour") / "distance.csv", index=False)
@@ -100,9 +116,12 @@ distance.to_csv(gc.results_dir("quick_tour") / "distance.csv", index=False)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
-sns.lineplot(data=distance, x="step", y="distance", hue="temperature", palette="viridis", errorbar=("ci", 95), ax=ax)
-ax.set(xlabel="Glauber step $t$", ylabel=r"$d(x_t, x_0) = 1 - \cos(\phi(x_t), \phi(x_0))$",
-       title=f"Embedding drift, n = {cfg.seq_len}, {cfg.n_chains} chains per temperature")
+sns.lineplot(data=distance, x="step", y="distance", hue="temperature",
+             palette="viridis", errorbar=("ci", 95), ax=ax)
+ax.set(xlabel="Glauber step $t$",
+       ylabel=r"$d(x_t, x_0) = 1 - \cos(\phi(x_t), \phi(x_0))$",
+       title=f"Embedding drift, n = {cfg.seq_len}, "
+             f"{cfg.n_chains} chains per temperature")
 ax.legend(title=r"temperature $\tau$")
 plt.show()
 
@@ -114,13 +133,15 @@ plt.show()
 
 # %%
 final_distance = distance[distance.step == distance.step.max()]
-final_distance.groupby("temperature").distance.describe()[["count", "mean", "min", "max"]].round(3)
+summary = final_distance.groupby("temperature").distance.describe()
+summary[["count", "mean", "min", "max"]].round(3)
 
 # %% [markdown]
 # What the text looks like along the first chain at each temperature:
 
 # %%
-gc.text_snapshots(cond, {f"tau = {tau:g}": t for tau, t in trajectories.items()})
+gc.text_snapshots(cond,
+                  {f"tau = {tau:g}": t for tau, t in trajectories.items()})
 
 # %% [markdown]
 # ## A check with a known answer
@@ -133,18 +154,25 @@ gc.text_snapshots(cond, {f"tau = {tau:g}": t for tau, t in trajectories.items()}
 # %%
 generator = torch.Generator().manual_seed(seed)
 coupling = torch.randn(6, 6, generator=generator, dtype=torch.float64)
-ising = gc.PottsConditionals((coupling + coupling.T) / 2, 0.5 * torch.randn(6, 2, generator=generator, dtype=torch.float64))
+field = 0.5 * torch.randn(6, 2, generator=generator, dtype=torch.float64)
+ising = gc.PottsConditionals((coupling + coupling.T) / 2, field)
 states, log_joint = ising.joint_log_probs(temperature=1.0)
-final = gc.glauber(ising, torch.zeros(cfg.ising_chains, 6, dtype=torch.long), 120, record_every=120, progress=False).final
+start = torch.zeros(cfg.ising_chains, 6, dtype=torch.long)
+final = gc.glauber(ising, start, 120, record_every=120, progress=False).final
 check = gc.state_frequencies(final, 2).assign(exact=log_joint.exp().numpy())
 check.to_csv(gc.results_dir("quick_tour") / "ising_check.csv", index=False)
-print(f"TV(empirical, exact) = {0.5 * (check.empirical - check.exact).abs().sum():.4f}; from sampling noise alone "
-      f"expect about {gc.sampling_noise_tv(check.exact, cfg.ising_chains):.4f} ({cfg.ising_chains} chains)")
+tv = 0.5 * (check.empirical - check.exact).abs().sum()
+noise = gc.sampling_noise_tv(check.exact, cfg.ising_chains)
+print(f"TV(empirical, exact) = {tv:.4f}; from sampling noise alone expect "
+      f"about {noise:.4f} ({cfg.ising_chains} chains)")
 
 # %%
-top = check.nlargest(16, "exact").melt(id_vars="state", value_vars=["exact", "empirical"], var_name="law", value_name="probability")
+top = check.nlargest(16, "exact").melt(
+    id_vars="state", value_vars=["exact", "empirical"], var_name="law",
+    value_name="probability")
 fig, ax = plt.subplots(figsize=(8, 3.5))
 sns.barplot(data=top, x="state", y="probability", hue="law", ax=ax)
-ax.set(xlabel="state (the 16 most likely of 64)", ylabel="probability", title=r"Ising chain: Glauber empirical law vs exact $\pi_\tau$")
+ax.set(xlabel="state (the 16 most likely of 64)", ylabel="probability",
+       title=r"Ising chain: Glauber empirical law vs exact $\pi_\tau$")
 ax.tick_params(axis="x", rotation=60)
 plt.show()

@@ -1,0 +1,101 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix: performance
+#
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim** (this book, not the paper): a batched Glauber step of the core costs about one bare forward pass of the batch, and many chains per forward run several times faster than the one-chain loop of common Gibbs-from-BERT scripts.
+# - **Look at**: the table (chain-steps per second and the two ratios) and the plot of rate against batch size.
+# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/performance.ipynb), or `python benchmarks/glauber_speed.py` then `papermill book/performance.ipynb out.ipynb`
+# ```
+#
+# Every chapter runs many chains at once: one step of $B$ chains is one forward pass of the
+# encoder over $B$ sequences, each with its own masked site, the LM head applied only at the
+# masked rows, then one exact draw per chain. `benchmarks/glauber_speed.py` measures that step in
+# chain-steps per second against two baselines, timed in the same process so that the ratios are
+# comparable even when the machine's speed drifts:
+#
+# - the **naive loop**: one chain, full logits at every position, one forward per step, as
+#   common Gibbs-from-BERT scripts do {cite}`wang2019bertmouth`;
+# - the **bare forward**: the encoder plus the LM head at the masked rows for the same batch, with
+#   no sampling or bookkeeping. A Glauber step cannot be cheaper than this, so
+#   `step_over_forward` near 1 means the sampler itself costs almost nothing.
+#
+# The benchmark writes `results/benchmarks/glauber_speed.csv` (committed with the repository);
+# this page reads it as it is. Absolute rates depend on the machine and on what else it was
+# running; the `note` column says under which conditions the table was measured.
+
+# %% tags=["remove-cell"]
+# Colab only: fetch the companion (core, book tools, results) and install it.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
+                    "companion"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
+                    "companion"], check=True)
+    sys.path.insert(0, "companion")
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import book_tools as bt
+import glauber_core as gc
+
+gc.set_book_style()
+bench = bt.read_benchmark(
+    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv")
+first = bench.iloc[0]
+print(f"model {first.model} on {first['device']}, n = {first.seq_len}, "
+      f"{first.torch_threads} torch thread(s), torch {first.torch}")
+print(f"measured {first.measured}; note: {first.note or '(none)'}")
+
+# %%
+columns = {
+    "batch": "chains B",
+    "glauber_rate": "Glauber chain-steps/s",
+    "bare_rate": "bare forward, chain-steps/s",
+    "naive_rate": "naive loop, chain-steps/s",
+    "speedup_vs_naive": "speedup vs naive",
+    "step_over_forward": "step / bare forward",
+}
+table = bench[list(columns)].rename(columns=columns).set_index("chains B")
+table.style.format("{:.1f}").format(
+    "{:.2f}", subset=["speedup vs naive", "step / bare forward"])
+
+# %% [markdown]
+# The rate of the batched chains climbs with $B$ while the hardware has idle capacity and then
+# flattens; the bare forward of the same batch is the ceiling, and the naive one-chain loop is the
+# floor the batching is measured against.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4))
+ax.plot(bench.batch, bench.glauber_rate, "o-", label="Glauber step")
+ax.plot(bench.batch, bench.bare_rate, "s--", label="bare forward + head")
+ax.axhline(first.naive_rate, color="grey", linestyle=":",
+           label="naive loop (1 chain)")
+ax.set_xscale("log", base=2)
+ax.set(xlabel="chains per batch $B$", ylabel="chain-steps per second",
+       title=f"Glauber throughput, n = {first.seq_len}, {first['device']}")
+ax.legend()
+plt.show()

@@ -1,0 +1,418 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Semantic basins: where long chains go
+#
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim** (paper, section 6.2): long chains at $\tau = 1$ forget the topic
+#   they started from and keep re-entering recognisable semantic regions;
+#   for BERT, politics is one such recurrent basin (46 of 50 chains pass the
+#   politics baseline at least once, with peaks up to 0.979).
+# - **Look at**: the Table 3 counterpart, the leading-label shares per seed
+#   topic, the PCA trajectories (Figs. 1 and 4) and the prefix table (C.4).
+# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/04_basins.ipynb), or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# ```
+#
+# The paper {cite}`sana2026mixing` runs 50 chains of 10,000 Glauber steps on
+# BERT {cite}`devlin2019bert`, five seed topics with ten seeds each, and
+# scores every 200th state with a zero-shot topic classifier. Here we do the
+# same with the bundled BBC-trained model, a topic scorer that works offline,
+# and BBC News {cite}`greene2006bbc` paragraphs as seeds. We first check that
+# the scorer reads topics correctly, then ask which basin *our* model returns
+# to, whichever it is.
+
+# %% tags=["remove-cell"]
+# Colab only: fetch the companion (core and bundled model) and install it.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
+                    "companion"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
+                    "companion"], check=True)
+    sys.path.insert(0, "companion")
+
+# %% tags=["parameters"]
+profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
+scorer: str = ""  # "": MiniLM embedding scorer; or an NLI model name
+temperature: float = 1.0
+seq_len: int = 0  # tokens per chain; 0: the profile's value
+n_seeds: int = 0  # chains per seed topic; 0: the profile's value
+steps: int = 0  # Glauber steps per chain; 0: the profile's value
+record_every: int = 0  # topic scores every m steps; 0: the profile's
+prefixes: list = ["tony blair said that", "wayne rooney said that",
+                  "elvis presley said that", "the little kid said that"]
+seed: int = 0
+
+# %%
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+
+import glauber_core as gc
+
+PROFILES = {
+    "smoke": dict(seq_len=20, n_seeds=1, steps=30, record_every=10,
+                  pca_every=5, n_check=5, prefix_chains=1,
+                  prefix_steps=10),
+    "quick": dict(seq_len=20, n_seeds=4, steps=1500, record_every=50,
+                  pca_every=10, n_check=60, prefix_chains=4,
+                  prefix_steps=500),
+    "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200,
+                  pca_every=10, n_check=200, prefix_chains=10,
+                  prefix_steps=3_500),
+}
+cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len,
+                          n_seeds=n_seeds, steps=steps,
+                          record_every=record_every)
+gc.set_book_style()
+cond = gc.load_mlm(model or None)
+embedder = gc.load_embedder()
+model_name = Path(cond.name_or_path).name if not model else model
+out = gc.results_dir("04_basins")
+cfg
+
+# %% [markdown]
+# | profile | chains | steps | scores every | scorer check | prefix runs |
+# |---|---|---|---|---|---|
+# | smoke | 5 topics x 1 | 30 | 10 | 5 per topic | 5 x 1 chain, 10 steps |
+# | quick | 5 topics x 4 | 1,500 | 50 | 60 per topic | 5 x 4 chains, 500 steps |
+# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 5 x 10, 3,500 steps |
+#
+# All profiles use $n = 20$ tokens (the paper's seed length, B.2) and
+# $\tau = 1$. The paper does not give its prefix runs' length; we use 3,500
+# steps there, the length of its Fig. 4.
+#
+# ## The topic scorer
+#
+# The paper scores states with the `facebook/bart-large-mnli` zero-shot
+# pipeline. Its appendix B.1 lists eleven candidate labels, while its
+# baseline of $1/9 \approx 0.111$ implies nine. We keep nine: the eleven less
+# *science* and *art*, the two that overlap most with another label
+# (*technology* and *pop culture*). The baseline is $1/L$ for $L$ labels.
+#
+# No NLI model is available offline, so the default scorer is zero-shot by
+# sentence embeddings: embed the text and a one-line description of each
+# label with all-MiniLM-L6-v2 {cite}`reimers2019sbert,wang2020minilm`, and
+# take a softmax of the cosine similarities times a scale $s$,
+# $p(\ell \mid x) \propto \exp(s \cos(\phi(x), \phi(d_\ell)))$.
+# The scale was fitted once, by maximum likelihood on BBC *training*
+# paragraphs cut to 20 tokens (each BBC topic mapped to its label), never
+# on held-out text. Passing `scorer="facebook/bart-large-mnli"` runs the
+# paper's classifier instead through the same call (online only).
+
+# %%
+labels = list(gc.TOPIC_LABELS)
+baseline = 1 / len(labels)
+score_with = dict(model=scorer or None)
+bbc_topic = {label: topic for topic, label in gc.BBC_TOPIC_LABELS.items()}
+pd.DataFrame({"description": gc.TOPIC_LABELS.values(),
+              "BBC topic": [bbc_topic.get(k, "") for k in labels]},
+             index=pd.Index(labels, name="label"))
+
+# %% [markdown]
+# Refitting the scale on a fresh sample of training paragraphs shows how
+# stable the stored value is (a smaller sample here than the stored fit's
+# 200 paragraphs per topic):
+
+# %%
+refit = gc.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len, seed=seed + 1,
+                                 embedder=embedder)
+print(f"stored scale {gc.TOPIC_SCALE:.2f}; refitted on "
+      f"{5 * cfg.n_check} training snippets: {refit:.2f}")
+
+# %% [markdown]
+# ## Does the scorer read BBC topics?
+#
+# Before trusting it on chains, we score held-out BBC paragraphs whose topic
+# we know: once cut to the chains' 20 tokens (what the chains look like) and
+# once whole.
+
+# %%
+rng = np.random.default_rng(seed)
+rows = []
+for topic, label in gc.BBC_TOPIC_LABELS.items():
+    cut = gc.seed_passages(cond, cfg.seq_len, cfg.n_check, seed=seed,
+                           topic=topic)
+    pool = [p for _, p in gc.bbc_paragraphs("heldout", topic)]
+    whole = rng.choice(pool, cfg.n_check, replace=False).tolist()
+    rows += [dict(length=f"first {cfg.seq_len} tokens", topic=topic,
+                  label=label, text=t) for t in cut.texts]
+    rows += [dict(length="whole paragraph", topic=topic, label=label,
+                  text=t) for t in whole]
+check = pd.DataFrame(rows)
+check_scores = gc.topic_scores(check.text.tolist(), labels, **score_with)
+check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
+check["predicted"] = check[labels].idxmax(axis=1)
+check.drop(columns="text").to_csv(out / "validation.csv", index=False)
+(check.assign(correct=check.predicted == check.label)
+ .groupby("length").correct.agg(["count", "mean"])
+ .rename(columns={"count": "paragraphs", "mean": "accuracy"}).round(3))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+for ax, (length, part) in zip(axes, check.groupby("length")):
+    table = gc.confusion_table(part.label, torch.tensor(
+        part[labels].to_numpy()), labels)
+    table = table.loc[list(gc.BBC_TOPIC_LABELS.values())]
+    sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax)
+    ax.set(title=f"held-out BBC, {length}", xlabel="predicted label",
+           ylabel="true label (BBC topic)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Chance is $1/9$ over nine labels (or $1/5$ if one knew the answer was a BBC
+# topic). The scorer is far from perfect on 20-token snippets, but its errors
+# are spread over labels rather than piled on politics, so a rise in the
+# politics score along a chain is not an artefact of the scorer leaning that
+# way.
+#
+# ## Long chains from each topic
+#
+# Every seed topic gets `n_seeds` held-out passages; all chains of all
+# topics run as one batch. We record states every `pca_every` steps for
+# the trajectory plots and score every `record_every` steps.
+
+# %%
+seeds = [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed,
+                          topic=t) for t in gc.BBC_TOPIC_LABELS]
+x0 = torch.cat([p.tokens for p in seeds])
+seed_topic = [t for p in seeds for t in p.topics]
+run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
+                 record_every=cfg.pca_every)
+every = max(1, round(cfg.record_every / cfg.pca_every))
+scores, score_steps = gc.trajectory_topic_scores(cond, run, labels, every,
+                                                 **score_with)
+frame = gc.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
+frame.to_csv(out / "scores.csv", index=False)
+frame.head()
+
+# %% [markdown]
+# ## Table 3: politics recurrence and loss of the seed topic
+#
+# Per seed topic: the mean politics score at the first and last step, the
+# mean score of the seed topic's own label at both ends, how many chains
+# rise above the baseline $1/9$ at some recorded step after the start, and
+# the highest politics score seen after the start.
+
+# %%
+table3 = gc.recurrence_table(frame, "politics", baseline)
+table3.to_csv(out / "table3.csv")
+table3.round(3)
+
+# %% [markdown]
+# The paper's figures for BERT beside ours. The paper's five seed topics
+# (from MS MARCO, one of them food) are not BBC's, and politics is not among
+# them; so we count crossings over our chains seeded from the four
+# non-politics topics, whose politics score has to rise to cross.
+
+# %%
+others = frame[frame.seed_topic != "politics"]
+after = others[others.step > 0]
+crossed = after.groupby("chain").politics.max() > baseline
+share = crossed.mean()
+low, high = gc.wilson_interval(int(crossed.sum()), len(crossed))
+peak = after.politics.max()
+pd.DataFrame({
+    "paper (BERT, BART-MNLI)": ["46 of 50 (0.92)", "0.979"],
+    "ours": [f"{crossed.sum()} of {len(crossed)} ({share:.2f}, 95% "
+             f"[{low:.2f}, {high:.2f}])", f"{peak:.3f}"],
+}, index=["chains ever above the politics baseline",
+          "peak politics score"])
+
+# %% [markdown]
+# ## Which basin does our model return to?
+#
+# Whatever the paper found for BERT, the question for any model is which
+# region its chains keep returning to. For each seed topic, the share of
+# recorded states after the start in which each label has the highest score:
+
+# %%
+shares = gc.leading_label_shares(frame[frame.step > 0], labels)
+shares.to_csv(out / "leading_shares.csv")
+fig, ax = plt.subplots(figsize=(9, 3.6))
+sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
+            vmax=1, ax=ax, cbar_kws={"label": "share of recorded states"})
+ax.set(xlabel="leading label", ylabel="seed topic",
+       title=f"Leading topic label along the chains (steps 1 to "
+             f"{cfg.steps:,}, tau = {temperature:g})")
+plt.show()
+
+# %%
+mean_path = frame.melt(id_vars=["chain", "step", "seed_topic"],
+                       value_vars=labels, var_name="label",
+                       value_name="score")
+fig, ax = plt.subplots(figsize=(9, 4))
+sns.lineplot(data=mean_path, x="step", y="score", hue="label",
+             errorbar=None, ax=ax)
+ax.axhline(baseline, color="grey", ls="--", lw=1, label="baseline 1/9")
+ax.set(xlabel="Glauber step $t$", ylabel="mean topic score",
+       title="Mean topic scores over all chains")
+ax.legend(ncol=2, fontsize=8)
+plt.show()
+
+# %%
+leader = shares.idxmax(axis=1)
+for topic in shares.index:
+    print(f"seeded from {topic:>13}: leading label most often "
+          f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
+
+# %% [markdown]
+# ## Figs. 1 and 4: the trajectory in embedding space
+#
+# For two chains we embed every recorded state, project the embeddings on
+# their first two principal components and join consecutive states,
+# coloured from warm (early) to cool (late) as in the paper's figures.
+# A state the chain keeps for several records is drawn once per record, so
+# a trap shows as a dark, tight cluster.
+
+# %%
+picks = [0, len(seed_topic) - 1]
+fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+for ax, chain in zip(axes, picks):
+    texts = cond.decode_batch(run.tokens[chain])
+    xy, explained = gc.pca_2d(gc.embed(embedder, texts))
+    ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
+    dots = ax.scatter(xy[:, 0], xy[:, 1], c=run.steps, cmap="coolwarm_r",
+                      s=14, alpha=0.6)
+    ax.set(xlabel=f"PC 1 ({explained[0]:.0%} of variance)",
+           ylabel=f"PC 2 ({explained[1]:.0%})",
+           title=f"chain {chain} ({seed_topic[chain]}): "
+                 f"{len(set(texts))} distinct of {len(texts)} states")
+    ax.scatter(*xy[0], marker="o", s=90, facecolor="none", color="k",
+               label="first state")
+    ax.scatter(*xy[-1], marker="X", s=90, color="k", label="last state")
+    ax.legend(loc="best", fontsize=8)
+    fig.colorbar(dots, ax=ax, label="Glauber step")
+    print(f"chain {chain}\n  first: {texts[0]}\n  last:  {texts[-1]}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Prefix-conditioned attractors (appendix C.4)
+#
+# Freeze a prefix "X said that" and let the chain resample only the rest.
+# The paper's examples suggest the speaker steers the chain into a basin
+# (and that even "the little kid said that" pulls towards news speech).
+# We run the same seed passages with each prefix and with none, and score
+# only the free part of the text.
+
+# %%
+base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
+                        seed=seed + 7)
+prefix_rows, endpoints = [], []
+for prefix in ["(none)"] + list(prefixes):
+    if prefix == "(none)":
+        start, k = base.tokens, 0
+    else:
+        start, k = gc.with_prefix(cond, prefix, base.tokens)
+    chains = gc.glauber(cond, start, cfg.prefix_steps, temperature,
+                        frozen=k, seed=seed,
+                        record_every=max(1, cfg.prefix_steps // 10))
+    pscores, psteps = gc.trajectory_topic_scores(cond, chains, labels,
+                                                 skip=k, **score_with)
+    prefix_rows.append(gc.topic_frame(pscores, psteps, labels,
+                                      prefix=prefix))
+    endpoints += [dict(prefix=prefix, chain=c, endpoint=text)
+                  for c, text in enumerate(cond.decode_batch(chains.final))]
+prefix_frame = pd.concat(prefix_rows, ignore_index=True)
+prefix_frame.to_csv(out / "prefix_scores.csv", index=False)
+pd.DataFrame(endpoints).to_csv(out / "prefix_endpoints.csv", index=False)
+
+# %% [markdown]
+# The topic mix of the free part over the second half of each run, and how
+# it differs from the run without a prefix:
+
+# %%
+late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
+mix = late.groupby("prefix", sort=False)[labels].mean()
+fig, axes = plt.subplots(1, 2, figsize=(13, 3.6))
+sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
+            ax=axes[0], cbar=False)
+sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f",
+            cmap="vlag", center=0, ax=axes[1], cbar=False)
+axes[0].set(title="mean topic score, second half", xlabel="label",
+            ylabel="frozen prefix")
+axes[1].set(title="change against no prefix", xlabel="label", ylabel="")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Example endpoints, one per prefix (the prefix is part of the text):
+
+# %%
+pd.set_option("display.max_colwidth", 120)
+pd.DataFrame(endpoints).groupby("prefix", sort=False).first().endpoint
+
+# %% [markdown]
+# ## Verdicts
+#
+# Rules, fixed before looking at the numbers:
+#
+# - `politics_recurrence`: *reproduced* if the paper's share (46/50 = 0.92)
+#   lies inside our 95% Wilson interval for the share of non-politics chains
+#   that ever pass the politics baseline, or ours is higher; else *differs*.
+# - `politics_peak`: *reproduced* if our peak politics score after the start
+#   is at least 0.9 (the paper's 0.979 is a near-certain political state);
+#   else *differs*.
+#
+# The scorers differ (embedding similarity against BART-MNLI), so the two
+# claims test whether our model's chains enter confidently political text,
+# not whether the scores match to the digit.
+
+# %%
+recurrence_ok = high >= 0.92  # 0.92 inside the interval, or below it
+claims = pd.DataFrame([
+    dict(claim="politics_recurrence", table="paper",
+         quantity="share of non-politics chains ever above 1/9 politics",
+         ours=share, ours_text=f"{share:.2f} [{low:.2f}, {high:.2f}] "
+                               f"({crossed.sum()} of {len(crossed)})",
+         verdict="reproduced" if recurrence_ok else "differs",
+         reason="paper 46/50 = 0.92; reproduced if 0.92 is inside our 95% "
+                "Wilson interval or below our share"),
+    dict(claim="politics_peak", table="paper",
+         quantity="peak politics score after step 0, non-politics chains",
+         ours=peak, ours_text=f"{peak:.3f}",
+         verdict="reproduced" if peak >= 0.9 else "differs",
+         reason="paper 0.979; reproduced if our peak is at least 0.9"),
+]).assign(model=model_name, profile=cfg.profile)
+claims.to_csv(out / "claims.csv", index=False)
+claims[["claim", "ours_text", "verdict"]]
+
+# %% [markdown]
+# ## What this shows
+#
+# The chains leave their seed topic: the seed label's mean score falls from
+# the start to the end in the table above, as in the paper. Whether they
+# then settle on politics depends on the model. The paper's BERT, trained on
+# books and Wikipedia, keeps entering political text; our small model was
+# trained on BBC News alone, so its basins are BBC's own registers, and the
+# leading-label table names the one it returns to most. The scorer is an
+# embedding stand-in for the paper's NLI classifier; rerun with
+# `scorer="facebook/bart-large-mnli"` and `model="bert-base-uncased"` online
+# to put both sides on the paper's footing.

@@ -1,0 +1,216 @@
+"""Chapter 4: the zero-shot topic scorer and the basin tables, on cases with a known answer."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import glauber_core as gc
+
+
+class FixedEmbedder:
+    """A sentence embedder with hand-picked vectors, so cosine similarities are known exactly."""
+
+    def __init__(self, vectors: dict):
+        self.vectors = {k: torch.tensor(v, dtype=torch.float32) for k, v in vectors.items()}
+
+    def encode(self, texts, batch_size=None, convert_to_tensor=True, normalize_embeddings=True,
+               show_progress_bar=False):
+        rows = torch.stack([self.vectors[t] for t in texts])
+        return rows / rows.norm(dim=1, keepdim=True)
+
+
+TWO_LABELS = {"a": "about a", "b": "about b"}
+FIXED = FixedEmbedder({"about a": [1.0, 0.0], "about b": [0.0, 1.0], "both": [1.0, 1.0], "only a": [2.0, 0.0],
+                       "mostly b": [1.0, math.sqrt(3.0)]})
+
+
+def test_scores_are_softmax_of_scaled_cosines():
+    scores = gc.topic_scores(["both", "only a", "mostly b"], TWO_LABELS, model=FIXED, scale=3.0)
+    cosines = torch.tensor([[2**-0.5, 2**-0.5], [1.0, 0.0], [0.5, math.sqrt(3.0) / 2]], dtype=torch.float64)
+    assert torch.allclose(scores.double(), torch.softmax(3.0 * cosines, -1), atol=1e-6)
+    assert torch.allclose(scores[0], torch.tensor([0.5, 0.5]), atol=1e-6)
+    assert scores[1, 0] == pytest.approx(1 / (1 + math.exp(-3.0)), abs=1e-6)
+
+
+def test_permuting_labels_permutes_columns():
+    labels = list(gc.TOPIC_LABELS)
+    texts = ["the minister lost the vote in parliament", "the striker scored twice in the cup final"]
+    order = [3, 0, 8, 1, 5, 2, 7, 4, 6]
+    straight = gc.topic_scores(texts, labels)
+    permuted = gc.topic_scores(texts, [labels[k] for k in order])
+    assert torch.allclose(permuted, straight[:, order], atol=1e-6)
+
+
+def test_description_text_gets_its_own_label_top_and_rows_sum_to_one():
+    labels = list(gc.TOPIC_LABELS)
+    scores = gc.topic_scores(list(gc.TOPIC_LABELS.values()), labels)
+    assert scores.shape == (len(labels), len(labels))
+    assert torch.equal(scores.argmax(1), torch.arange(len(labels)))
+    assert torch.allclose(scores.sum(1), torch.ones(len(labels)), atol=1e-5)
+
+
+def test_plain_label_names_describe_themselves():
+    assert gc.topic_descriptions(["politics", "gardening"]) == {
+        "politics": gc.TOPIC_LABELS["politics"], "gardening": "gardening"}
+    scores = gc.topic_scores(["gardening", "weather"], ["gardening", "weather"])
+    assert torch.equal(scores.argmax(1), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("texts, labels, match", [
+    (["some text"], [], "labels is empty"),
+    (["some text"], {}, "labels is empty"),
+    (["some text"], ["sport", "politics", "sport"], "distinct"),
+    ([], ["sport"], "texts is empty"),
+    (["fine", "   "], ["sport"], "non-empty strings"),
+    (["some text"], "sport", "list of label names"),
+    (["some text"], ["sport", ""], "non-empty strings"),
+])
+def test_bad_input_raises_one_value_error(texts, labels, match):
+    with pytest.raises(ValueError, match=match):
+        gc.topic_scores(texts, labels, model=FIXED)
+
+
+def test_bad_scale_raises():
+    with pytest.raises(ValueError, match="scale must be"):
+        gc.topic_scores(["both"], TWO_LABELS, model=FIXED, scale=0.0)
+
+
+def test_nli_model_by_name_fails_offline_with_one_sentence(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(gc, "_cached_on_disk", lambda name: False)
+    with pytest.raises(ValueError, match="offline"):
+        gc.topic_scores(["the minister resigned"], ["politics", "sport"], model="facebook/bart-large-mnli")
+
+
+def test_nli_path_reorders_pipeline_output_to_label_order(monkeypatch):
+    def classify(texts, candidate_labels, multi_label, batch_size):
+        assert multi_label is False
+        ranked = [("sport", 0.7), ("politics", 0.2), ("food", 0.1)]
+        return [{"sequence": t, "labels": [k for k, _ in ranked], "scores": [v for _, v in ranked]} for t in texts]
+
+    monkeypatch.setattr(gc, "_zero_shot_pipeline", lambda name: classify)
+    scores = gc.topic_scores(["x", "y"], ["politics", "food", "sport"], model="some/nli-model")
+    assert torch.allclose(scores, torch.tensor([[0.2, 0.1, 0.7]] * 2))
+
+
+def test_fit_topic_scale_solves_the_likelihood_equation():
+    # three rows cos = (1, 0) and one row cos = (0, 1), all labelled 0: 4 sigma(s) - 3 = 0, s = log 3
+    similarities = torch.tensor([[1.0, 0.0]] * 3 + [[0.0, 1.0]])
+    assert gc.fit_topic_scale(similarities, [0, 0, 0, 0]) == pytest.approx(math.log(3.0), rel=1e-6)
+    with pytest.raises(ValueError, match="separate"):
+        gc.fit_topic_scale(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), [0, 1])
+    with pytest.raises(ValueError, match="targets"):
+        gc.fit_topic_scale(similarities, [0, 0, 0, 2])
+
+
+def test_stored_scale_is_the_training_fit(tiny_bert):
+    """TOPIC_SCALE is what calibrate_topic_scale gives on the training split, refit cheaply from 40 snippets
+    (tiny_bert has the bundled model's tokenizer, so the same snippets)."""
+    assert gc.calibrate_topic_scale(tiny_bert, 8, 20, seed=0) == pytest.approx(gc.TOPIC_SCALE, rel=0.5)
+    with pytest.raises(ValueError, match="BBC topics"):
+        gc.calibrate_topic_scale(tiny_bert, 8, 20, labels=["politics", "sport"])
+
+
+def _frame():
+    # chains 0, 1 seeded from business (label finance), chain 2 from sports; steps 0, 10, 20
+    rows = [
+        (0, 0, "business", 0.05, 0.60, 0.10), (0, 10, "business", 0.30, 0.20, 0.10),
+        (0, 20, "business", 0.10, 0.50, 0.10),
+        (1, 0, "business", 0.05, 0.80, 0.05), (1, 10, "business", 0.05, 0.50, 0.40),
+        (1, 20, "business", 0.20, 0.40, 0.40),
+        (2, 0, "sports", 0.01, 0.01, 0.90), (2, 10, "sports", 0.02, 0.02, 0.90),
+        (2, 20, "sports", 0.03, 0.01, 0.95),
+    ]
+    return pd.DataFrame(rows, columns=["chain", "step", "seed_topic", "politics", "finance", "sport"])
+
+
+def test_recurrence_table_on_a_constructed_table():
+    table = gc.recurrence_table(_frame(), "politics", baseline=0.25)
+    business = table.loc["business"]
+    assert business["chains"] == 2
+    assert business["politics at start"] == pytest.approx(0.05)
+    assert business["politics at end"] == pytest.approx(0.15)
+    assert business["seed label"] == "finance"
+    assert business["seed score at start"] == pytest.approx(0.70)
+    assert business["seed score at end"] == pytest.approx(0.45)
+    assert business["chains crossing"] == 1  # chain 0 reaches 0.30 > 0.25 at step 10; chain 1 peaks at 0.20
+    assert business["peak politics"] == pytest.approx(0.30)
+    sports = table.loc["sports"]
+    assert sports["chains crossing"] == 0 and sports["peak politics"] == pytest.approx(0.03)
+    assert sports["seed score at end"] == pytest.approx(0.95)
+
+
+def test_recurrence_ignores_the_start_when_counting_crossings():
+    frame = _frame()
+    frame.loc[frame.step == 0, "politics"] = 0.99
+    assert gc.recurrence_table(frame, "politics", baseline=0.25).loc["business", "chains crossing"] == 1
+    with pytest.raises(ValueError, match="baseline"):
+        gc.recurrence_table(frame, "politics", baseline=None)
+    with pytest.raises(ValueError, match="missing"):
+        gc.recurrence_table(frame.drop(columns="finance"), "politics", baseline=0.25)
+
+
+def test_leading_label_shares_on_a_constructed_table():
+    shares = gc.leading_label_shares(_frame(), ["politics", "finance", "sport"])
+    assert shares.loc["business"].tolist() == pytest.approx([1 / 6, 5 / 6, 0.0])  # (1, 20): a tie, finance first
+    assert shares.loc["sports"].tolist() == pytest.approx([0.0, 0.0, 1.0])
+    tie = pd.DataFrame({"seed_topic": ["x"], "politics": [0.4], "finance": [0.4], "sport": [0.2]})
+    assert gc.leading_label_shares(tie, ["politics", "finance", "sport"]).loc["x"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_confusion_table_counts_argmax_predictions():
+    scores = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    table = gc.confusion_table(["a", "b", "b"], scores, ["a", "b"])
+    assert table.to_numpy().tolist() == [[1, 0], [1, 1]]
+    with pytest.raises(ValueError, match="true labels"):
+        gc.confusion_table(["a", "c", "b"], scores, ["a", "b"])
+
+
+def test_topic_frame_and_trajectory_scores(tiny_bert):
+    x0 = gc.seed_passages(tiny_bert, 6, 2, seed=0).tokens
+    run = gc.glauber(tiny_bert, x0, 10, 1.0, record_every=2, progress=False)
+    texts = tiny_bert.decode_batch(run.tokens.reshape(-1, 6))
+    vocab = sorted(set(texts) | set(TWO_LABELS.values()))
+    fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(vocab)})
+    scores, steps = gc.trajectory_topic_scores(tiny_bert, run, TWO_LABELS, 2, model=fixed)
+    assert steps.tolist() == [0, 4, 8, 10]
+    direct = gc.topic_scores(tiny_bert.decode_batch(run.tokens[:, [0, 2, 4, 5]].reshape(-1, 6)), TWO_LABELS,
+                             model=fixed)
+    assert torch.allclose(scores.reshape(-1, 2), direct)
+    frame = gc.topic_frame(scores, steps, TWO_LABELS, seed_topic=["p", "q"], kind="plain")
+    assert frame.seed_topic.tolist() == ["p"] * 4 + ["q"] * 4 and set(frame.kind) == {"plain"}
+    assert frame.step.tolist() == [0, 4, 8, 10] * 2
+
+
+def test_with_prefix_keeps_length_and_freezes_the_prefix(tiny_bert):
+    tokens = gc.seed_passages(tiny_bert, 8, 3, seed=1).tokens
+    start, k = gc.with_prefix(tiny_bert, "the minister said", tokens)
+    ids = tiny_bert.encode("the minister said")
+    assert k == len(ids) and start.shape == tokens.shape
+    assert torch.equal(start[:, :k], ids.expand(3, -1)) and torch.equal(start[:, k:], tokens[:, : 8 - k])
+    run = gc.glauber(tiny_bert, start, 30, 1.0, frozen=k, progress=False)
+    assert torch.equal(run.final[:, :k], start[:, :k])
+    with pytest.raises(ValueError, match="no free site"):
+        gc.with_prefix(tiny_bert, "the minister said that the government", tokens[:, :3])
+
+
+def test_pca_of_points_on_a_line():
+    direction = torch.tensor([3.0, 4.0, 0.0]) / 5
+    points = torch.tensor([-2.0, 0.0, 1.0, 1.0])[:, None] * direction + torch.tensor([1.0, 1.0, 1.0])
+    xy, explained = gc.pca_2d(points)
+    centred = np.array([-2.0, 0.0, 1.0, 1.0]) - 0.0
+    assert np.allclose(np.abs(xy[:, 0]), np.abs(centred), atol=1e-6)
+    assert np.allclose(xy[:, 1], 0.0, atol=1e-6)
+    assert explained == pytest.approx([1.0, 0.0], abs=1e-9)
+
+
+def test_wilson_interval_known_values():
+    low, high = gc.wilson_interval(0, 10)
+    assert low == 0.0 and high == pytest.approx(1.96**2 / (10 + 1.96**2))
+    low, high = gc.wilson_interval(5, 10)
+    assert (low + high) / 2 == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        gc.wilson_interval(11, 10)

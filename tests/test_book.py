@@ -1,0 +1,302 @@
+"""The published book: the reproduction join (book_tools), every page's opening box, code that fits the page,
+the references and the offline-math configuration."""
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+import yaml
+
+import book_tools as bt
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+NOTEBOOKS = sorted(p for folder in ("notebooks", "book") for p in (ROOT / folder).glob("*.ipynb"))
+MAX_CODE_LINE = 80
+HIDDEN_CODE_TAGS = {"remove-cell", "remove-input"}  # code the rendered page never shows
+
+PAPER_CLAIMS = ["incompatibility_mean_abs_delta", "causal_control_max_abs_delta", "alpha_tau10", "alpha_tau11",
+                "basin_drift_tau1", "basin_drift_tau2", "coupling_boundary_tau", "boundary_shift_with_n",
+                "nlogn_fit", "politics_recurrence", "politics_peak", "trap_count", "perfect_trap_share",
+                "trap_mean_duration", "mean_gap_correlation"]
+BEYOND_CLAIMS = ["exact_bound_tightness", "mu_vs_pseudolikelihood_tv", "transition_width", "context_averaged_alpha"]
+BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
+            "warner2025modernbert", "wang2019bertmouth", "salazar2020mlmscoring", "reimers2019sbert",
+            "wang2020minilm", "greene2006bbc", "allal2025smollm2", "radford2019gpt2", "vehtari2021rhat",
+            "efron1993bootstrap"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The reproduction join, on constructed CSVs
+# ---------------------------------------------------------------------------------------------------------
+
+def claim_row(claim, ours, verdict="reproduced", model="tiny", table="paper", **extra):
+    row = dict(claim=claim, table=table, quantity=f"q_{claim}", ours=ours, ours_text=f"{ours:.2f} [ci]",
+               verdict=verdict, reason=f"rule for {claim}", model=model, profile="smoke")
+    return row | extra
+
+
+def write_claims(root: Path, chapter: str, rows) -> None:
+    (root / chapter).mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(root / chapter / "claims.csv", index=False)
+
+
+@pytest.fixture
+def paper(tmp_path):
+    frame = pd.DataFrame({
+        "claim": ["a_claim", "b_claim", "c_claim", "x_beyond"],
+        "table": ["paper", "paper", "paper", "beyond"],
+        "chapter": ["01_first", "01_first", "02_second", "02_second"],
+        "section": ["4", "5.1", "6", "7"],
+        "what": ["what a", "what b", "what c", "what x"],
+        "paper_value": ["0.64-0.80", "1.04", "17", "not measured"],
+    })
+    path = tmp_path / "paper_claims.csv"
+    frame.to_csv(path, index=False)
+    return bt.read_paper_claims(path)
+
+
+def test_join_keeps_the_paper_order_and_marks_missing_claims(tmp_path, paper):
+    results = tmp_path / "results"
+    write_claims(results, "02_second", [claim_row("c_claim", 12.0, "differs")])
+    write_claims(results, "01_first", [claim_row("a_claim", 0.7)])
+    ours = bt.read_claims(results)
+    assert sorted(ours.source) == ["01_first", "02_second"]
+
+    table = bt.reproduction_table(paper, ours, "paper")
+    assert table.claim.tolist() == ["a_claim", "b_claim", "c_claim"]
+    assert table.verdict.tolist() == ["reproduced", "not run here", "differs"]
+    assert table.ours_text.tolist() == ["0.70 [ci]", "—", "12.00 [ci]"]
+    assert table.paper_value.tolist() == ["0.64-0.80", "1.04", "17"]
+    assert table.model.tolist() == ["tiny", "—", "tiny"]
+    assert "results/01_first/claims.csv" in table.reason[1]
+    assert bt.verdict_counts(table) == {"reproduced": 1, "differs": 1, "not run here": 1}
+
+    beyond = bt.reproduction_table(paper, ours, "beyond")
+    assert beyond.claim.tolist() == ["x_beyond"] and beyond.verdict.tolist() == ["not run here"]
+
+
+def test_join_shows_one_row_per_model(tmp_path, paper):
+    write_claims(tmp_path, "01_first", [claim_row("a_claim", 0.7, model="tiny"),
+                                        claim_row("a_claim", 0.75, model="bert-base-uncased")])
+    table = bt.reproduction_table(paper, bt.read_claims(tmp_path), "paper")
+    assert table.claim.tolist() == ["a_claim", "a_claim", "b_claim", "c_claim"]
+    assert table.model.tolist()[:2] == ["tiny", "bert-base-uncased"]
+
+
+def test_no_results_means_nothing_run(tmp_path, paper):
+    ours = bt.read_claims(tmp_path / "nothing")
+    assert ours.empty
+    table = bt.reproduction_table(paper, ours, "paper")
+    assert set(table.verdict) == {"not run here"}
+
+
+def test_unknown_claims_are_reported(tmp_path, paper):
+    write_claims(tmp_path, "01_first", [claim_row("a_claim", 0.7), claim_row("typo_claim", 1.0)])
+    assert bt.unknown_claims(paper, bt.read_claims(tmp_path)) == ["typo_claim"]
+
+
+def test_bad_claims_csv_raises(tmp_path, paper):
+    write_claims(tmp_path / "one", "01_first", [{k: v for k, v in claim_row("a_claim", 0.7).items()
+                                                 if k != "reason"}])
+    with pytest.raises(ValueError, match="reason"):
+        bt.read_claims(tmp_path / "one")
+    write_claims(tmp_path / "two", "01_first", [claim_row("a_claim", 0.7, verdict="sort of")])
+    with pytest.raises(ValueError, match="verdict"):
+        bt.read_claims(tmp_path / "two")
+    write_claims(tmp_path / "three", "01_first", [claim_row("a_claim", 0.7, table="appendix")])
+    with pytest.raises(ValueError, match="table"):
+        bt.read_claims(tmp_path / "three")
+    with pytest.raises(ValueError, match="table must be one of"):
+        bt.reproduction_table(paper, bt.read_claims(tmp_path / "none"), "other")
+
+
+def test_bad_paper_claims_raise(tmp_path):
+    path = tmp_path / "paper_claims.csv"
+    pd.DataFrame({"claim": ["a", "a"], "table": ["paper"] * 2, "chapter": ["c"] * 2, "section": ["4"] * 2,
+                  "what": ["w"] * 2, "paper_value": ["1"] * 2}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="listed twice"):
+        bt.read_paper_claims(path)
+    pd.DataFrame({"claim": ["a"], "table": ["paper"]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="chapter"):
+        bt.read_paper_claims(path)
+
+
+def test_chapter_links_only_for_chapters_in_the_book(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_toc.yml").write_text("chapters:\n  - file: notebooks/01_first\n  - file: notebooks/03_listed\n")
+    (tmp_path / "notebooks" / "01_first.ipynb").write_text("{}")
+    (tmp_path / "notebooks" / "02_unlisted.ipynb").write_text("{}")
+    assert bt.chapter_href("01_first", tmp_path) == "../notebooks/01_first.html"
+    assert bt.chapter_href("02_unlisted", tmp_path) is None   # not in _toc.yml
+    assert bt.chapter_href("03_listed", tmp_path) is None     # no notebook
+
+
+def test_claims_html_escapes_text_and_links_chapters(tmp_path, paper):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_toc.yml").write_text("- file: notebooks/01_first\n")
+    (tmp_path / "notebooks" / "01_first.ipynb").write_text("{}")
+    write_claims(tmp_path / "results", "01_first", [claim_row("a_claim", 0.7, reason="<script>x</script> & y")])
+    table = bt.reproduction_table(paper, bt.read_claims(tmp_path / "results"), "paper")
+    page = bt.claims_html(table, tmp_path)
+    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt; &amp; y" in page
+    assert page.count('<a href="../notebooks/01_first.html">01_first</a>') == 2   # a_claim and b_claim
+    assert page.count("<tr>") == 1 + 3 and "02_second</td>" in page
+
+
+def test_read_benchmark(tmp_path):
+    path = tmp_path / "bench.csv"
+    frame = pd.DataFrame({"batch": [64, 1], "glauber_rate": [290.0, 57.0], "bare_rate": [286.0, 65.0],
+                          "naive_rate": [35.5, 35.5], "speedup_vs_naive": [8.2, 1.6],
+                          "step_over_forward": [0.98, 1.13]})
+    frame.to_csv(path, index=False)
+    assert bt.read_benchmark(path).batch.tolist() == [1, 64]
+    frame.drop(columns="bare_rate").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="bare_rate"):
+        bt.read_benchmark(path)
+    frame.iloc[:0].to_csv(path, index=False)
+    with pytest.raises(ValueError, match="no rows"):
+        bt.read_benchmark(path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The book's own files
+# ---------------------------------------------------------------------------------------------------------
+
+def test_paper_claims_csv_lists_every_claim_once():
+    paper = bt.read_paper_claims(ROOT / "book" / "paper_claims.csv")
+    assert paper[paper.table == "paper"].claim.tolist() == PAPER_CLAIMS
+    assert paper[paper.table == "beyond"].claim.tolist() == BEYOND_CLAIMS
+    assert (paper.paper_value.str.len() > 0).all() and (paper.section.str.len() > 0).all()
+    assert set(paper.chapter) == {"01_incompatibility", "02_mixing_bounds", "03_phase_diagram", "04_basins",
+                                  "05_traps"}
+
+
+def test_references_have_exactly_the_cited_keys():
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), flags=re.M))
+    assert keys == BIB_KEYS
+    assert CONFIG["bibtex_bibfiles"] == ["references.bib"]
+    assert "{bibliography}" in (ROOT / "book" / "references.md").read_text()
+
+
+def test_every_toc_entry_exists():
+    files = re.findall(r"file:\s*(\S+)", (ROOT / "_toc.yml").read_text())
+    files.append(yaml.safe_load((ROOT / "_toc.yml").read_text())["root"])
+    for name in files:
+        assert any((ROOT / f"{name}{suffix}").exists() for suffix in (".md", ".ipynb")), f"{name} does not exist"
+
+
+def test_math_is_served_from_the_build():
+    sphinx = CONFIG["sphinx"]
+    assert "://" not in sphinx["config"]["mathjax_path"]
+    assert "book_sphinx" in sphinx["local_extensions"]
+    sys.path.insert(0, str(ROOT / sphinx["local_extensions"]["book_sphinx"]))
+    from book_sphinx import MATHJAX_SOURCE
+
+    assert (MATHJAX_SOURCE / "MathJax.js").exists()
+    config = sphinx["config"]["mathjax_path"].partition("?config=")[2]
+    assert (MATHJAX_SOURCE / "config" / f"{config}.js").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Every page: the opening box, code that fits the page
+# ---------------------------------------------------------------------------------------------------------
+
+def colab_url(path: Path) -> str:
+    repository = CONFIG["repository"]
+    owner_repo = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)/?", repository["url"]).group(1)
+    return (f"https://colab.research.google.com/github/{owner_repo}/blob/{repository['branch']}/"
+            f"{path.relative_to(ROOT).as_posix()}")
+
+
+def test_there_are_book_notebooks():
+    assert {"quick_tour.ipynb", "bundled_model.ipynb", "reproduction.ipynb", "performance.ipynb"} <= {
+        p.name for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_opening_box(path):
+    notebook = nbformat.read(path, as_version=4)
+    first = notebook.cells[0]
+    assert first.cell_type == "markdown", f"{path.name}: the first cell must be markdown"
+    lines = [line for line in first.source.splitlines() if line.strip()]
+    assert lines[0].startswith("# "), f"{path.name}: the first line must be the `# Title`"
+    assert lines[1:3] == ["```{admonition} This chapter at a glance", ":class: tip"], (
+        f"{path.name}: the title must be followed by the opening box (see notes/COMMON.md)")
+    box = []   # the box's bullets, a bullet's wrapped continuation lines joined to it
+    for line in lines[3:lines.index("```", 3)]:
+        if line.startswith("- ") or not box:
+            box.append(line)
+        else:
+            box[-1] += " " + line.strip()
+    assert [item.split("**")[1] if item.count("**") >= 2 else item for item in box] == [
+        "Claim", "Look at", "Rerun"], (
+        f"{path.name}: the box lists **Claim**, **Look at**, **Rerun**, in that order")
+    rerun = box[2]
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/[^)]+)\)", rerun)
+    assert links == [colab_url(path)], f"{path.name}: the Colab link must open this notebook: {colab_url(path)}"
+    assert f"`papermill {path.relative_to(ROOT).as_posix()} " in rerun, f"{path.name}: no papermill command"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_page(path):
+    notebook = nbformat.read(path, as_version=4)
+    long = [(index, line) for index, cell in enumerate(notebook.cells)
+            if cell.cell_type == "code" and not HIDDEN_CODE_TAGS & set(cell.metadata.get("tags", []))
+            for line in cell.source.splitlines() if len(line) > MAX_CODE_LINE]
+    assert not long, f"{path.name}: code lines over {MAX_CODE_LINE} characters (cell, line): {long}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The browser check (tools/check_book.py) on constructed pages
+# ---------------------------------------------------------------------------------------------------------
+
+sys.path.insert(0, str(ROOT / "tools"))
+import check_book  # noqa: E402
+
+
+def test_broken_links_finds_missing_files_and_anchors(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "page.html").write_text('<h1 id="top">x</h1><a name="old">y</a>')
+    (tmp_path / "other.html").write_text('<p id="here">z</p>')
+    links = ["other.html", "other.html#here", "other.html#gone", "missing.html", "#here", "#top", "#old",
+             "https://example.org/x.js", "mailto:a@b.c", "../outside.html", "other.html?v=1"]
+    (tmp_path.parent / "outside.html").write_text("")
+    broken = check_book.broken_links(tmp_path / "other.html", tmp_path, links)
+    assert broken == ["#old (no #old on other.html)", "#top (no #top on other.html)",
+                      "../outside.html (outside the book)", "missing.html (no such file)",
+                      "other.html#gone (no #gone on other.html)"]
+    assert check_book.broken_links(tmp_path / "sub" / "page.html", tmp_path, ["#top", "#old", "../other.html#here"]) == []
+
+
+PAGES = {
+    "good.html": '<main><h1 id="t">Fine</h1><p>Plain text with a <a href="#t">link</a>.</p></main>',
+    "traceback.html": '<main><div class="cell_output"><pre>Traceback (most recent call last):\n'
+                      '  File "x"\nZeroDivisionError: division by zero</pre></div></main>',
+    "image.html": '<main><img src="missing.png"></main>',
+    "mathless.html": '<main><span class="math notranslate nohighlight">\\(x^2\\)</span></main>',
+    "raw.html": "<main><p>A formula left as text: $$x^2$$</p></main>",
+    "links.html": '<main><a href="nowhere.html">a</a> <a href="good.html#missing">b</a></main>',
+    "remote.html": '<main><img src="https://example.invalid/badge.svg"></main>',
+}
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")),
+                    reason="needs Debian's chromium and chromium-driver (make check-book installs them)")
+def test_check_book_flags_each_problem(tmp_path, capsys):
+    for name, body in PAGES.items():
+        (tmp_path / name).write_text(f"<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>")
+    assert check_book.main([str(tmp_path), "--screenshots", str(tmp_path / "shots")]) == 1
+    report = capsys.readouterr().out
+    verdicts = dict(line.split(None, 1)[::-1] for line in report.splitlines() if line.startswith(("ok", "FAIL")))
+    assert verdicts == {"good.html": "ok", **{name: "FAIL" for name in PAGES if name != "good.html"}}
+    for expected in ["error on the page: output cell: Traceback", "image failed to load or is empty: missing.png",
+                     "the page has math but loads no MathJax", "raw TeX left in the text: A formula left as text",
+                     "broken link: nowhere.html (no such file)", "broken link: good.html#missing (no #missing",
+                     "loads from another host: img https://example.invalid/badge.svg"]:
+        assert expected in report
+    assert len(list((tmp_path / "shots").glob("*.png"))) == len(PAGES)

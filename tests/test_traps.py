@@ -1,0 +1,301 @@
+"""Chapter 5 core: trap detection, the trap catalogue and escape events (appendix A.1, C.1-C.3).
+
+Every check uses a trajectory or a model whose answer is known exactly: constructed embedding paths
+with traps at known positions, a Potts model whose score gaps follow by hand, a hand-written move log.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import glauber_core as gc
+
+
+# ------------------------------------------------------------------------------------------------
+# Constructed trajectories
+# ------------------------------------------------------------------------------------------------
+
+
+def constructed_embeddings(records: int, holds: list[list[tuple[int, int]]], noise: float = 0.05):
+    """Embeddings [B, R, d] in which every record outside a hold points its own way (distance 1 to
+    everything else) and the records of a hold (first, last record, inclusive) share one direction,
+    up to a small orthogonal jitter (pairwise distance about noise^2 / 2)."""
+    batch = len(holds)
+    traps = sum(len(h) for h in holds)
+    dim = batch * records + traps
+    vectors = torch.zeros(batch, records, dim, dtype=torch.float64)
+    own = torch.arange(batch * records).view(batch, records)
+    vectors[torch.arange(batch).unsqueeze(1), torch.arange(records), own] = 1.0
+    column = batch * records
+    for chain, chain_holds in enumerate(holds):
+        for first, last in chain_holds:
+            vectors[chain, first : last + 1] *= noise
+            vectors[chain, first : last + 1, column] = 1.0
+            column += 1
+    return vectors.float()
+
+
+def test_window_drift_is_the_mean_distance_from_each_window_start():
+    g = torch.Generator().manual_seed(0)
+    embeddings = torch.randn(3, 13, 5, generator=g)
+    steps = torch.arange(13) * 4
+    drift = gc.window_drift(embeddings, steps, 12)
+    unit = embeddings / embeddings.norm(dim=-1, keepdim=True)
+    expected = torch.tensor([[np.mean([1 - float(unit[b, t] @ unit[b, t + j]) for j in (1, 2, 3)])
+                              for t in range(10)] for b in range(3)])
+    assert drift.shape == (3, 10)
+    torch.testing.assert_close(drift, expected.float(), atol=1e-5, rtol=0)
+    distances = gc.window_distances(embeddings, steps, 12)
+    assert distances.shape == (3, 10, 4)
+    assert torch.all(distances[..., 0].abs() < 1e-6)
+
+
+def test_detect_traps_finds_exactly_the_constructed_traps():
+    # 101 records every 10 steps; window 100 steps (10 records); threshold 0.12.
+    holds = [
+        [(10, 40), (41, 60)],  # two traps back to back: two rows, not one
+        [(80, 100)],  # holds to the end of the run: censored
+        [(0, 15), (70, 76)],  # starts in a trap; the 7-record hold is too short to flag
+        [(20, 50)],  # a one-record excursion at record 35 (made below) does not split it
+        [],  # never trapped
+    ]
+    embeddings = constructed_embeddings(101, holds)
+    embeddings[3, 35] = 0.0
+    embeddings[3, 35, 0] = 1.0  # its own direction: far from everything on chain 3
+    traps = gc.detect_traps(embeddings, torch.arange(101) * 10, window=100, threshold=0.12)
+    expected = pd.DataFrame(
+        [(0, 100, 400, 300, 10, 40, False, False), (0, 410, 600, 190, 41, 60, False, False),
+         (1, 800, 1000, 200, 80, 100, False, True), (2, 0, 150, 150, 0, 15, True, False),
+         (3, 200, 500, 300, 20, 50, False, False)], columns=list(gc.TRAP_COLUMNS))
+    pd.testing.assert_frame_equal(traps, expected, check_dtype=False)
+
+
+def test_detect_traps_threshold_and_window_decide_the_borderline_hold():
+    # A hold of 9 records (80 steps) against a 100-step window: the best anchor, its first record,
+    # has 2 of its 10 window records outside the hold (drift 0.2), so it counts only for threshold > 0.2.
+    embeddings = constructed_embeddings(40, [[(10, 18)]], noise=0.0)
+    steps = torch.arange(40) * 10
+    assert len(gc.detect_traps(embeddings, steps, 100, 0.19)) == 0
+    found = gc.detect_traps(embeddings, steps, 100, 0.21)
+    assert found[["start", "end"]].values.tolist() == [[100, 180]]
+    # with a shorter window the whole hold flags from its first record
+    assert gc.detect_traps(embeddings, steps, 50, 0.05)[["start", "end"]].values.tolist() == [[100, 180]]
+
+
+def test_detect_traps_with_no_trap_returns_an_empty_table():
+    embeddings = constructed_embeddings(30, [[], []])
+    traps = gc.detect_traps(embeddings, torch.arange(30), 5, 0.12)
+    assert len(traps) == 0 and list(traps.columns) == list(gc.TRAP_COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------------
+# Trajectories with a move log, built by hand
+# ------------------------------------------------------------------------------------------------
+
+
+def path_trajectory(x0, sites, new_tokens, record_every: int, temperature: float = 1.0, log_prob: float = -0.5):
+    """A Trajectory whose chains start at x0 [B, n] and, at step t, set site sites[b, t-1] to
+    new_tokens[b, t-1]; records every `record_every` steps; every move has log-probability log_prob."""
+    x = torch.as_tensor(x0).clone()
+    sites, new_tokens = torch.as_tensor(sites), torch.as_tensor(new_tokens)
+    batch, steps = sites.shape
+    rows = torch.arange(batch)
+    old, records = [], [x.clone()]
+    for t in range(steps):
+        old.append(x[rows, sites[:, t]].clone())
+        x[rows, sites[:, t]] = new_tokens[:, t]
+        if (t + 1) % record_every == 0:
+            records.append(x.clone())
+    return gc.Trajectory(torch.stack(records, 1), torch.arange(0, steps + 1, record_every), sites,
+                         torch.stack(old, 1), new_tokens, torch.full((batch, steps), log_prob), temperature)
+
+
+def hand_path(n: int, steps: int, start, moves: dict):
+    """sites and new tokens of one chain: at step t in `moves` set (site, token); other steps are no-op
+    moves at site t % n (the chain redraws the token it already has)."""
+    x = list(start)
+    sites, new = [], []
+    for t in range(1, steps + 1):
+        site, token = moves.get(t, (t % n, None))
+        token = x[site] if token is None else token
+        x[site] = token
+        sites.append(site)
+        new.append(token)
+    return sites, new
+
+
+def test_escape_events_follow_the_move_log():
+    # x* = (0, 0, 0, 0) with gaps (1.0, 0.2, 3.0, 0.5): the weakest site is 1.
+    n, steps = 4, 40
+    moves_a = {1: (0, 3), 3: (2, 1), 6: (0, 0), 7: (2, 0),  # reach x* at step 7
+               12: (3, 1), 14: (3, 0),  # a flicker: leave at 12, back at 14
+               20: (1, 2), 22: (2, 2), 30: (0, 1)}  # the escape: site 1 at step 20
+    moves_b = {2: (3, 0), 26: (3, 2)}  # at x* from step 2; leaves at 26, after the trap's last record
+    moves_c = {5: (2, 0)}  # at x* from step 5 to the end: never escapes
+    paths = [hand_path(n, steps, s, m) for s, m in
+             (((3, 0, 1, 0), moves_a), ((0, 0, 0, 1), moves_b), ((0, 0, 2, 0), moves_c))]
+    trajectory = path_trajectory(torch.tensor([[3, 0, 1, 0], [0, 0, 0, 1], [0, 0, 2, 0]]),
+                                 [p[0] for p in paths], [p[1] for p in paths], record_every=2, log_prob=math.log(0.01))
+    traps = pd.DataFrame({"chain": [0, 1, 2, 0], "start_record": [4, 1, 3, 4], "end_record": [12, 10, 20, 12]})
+    states = torch.zeros(4, n, dtype=torch.long)
+    gaps = torch.tensor([[1.0, 0.2, 3.0, 0.5]] * 3 + [[1.0, 2.0, 3.0, 0.5]], dtype=torch.float64)
+    events = gc.escape_events(trajectory, traps, states, gaps)
+    assert events.escaped.tolist() == [True, True, False, True]
+    assert events.last_visit.tolist() == [19, 25, 40, 19]
+    assert events.escape_step.tolist() == [20, 26, -1, 20]
+    assert events.escape_site.tolist() == [1, 3, -1, 1]
+    assert events.old_token.tolist()[:2] == [0, 0] and events.new_token.tolist()[:2] == [2, 2]
+    np.testing.assert_allclose(events.escape_gap, [0.2, 0.5, np.nan, 2.0])
+    assert events.site_rank.tolist() == [0, 1, -1, 2]  # site 3 (0.5) has one gap below it; site 1 (2.0) two
+    assert events.at_weakest.tolist() == [True, False, False, False]
+    np.testing.assert_allclose(events.escape_prob[[0, 1, 3]], 0.01)
+    assert math.isnan(events.escape_prob[2])
+
+
+def test_held_state_is_the_most_frequent_record_and_ties_go_to_the_first():
+    records = torch.tensor([[[1, 1], [2, 2], [2, 2], [1, 1], [3, 3], [3, 3], [1, 1], [4, 4]]])
+    trajectory = gc.Trajectory(records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3,
+                               torch.zeros(1, 7), 1.0)
+    traps = pd.DataFrame({"chain": [0, 0, 0], "start_record": [0, 1, 4], "end_record": [7, 5, 5]})
+    assert gc.held_states(trajectory, traps).tolist() == [[1, 1], [2, 2], [3, 3]]
+
+
+# ------------------------------------------------------------------------------------------------
+# The catalogue on a Potts model with gaps known by hand
+# ------------------------------------------------------------------------------------------------
+
+
+def ferro_potts() -> gc.PottsConditionals:
+    """Three sites, three colours, J_ij = 1, no field: s_i(a; x) = #{j != i: x_j = a}."""
+    return gc.PottsConditionals(torch.ones(3, 3), q=3)
+
+
+def test_trap_catalogue_gaps_classes_and_theorem8_bound():
+    potts = ferro_potts()
+    # chain 0 sits at (0, 0, 0) for steps 4..20; chain 1 at (0, 0, 1) for steps 2..30.
+    path0 = hand_path(3, 30, (1, 2, 0), {3: (0, 0), 4: (1, 0), 21: (2, 2)})
+    path1 = hand_path(3, 30, (2, 0, 1), {2: (0, 0)})
+    trajectory = path_trajectory(torch.tensor([[1, 2, 0], [2, 0, 1]]), [path0[0], path1[0]], [path0[1], path1[1]],
+                                 record_every=2, temperature=0.5)
+    traps = pd.DataFrame({"chain": [0, 1], "start": [4, 2], "end": [20, 30], "duration": [16, 28],
+                          "start_record": [2, 1], "end_record": [10, 15]})
+    catalogue = gc.trap_catalogue(potts, trajectory, traps)
+    assert catalogue.state.tolist() == [[0, 0, 0], [0, 0, 1]]
+    # (0,0,0): every site scores its own colour 2, the others 0 -> gaps (2, 2, 2), perfect.
+    # (0,0,1): sites 0 and 1 tie colours 0 and 1 at score 1 -> gap 0; site 2 scores 0 for its own colour
+    # against 2 for colour 0 -> gap -2. Delta* = -2 < 0: approximate.
+    np.testing.assert_allclose(np.array(catalogue.gaps.tolist()), [[2, 2, 2], [0, 0, -2]])
+    np.testing.assert_allclose(catalogue.mean_gap, [2.0, -2 / 3])
+    np.testing.assert_allclose(catalogue.min_gap, [2.0, -2.0])
+    assert catalogue.weakest_site.tolist() == [0, 2]
+    assert catalogue.kind.tolist() == ["perfect", "approximate"]
+    np.testing.assert_allclose(catalogue.theorem8_bound[0], math.exp(2.0 / 0.5) / (4 * 3))
+    assert math.isnan(catalogue.theorem8_bound[1])
+    assert catalogue.text.tolist() == ["0 0 0", "0 0 1"]
+    assert (catalogue.temperature == 0.5).all() and catalogue.duration.tolist() == [16, 28]
+    events = gc.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
+                              torch.tensor(catalogue.gaps.tolist()))
+    assert events.escape_step.tolist() == [21, -1] and events.escape_site.tolist() == [2, -1]
+    assert events.at_weakest.tolist() == [True, False]  # all three gaps tie at 2: every site is weakest
+
+
+def test_pipeline_on_a_potts_chain_is_consistent_with_its_path():
+    """Detect -> catalogue -> escapes on a real Glauber run of a cold ferromagnetic Potts chain, with each
+    state embedded as its own direction; every reported escape must match the replayed path."""
+    potts = gc.PottsConditionals(torch.ones(4, 4) * 1.5, q=3)
+    x0 = torch.tensor([[0, 1, 2, 0], [1, 1, 2, 2], [2, 0, 1, 1]])
+    steps = 600
+    trajectory = gc.glauber(potts, x0, steps, temperature=0.7, seed=3, progress=False)
+    codes = (trajectory.tokens * 3 ** torch.arange(4)).sum(-1)
+    embeddings = torch.nn.functional.one_hot(codes, 81).float()
+    traps = gc.detect_traps(embeddings, trajectory.steps, window=40, threshold=0.12)
+    assert len(traps) > 0
+    catalogue = gc.trap_catalogue(potts, trajectory, traps)
+    assert set(catalogue.kind) <= {"perfect", "approximate"}
+    events = gc.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
+                              torch.tensor(catalogue.gaps.tolist()))
+    for row, event in zip(catalogue.itertuples(), events.itertuples()):
+        held = torch.tensor(row.state)
+        states = trajectory.tokens[row.chain]  # recorded every step here
+        assert torch.equal(states[event.last_visit], held)
+        if event.escaped:
+            assert not torch.equal(states[event.escape_step], held)
+            assert event.last_visit == event.escape_step - 1 and event.last_visit >= row.start
+            assert int(trajectory.sites[row.chain, event.escape_step - 1]) == event.escape_site
+            later = states[event.escape_step : row.end + 1]
+            assert not (later == held).all(1).any()  # never back at x* within the trap after the escape
+        else:
+            assert (states[event.last_visit :] == held).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# Summary numbers
+# ------------------------------------------------------------------------------------------------
+
+
+def test_trap_summary_counts_shares_and_rank_correlations():
+    from scipy.stats import binomtest, spearmanr
+
+    catalogue = pd.DataFrame({"duration": [100, 200, 300, 400], "kind": ["perfect"] + ["approximate"] * 3,
+                              "mean_gap": [1.0, 2.0, 3.0, 4.0], "min_gap": [4.0, 3.0, 2.0, 1.0]})
+    summary = gc.trap_summary(catalogue, chains=2, steps=5000, draws=500)
+    assert summary["count"] == 4 and summary["rate_per_10k"] == 4.0
+    assert summary["perfect"] == 1 and summary["perfect_share"] == 0.25
+    wilson = binomtest(1, 4).proportion_ci(method="wilson")
+    assert summary["perfect_low"] == pytest.approx(wilson.low) and summary["perfect_high"] == pytest.approx(wilson.high)
+    assert summary["mean_duration"] == 250 and (summary["min_duration"], summary["max_duration"]) == (100, 400)
+    assert 100 <= summary["duration_low"] <= 250 <= summary["duration_high"] <= 400
+    assert summary["rho_mean"] == pytest.approx(1.0) and summary["rho_min"] == pytest.approx(-1.0)
+    assert summary["rho_difference"] == pytest.approx(2.0)
+    g = np.random.default_rng(1)
+    x, y = g.integers(0, 5, 30).astype(float), g.normal(size=30)
+    assert gc._spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    few = gc.trap_summary(catalogue.head(2), chains=1, steps=100, draws=10)
+    assert math.isnan(few["rho_difference"]) and few["count"] == 2
+    none = gc.trap_summary(catalogue.head(0), chains=1, steps=100, draws=10)
+    assert none["count"] == 0 and math.isnan(none["perfect_share"]) and math.isnan(none["mean_duration"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input
+# ------------------------------------------------------------------------------------------------
+
+
+def test_bad_input_raises_one_clear_error():
+    embeddings = constructed_embeddings(20, [[]])
+    steps = torch.arange(20) * 5
+    with pytest.raises(ValueError, match="evenly spaced"):
+        gc.detect_traps(embeddings, torch.tensor([0, 5, 10, 16] + list(range(20, 100, 5))), 10)
+    with pytest.raises(ValueError, match="multiple of the record spacing"):
+        gc.detect_traps(embeddings, steps, 12)
+    with pytest.raises(ValueError, match="multiple of the record spacing"):
+        gc.detect_traps(embeddings, steps, 500)
+    with pytest.raises(ValueError, match="threshold"):
+        gc.detect_traps(embeddings, steps, 10, threshold=0.0)
+    with pytest.raises(ValueError, match="threshold"):
+        gc.detect_traps(embeddings, steps, 10, threshold=2.5)
+    with pytest.raises(ValueError, match=r"embeddings must be a float tensor \[B, R, d\]"):
+        gc.detect_traps(embeddings[0], steps, 10)
+    with pytest.raises(ValueError, match="non-zero"):
+        gc.detect_traps(torch.zeros(1, 20, 3), steps, 10)
+    with pytest.raises(ValueError, match="window must be an integer"):
+        gc.window_drift(embeddings, steps, 0)
+    with pytest.raises(ValueError, match="recorded steps"):
+        gc.window_drift(embeddings, steps[:-1], 10)
+    trajectory = path_trajectory(torch.zeros(1, 3, dtype=torch.long), [[0] * 6], [[1] * 6], record_every=2)
+    with pytest.raises(ValueError, match="outside this trajectory"):
+        gc.held_states(trajectory, pd.DataFrame({"chain": [1], "start_record": [0], "end_record": [1]}))
+    with pytest.raises(ValueError, match="DataFrame of detect_traps"):
+        gc.held_states(trajectory, pd.DataFrame({"chain": [0]}))
+    traps = pd.DataFrame({"chain": [0], "start_record": [1], "end_record": [3]})
+    with pytest.raises(ValueError, match="one row per trap"):
+        gc.escape_events(trajectory, traps, torch.zeros(2, 3), torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="never occurs"):
+        gc.escape_events(trajectory, traps, torch.full((1, 3), 2), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="catalogue must be"):
+        gc.trap_summary(pd.DataFrame({"duration": [1]}), 1, 1)
+    with pytest.raises(ValueError, match="chains must be"):
+        gc.trap_summary(pd.DataFrame(columns=["duration", "kind", "mean_gap", "min_gap"]), 0, 1)
