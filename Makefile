@@ -44,12 +44,14 @@ book-smoke:
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 check-book: setup
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 	$(BIN)/python tools/check_book.py _build/html --screenshots _build/screenshots
 
-# Core unit tests plus every notebook at the `smoke` profile (nbmake).
+# Core unit tests plus every notebook at the `smoke` profile (nbmake). The notebooks' CSVs go to
+# _build/test-results/, so that smoke runs never replace the numbers the book shows (results/).
 test: setup
-	GLAUBER_PROFILE=smoke HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup

@@ -113,7 +113,8 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         href = chapter_href(row.chapter, root)
         chapter = f'<a href="{esc(href)}">{esc(row.chapter)}</a>' if href else esc(row.chapter)
         claim = f"{esc(row.what)}<br><small>§ {esc(row.section)}</small>"
-        ours = f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>"
+        ours = (esc(row.ours_text) if row.verdict == NOT_RUN and row.model == "—"
+                else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>")
         verdict = (f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
                    f"<br><small>{esc(row.reason)}</small>")
         cells = (claim, esc(row.paper_value), ours, verdict, chapter)

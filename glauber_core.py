@@ -463,11 +463,10 @@ def _same_fingerprint(a: dict, b: dict) -> bool:
 def pair_temperatures(temperature, batch: int) -> torch.Tensor:
     """Float64 tensor [batch] of temperatures from one number or one positive number per pair."""
     if isinstance(temperature, (torch.Tensor, np.ndarray, list, tuple)):
-        values = torch.as_tensor(np.asarray(temperature.cpu() if isinstance(temperature, torch.Tensor)
-                                            else temperature))
-        if values.dtype == torch.bool or not (values.is_floating_point() or values.dtype in (
-                torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)):
-            raise ValueError(f"temperature must be a number or a sequence of numbers, got dtype {values.dtype}")
+        array = np.asarray(temperature.cpu() if isinstance(temperature, torch.Tensor) else temperature)
+        if array.dtype.kind not in "iuf":
+            raise ValueError(f"temperature must be a number or a sequence of numbers, got {temperature!r}")
+        values = torch.as_tensor(array)
         if values.shape != (batch,):
             raise ValueError(f"temperature must be one number or one per pair ({batch}), "
                              f"got shape {tuple(values.shape)}")
@@ -2130,7 +2129,8 @@ def _zero_shot_pipeline(name: str, device=None):
         raise ValueError(f"cannot load zero-shot model {name!r}: not a local folder and the Hugging Face hub is "
                          "unreachable (offline); use model=None for the bundled embedding scorer")
     with _quiet_transformers():
-        return pipeline("zero-shot-classification", model=name, device=device)
+        return pipeline("zero-shot-classification", model=name,
+                        device=device if device is not None else (0 if torch.cuda.is_available() else -1))
 
 
 def topic_scores(texts, labels=tuple(TOPIC_LABELS), *, model=None, scale: float = TOPIC_SCALE,
@@ -2517,11 +2517,13 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int = 2000, seed: int = 0) -> dict:
     """The numbers appendix A.1 reports, from a trap catalogue of `chains` chains run for `steps` steps.
 
-    count and rate (traps per chain per 10,000 steps); perfect count, share and its 95% Wilson interval;
-    mean duration with a 95% percentile-bootstrap interval (traps resampled), min and max; Spearman
-    correlations of duration with the mean gap and with the min gap, their difference and its bootstrap
-    interval (NaN with fewer than 3 traps).
+    count and rate (traps per chain per 10,000 steps) with its exact 95% Poisson interval; perfect count,
+    share and its 95% Wilson interval; mean duration with a 95% percentile-bootstrap interval (traps
+    resampled), min and max; Spearman correlations of duration with the mean gap and with the min gap,
+    their difference and its bootstrap interval (NaN with fewer than 3 traps).
     """
+    from scipy.stats import chi2
+
     chains, steps = _check_count(chains, "chains", 1), _check_count(steps, "steps", 1)
     draws = _check_count(draws, "draws", 1)
     if not isinstance(catalogue, pd.DataFrame) or not {"duration", "kind", "mean_gap", "min_gap"} <= set(catalogue):
@@ -2534,7 +2536,10 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     centre = (perfect + z**2 / 2) / (count + z**2) if count else math.nan
     half = z * math.sqrt(share * (1 - share) / count + z**2 / (4 * count**2)) / (1 + z**2 / count) if count else 0
     resample = np.random.default_rng(seed).integers(0, max(count, 1), size=(draws, count))
-    summary = dict(count=count, rate_per_10k=count * 10_000 / (chains * steps), perfect=perfect, perfect_share=share,
+    exposure = chains * steps / 10_000
+    summary = dict(count=count, rate_per_10k=count / exposure,
+                   rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
+                   rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure, perfect=perfect, perfect_share=share,
                    perfect_low=centre - half, perfect_high=centre + half,
                    mean_duration=duration.mean() if count else math.nan,
                    min_duration=duration.min() if count else math.nan,

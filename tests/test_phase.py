@@ -49,7 +49,8 @@ def test_multi_temperature_glauber_equals_separate_runs():
     assert rows.temperature.tolist() == [0.5, 0.5, 2.0, 2.0] and rows.start.tolist() == [0, 1, 0, 1]
 
 
-@pytest.mark.parametrize("temperature", [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], "1", None])
+@pytest.mark.parametrize("temperature", [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], ["1", "2", "3"],
+                                         [True, False, True], "1", None])
 def test_bad_per_pair_temperatures(temperature):
     model = potts()
     x0 = torch.zeros(3, 5, dtype=torch.long)

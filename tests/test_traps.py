@@ -243,6 +243,9 @@ def test_trap_summary_counts_shares_and_rank_correlations():
                               "mean_gap": [1.0, 2.0, 3.0, 4.0], "min_gap": [4.0, 3.0, 2.0, 1.0]})
     summary = gc.trap_summary(catalogue, chains=2, steps=5000, draws=500)
     assert summary["count"] == 4 and summary["rate_per_10k"] == 4.0
+    # exact (Garwood) 95% Poisson limits for 4 events: 1.0899 and 10.2416, here per 1 unit of exposure
+    assert summary["rate_low"] == pytest.approx(1.0899, abs=1e-4)
+    assert summary["rate_high"] == pytest.approx(10.2416, abs=1e-4)
     assert summary["perfect"] == 1 and summary["perfect_share"] == 0.25
     wilson = binomtest(1, 4).proportion_ci(method="wilson")
     assert summary["perfect_low"] == pytest.approx(wilson.low) and summary["perfect_high"] == pytest.approx(wilson.high)
@@ -257,6 +260,8 @@ def test_trap_summary_counts_shares_and_rank_correlations():
     assert math.isnan(few["rho_difference"]) and few["count"] == 2
     none = gc.trap_summary(catalogue.head(0), chains=1, steps=100, draws=10)
     assert none["count"] == 0 and math.isnan(none["perfect_share"]) and math.isnan(none["mean_duration"])
+    # no event: the upper limit solves e^-mu = 0.025, mu = ln 40, over 100 steps = 0.01 units of exposure
+    assert none["rate_low"] == 0 and none["rate_high"] == pytest.approx(math.log(40) / 0.01)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ INSPECT = r"""
 const out = {errors: [], images: [], math: [], loads: [], links: []};
 const article = document.querySelector('main') || document.body;
 // 1. errors and tracebacks
-for (const el of article.querySelectorAll('.output.traceback, .output.error, .output.stderr, div.system-message, .problematic')) {
+const shownErrors = '.output.traceback, .output.error, .output.stderr, div.system-message, .problematic';
+for (const el of article.querySelectorAll(shownErrors)) {
   out.errors.push(el.className + ': ' + el.innerText.slice(0, 200));
 }
 for (const el of article.querySelectorAll('.cell_output, .output')) {
@@ -71,7 +72,10 @@ const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
 const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'TEXTAREA']);
 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
   let parent = node.parentElement, inCode = false;
-  while (parent && parent !== article) { if (skip.has(parent.tagName) || parent.classList.contains('highlight')) { inCode = true; break; } parent = parent.parentElement; }
+  while (parent && parent !== article) {
+    if (skip.has(parent.tagName) || parent.classList.contains('highlight')) { inCode = true; break; }
+    parent = parent.parentElement;
+  }
   if (inCode) continue;
   const m = node.textContent.match(/\\\(|\\\[|\$\$|\\begin\{/);
   if (m) out.math.push('raw TeX left in the text: ' + node.textContent.trim().slice(0, 120));
@@ -85,7 +89,8 @@ if (window.MathJax && MathJax.Hub && MathJax.Hub.getAllJax) {
 if (/Math Processing Error/.test(document.body.innerText)) out.math.push('MathJax shows "Math Processing Error"');
 // 4. loads from other hosts
 const remote = (url) => /^(https?:)?\/\//i.test(url || '');
-for (const el of document.querySelectorAll('script[src], img[src], iframe[src], source[src], video[src], audio[src]')) {
+const loaders = 'script[src], img[src], iframe[src], source[src], video[src], audio[src]';
+for (const el of document.querySelectorAll(loaders)) {
   if (remote(el.getAttribute('src'))) out.loads.push(el.tagName.toLowerCase() + ' ' + el.getAttribute('src'));
 }
 for (const el of document.querySelectorAll('link[href]')) {
@@ -198,6 +203,25 @@ def check_page(driver, page: Path, root: Path, shots: Path | None) -> list[str]:
     return problems
 
 
+_REMOTE_TAG = re.compile(r'<(script|img|iframe|source|video|audio|embed)\b[^>]*\ssrc="((?:https?:)?//[^"]+)"'
+                         r'|<link\b(?=[^>]*\srel="(?:stylesheet|preload|icon|modulepreload|prefetch)")'
+                         r'[^>]*\shref="((?:https?:)?//[^"]+)"', re.I)
+_REMOTE_CSS = re.compile(r'(?:@import\s+|url\(\s*)["\']?((?:https?:)?//[^"\')\s]+)', re.I)
+
+
+def remote_loads(root: Path) -> list[str]:
+    """A static scan of every HTML and CSS file of the build for loads from another host."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix == ".html":
+            found += [f"{path.relative_to(root)}: {m.group(2) or m.group(3)}"
+                      for m in _REMOTE_TAG.finditer(path.read_text(errors="replace"))]
+        elif path.suffix == ".css":
+            text = re.sub(r"/\*.*?\*/", "", path.read_text(errors="replace"), flags=re.S)   # not comments
+            found += [f"{path.relative_to(root)}: {m.group(1)}" for m in _REMOTE_CSS.finditer(text)]
+    return found
+
+
 def pages_of(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.html")
                   if not SKIP_DIRS & set(p.relative_to(root).parts[:-1]) and not p.name.startswith("_"))
@@ -216,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshots:
         shutil.rmtree(args.screenshots, ignore_errors=True)
         args.screenshots.mkdir(parents=True)
-    driver = make_driver()
     failed = 0
+    for load in remote_loads(root):
+        failed += 1
+        print(f"FAIL loads from another host: {load}")
+    driver = make_driver()
     try:
         for page in pages:
             problems = check_page(driver, page, root, args.screenshots)
@@ -228,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         driver.quit()
     where = f"; screenshots in {args.screenshots}" if args.screenshots else ""
-    print(f"check_book: {len(pages)} pages, {failed} with problems{where}")
+    print(f"check_book: {len(pages)} pages and a scan of every HTML/CSS file, {failed} problem(s){where}")
     return 1 if failed else 0
 
 
