@@ -1802,9 +1802,7 @@ def coupling_grid(cond: Conditionals, x0, y0, temperatures, max_steps: int, *, s
     Pair p at temperatures[t] is batch row t * P + p with seed chain_seeds(seed, T * P)[t * P + p].
     Returns one row per (temperature, pair): n, temperature, pair, time (-1: not within max_steps), coupled.
     """
-    temperatures = pair_temperatures(list(temperatures), len(temperatures)) if len(temperatures) else None
-    if temperatures is None:
-        raise ValueError("temperatures must hold at least one temperature")
+    temperatures = torch.tensor(check_temperatures(temperatures), dtype=torch.float64)
     x, y = check_tokens(cond, x0, "x0"), check_tokens(cond, y0, "y0")
     pairs, n = x.shape
     times = coupling_times(cond, x.repeat(len(temperatures), 1), y.repeat(len(temperatures), 1), max_steps,
@@ -2000,9 +1998,7 @@ def multi_temperature_glauber(cond: Conditionals, x0, temperatures, steps: int, 
     """Chains from every start x0[c] at every temperature in one batched `glauber` run: row t * C + c
     runs from x0[c] at temperatures[t]. Returns the trajectory and a table of (row, temperature, start)."""
     x = check_tokens(cond, x0, "x0")
-    taus = pair_temperatures(list(temperatures), len(temperatures)) if len(temperatures) else None
-    if taus is None:
-        raise ValueError("temperatures must hold at least one temperature")
+    taus = torch.tensor(check_temperatures(temperatures), dtype=torch.float64)
     starts = len(x)
     tempered = TemperedConditionals(cond, taus.repeat_interleave(starts))
     trajectory = glauber(tempered, x.repeat(len(taus), 1), steps, 1.0, seed=seed, record_every=record_every,

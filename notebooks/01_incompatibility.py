@@ -242,7 +242,7 @@ for kind, part in frame.groupby("kind"):
     ax.step(values, share, where="post", label=f"{kind}, N = {len(part)}")
 ax.axvline(FLOOR, color="grey", ls="--", label=f"floor c = {FLOOR:g}")
 ax.set(xscale="log", xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
-       ylabel="share of rectangles with smaller $|\\delta|$",
+       ylabel="share of rectangles with $|\\delta|$ at most x",
        title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF")
 ax.legend(loc="center left")
 plt.show()

@@ -156,6 +156,11 @@ fig, ax = plt.subplots(figsize=(8, 3.5))
 sns.heatmap(median, annot=labels, fmt="", cmap="viridis", ax=ax,
             cbar_kws={"label": "median steps to coupling"})
 ax.set_facecolor("black")
+ax.grid(False)
+for (row, col), text in np.ndenumerate(labels.to_numpy()):
+    if np.isnan(median.to_numpy()[row, col]):  # seaborn skips masked cells
+        ax.text(col + 0.5, row + 0.5, text, color="white", ha="center",
+                va="center")
 ax.invert_yaxis()
 ax.set(xlabel=r"temperature $\tau$", ylabel="sequence length $n$ (tokens)",
        title=f"Coupling within {cfg.budget} steps (black: median not "
@@ -306,6 +311,13 @@ ax.legend(title=r"$\tau$")
 plt.show()
 
 # %% [markdown]
+# In the `quick` run the distance after 300 steps at $\tau = 1$ is already
+# at its ceiling, 0.86-0.91 for every length from 8 to 32, so no growth
+# with $n$ is visible: the embedding has saturated, as the paper's Fig. 3a
+# describes at $10^4$ steps. Only the coldest chains ($\tau = 0.3$) stay
+# measurably closer to their start, and the more so the longer the text.
+
+# %% [markdown]
 # **Protocol 2 (Fig. 3b).** The hitting time
 # $T_R = \min\{t : d(x_t, x_0) \ge R\}$ at $\tau = 1.4$ against $n$, with
 # the median per length fitted by $C\, n \log n$, $c\, n$ and $c\, n^2$ in
@@ -353,6 +365,18 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
+# Here the paper and the bundled model part ways. In the `quick` run the
+# median time to reach $d \ge 0.7$ at $\tau = 1.4$ grows from 16 steps at
+# $n = 8$ to 44 at $n = 32$, close to $1.5\, n$: the linear form wins by
+# AIC (and by held-out error), $n \log n$ comes second and $n^2$ is far
+# off; a free power law gives an exponent of about 0.8. The paper fits
+# $C(\tau)\, n \log n$ to the time to reach $d = 1$ on BERT. Reaching
+# $d \ge 0.7$ with MiniLM only needs a share of the tokens replaced,
+# which takes about $n$ steps; the $\log n$ of a coupon collector appears
+# only when nearly every site must be touched. Records every 4 steps also
+# blur the shortest times.
+
+# %% [markdown]
 # **Fig. 7.** The share of chains whose distance from the start reached
 # 0.4, 0.7 and 1.0 at some recorded step within the run, per temperature
 # and length (95% Wilson intervals in `threshold_shares.csv`).
@@ -369,7 +393,16 @@ grid_plot.map_dataframe(
         vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", cbar=False))
 grid_plot.set_axis_labels(r"temperature $\tau$", "length $n$")
 grid_plot.set_titles(col_template="share reaching d >= {col_name}")
+grid_plot.figure.suptitle(
+    f"Chains reaching each distance within {cfg.drift_steps} steps", y=1.05)
 plt.show()
+
+# %% [markdown]
+# Every chain at $\tau \ge 1$ reaches 0.4 and 0.7. All chains at
+# $\tau \ge 1.4$ reach 1.0 up to $n = 24$, against half to two thirds at
+# $\tau = 1$; at $\tau = 0.3$ one chain in 30 gets there and some stay
+# below 0.7. The paper's Fig. 7 shows the same ordering by temperature,
+# with BERT holding on to its start longer than the bundled model.
 
 # %% [markdown]
 # ## 4. Convergence diagnostics
@@ -396,6 +429,14 @@ diagnostics.pivot(index="n", columns="temperature", values="rhat").round(2)
 diagnostics.pivot(index="n", columns="temperature", values="ess_bulk").round(0)
 
 # %% [markdown]
+# In the `quick` run split $\hat R$ lies between 1.07 and 3 and the bulk
+# ESS between 8 and 64 draws per cell (6 chains of 38 kept records): far
+# from converged by the usual rule ($\hat R < 1.01$). Even where the
+# distance has saturated, 300 steps are too few for the chains to agree
+# on its distribution; a sampling user needs budgets of the paper's order
+# ($10^4$ steps) or more, and at $\tau = 0.3$ ($\hat R$ 1.8-3) far more.
+
+# %% [markdown]
 # ## 5. Temperature regimes (appendix C.3)
 #
 # One start, five temperatures from $\tau = 0.01$ to $\tau = 100$: the
@@ -412,6 +453,13 @@ excerpts = gc.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
 excerpts.to_csv(out / "regimes.csv")
 with pd.option_context("display.max_colwidth", 200):
     display(excerpts.T)
+
+# %% [markdown]
+# The bundled model behaves like the paper's examples: at $\tau = 0.01$
+# and 0.1 the chain rewrites a few words into the model's favourite
+# phrasing and then barely moves, at $\tau = 1$ the text drifts into
+# loosely news-like fragments, and at $\tau = 10$ and 100 it is word
+# salad drawn from the whole vocabulary.
 
 # %% [markdown]
 # ## 6. Beyond the paper: influence on the states the chain visits
@@ -460,6 +508,20 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
+# The conjecture does not hold on the bundled model at these sizes. In the
+# `quick` run, the visited states are *not* less coupled than coherent
+# text: at $\tau = 1$, 1.4 and 2.5 the mean $\hat\alpha$ on visited states
+# (4.18, 3.04, 1.44) is above that on the seed passages (3.93, 2.80,
+# 1.24), and it stays above 1 even at $\tau = 2.5$, well past the coupling
+# boundary. Only at $\tau = 0.3$ are the visited states less coupled, far
+# inside the slow phase. Fast coupling therefore sets in while the
+# estimated influence sum is still above 1, so the gap between Theorem 5
+# and the observed mixing is not explained by the chain finding weakly
+# coupled states; a bound that averages over contexts would need more than
+# the typical $\hat\alpha$. (These are lower bounds from the top-3
+# alternatives per site on 4 contexts of length 12.)
+
+# %% [markdown]
 # ## 7. Claims: the paper's numbers beside ours
 #
 # The verdict rules, computed below:
@@ -475,11 +537,11 @@ plt.show()
 #   $s(n_{\max}) / s(n_{\min})$; the paper says the crossover does not
 #   sharpen, so **reproduced** unless the ratio's 95% interval lies wholly
 #   below 1.
-# - `context_averaged_alpha` (beyond): the smallest drift temperature at
-#   which the mean $\hat\alpha$ on visited states is below 1; **reproduced**
-#   (the conjecture holds here) if at that temperature the mean on visited
-#   states is below the mean on seed passages and the temperature is at
-#   most the coupling boundary $\tau_{1/2}$ plus one grid step.
+# - `context_averaged_alpha` (beyond): the mean $\hat\alpha$ on visited
+#   states at the smallest drift temperature at or above the coupling
+#   boundary $\tau_{1/2}$ (the first claim); **reproduced** (the
+#   conjecture holds here) if it is below 1 and below the mean on the
+#   seed passages at that temperature.
 #
 # A claim whose number cannot be estimated from this run (no transition
 # inside the grid, too few lengths that reach $R$) is marked
@@ -499,13 +561,10 @@ near = min(cfg.grid_lengths, key=lambda n: abs(n - 20))
 mid = by_n.loc[near]
 nlogn = scaling.set_index("form").loc["n log n"]
 means = alpha.groupby(["states", "temperature"]).alpha.mean()
-below = means["visited"][means["visited"] < 1]
-tau_alpha = below.index.min() if len(below) else np.nan
-step = np.diff(sorted(cfg.grid_temperatures)).max()
-alpha_ok = (np.isfinite(tau_alpha)
-            and means["visited"].get(tau_alpha, np.inf)
-            < means["seed passages"].get(tau_alpha, -np.inf)
-            and tau_alpha <= mid.midpoint + step)
+above = [t for t in cfg.drift_temperatures if t >= mid.midpoint]
+tau_a = min(above) if above and np.isfinite(mid.midpoint) else np.nan
+visited_a = means["visited"].get(tau_a, np.nan)
+seed_a = means["seed passages"].get(tau_a, np.nan)
 claims = pd.DataFrame([
     claim("coupling_boundary_tau", "paper",
           f"tau where half the pairs couple, n = {near} (paper ~1.5-2)",
@@ -526,10 +585,11 @@ claims = pd.DataFrame([
           ratio, f"{ratio:.2f} [{ratio_ci[0]:.2f}, {ratio_ci[1]:.2f}]",
           not ratio_ci[1] < 1, "sharpening only if the interval < 1"),
     claim("context_averaged_alpha", "beyond",
-          "smallest tau with mean alpha < 1 on visited states",
-          tau_alpha, f"tau = {tau_alpha:g}; boundary "
-          f"{mid.midpoint:.2f}", alpha_ok,
-          "visited < seed alpha there, and tau <= boundary + 1 step"),
+          "mean alpha on visited states at the first drift tau >= boundary",
+          visited_a, f"{visited_a:.2f} (seeds {seed_a:.2f}) at tau = "
+          f"{tau_a:g}; boundary {mid.midpoint:.2f}",
+          visited_a < 1 and visited_a < seed_a,
+          "holds if < 1 and below the seed-passage alpha there"),
 ])
 claims.to_csv(out / "claims.csv", index=False)
 claims[["claim", "ours_text", "verdict", "reason"]]
@@ -537,5 +597,26 @@ claims[["claim", "ours_text", "verdict", "reason"]]
 # %% [markdown]
 # ## What this shows
 #
-# The text below is written from the `quick` run on the bundled model;
-# the tables above are recomputed by every run.
+# The text here is written from the `quick` run on the bundled model; the
+# tables above are recomputed by every run.
+#
+# - The slow-to-fast coupling boundary of the paper is there: at the
+#   length nearest the paper's $n = 20$ (here 16), half the pairs meet
+#   within the budget at $\tau_{1/2} \approx 1.67$ (1.50-1.91), inside
+#   the paper's 1.5-2 for RoBERTa.
+# - It moves to higher $\tau$ as $n$ grows (+0.92 from $n = 8$ to 32), as
+#   the paper says; about a third of that is the fixed budget, the rest
+#   survives a budget scaled by $n \log n$.
+# - Beyond the paper: the crossover widens rather than sharpens with $n$
+#   (width ratio 2.5, interval 1.1-9.9), unlike an Ising-like window.
+# - The $n \log n$ law of Fig. 3b is not what we see: times to reach
+#   $d \ge 0.7$ grow about linearly in $n$ at $\tau = 1.4$ with MiniLM
+#   distances. Drift itself saturates within a few hundred steps at
+#   $\tau \ge 1$, while $\hat R$ says 300 steps are far from enough to
+#   sample.
+# - Beyond the paper: the typical influence sum on visited states is not
+#   smaller than on coherent text and stays above 1 where coupling is
+#   already fast, so the section 7 conjecture is not borne out here.
+#
+# All of this rests on 6 pairs or chains per cell and a 400-step budget;
+# the `paper` profile reruns it at the paper's sizes on a GPU.

@@ -288,7 +288,7 @@ mean_path = frame.melt(id_vars=["chain", "step", "seed_topic"],
                        value_name="score")
 fig, ax = plt.subplots(figsize=(9, 4))
 sns.lineplot(data=mean_path, x="step", y="score", hue="label",
-             errorbar=None, ax=ax)
+             palette="tab10", errorbar=None, ax=ax)
 ax.axhline(baseline, color="grey", ls="--", lw=1, label="baseline 1/9")
 ax.set(xlabel="Glauber step $t$", ylabel="mean topic score",
        title="Mean topic scores over all chains")
@@ -336,6 +336,12 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# In the quick run no recorded state repeats: at $\tau = 1$ our model does
+# not sit in exact traps between records ten steps apart (traps are the
+# subject of chapter 5). The trajectories still move between a
+# few regions and stay in each for hundreds of steps, the clumps of one
+# colour: basins in embedding space rather than fixed points.
+#
 # ## Prefix-conditioned attractors (appendix C.4)
 #
 # Freeze a prefix "X said that" and let the chain resample only the rest.
@@ -354,7 +360,7 @@ for prefix in ["(none)"] + list(prefixes):
     else:
         start, k = gc.with_prefix(cond, prefix, base.tokens)
     chains = gc.glauber(cond, start, cfg.prefix_steps, temperature,
-                        frozen=k, seed=seed,
+                        frozen=k, seed=seed, progress=False,
                         record_every=max(1, cfg.prefix_steps // 10))
     pscores, psteps = gc.trajectory_topic_scores(cond, chains, labels,
                                                  skip=k, **score_with)

@@ -284,10 +284,10 @@ grid = sns.relplot(data=long, x="value", y="duration", hue="temperature",
                    col="gap", kind="scatter", palette="viridis",
                    height=3.4, facet_kws=dict(sharex=False))
 grid.set_axis_labels("score gap (logit units)", "trap duration (steps)")
-for ax, name in zip(grid.axes.flat, ["mean gap", "min gap"]):
+for ax, name, key in zip(grid.axes.flat, ["mean gap", "min gap"],
+                         ["rho_mean", "rho_min"]):
     rho = ", ".join(
-        f"τ={tau:g}: " + ("n/a" if math.isnan(s["rho_" + name[:3]])
-                          else f"{s['rho_' + name[:3]]:.2f}")
+        f"τ={tau:g}: " + ("n/a" if math.isnan(s[key]) else f"{s[key]:.2f}")
         for tau, s in summaries.items())
     ax.set_title(f"{name} vs duration\nSpearman {rho}", fontsize=10)
 plt.show()

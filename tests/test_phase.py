@@ -58,6 +58,16 @@ def test_bad_per_pair_temperatures(temperature):
         gc.coupling_times(model, x0, x0, 3, temperature, progress=False)
 
 
+@pytest.mark.parametrize("temperatures", [[], 1.0, [1.0, -2.0]])
+def test_grid_and_multi_temperature_runs_reject_bad_temperature_lists(temperatures):
+    model = potts()
+    x0 = torch.zeros(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="temperatures"):
+        gc.coupling_grid(model, x0, x0, temperatures, 3, progress=False)
+    with pytest.raises(ValueError, match="temperatures"):
+        gc.multi_temperature_glauber(model, x0, temperatures, 3, progress=False)
+
+
 def test_tempered_conditionals_check_the_batch():
     with pytest.raises(ValueError, match="temperatures"):
         gc.TemperedConditionals(potts(), [1.0, 2.0]).log_scores(torch.zeros(3, 5, dtype=torch.long),
