@@ -925,6 +925,16 @@ def set_book_style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 
 
+def glue(name: str, value) -> None:
+    """Make a computed value quotable in a chapter's prose as {glue:text}`name` (myst-nb), so the text
+    always states this run's number; a no-op where myst-nb is not installed (e.g. Colab)."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=False)
+
+
 def trajectory_frame(values: torch.Tensor, steps: torch.Tensor, name: str = "distance", **labels) -> pd.DataFrame:
     """Tidy table of a per-record quantity [B, R]: one row per (chain, step), plus constant label columns."""
     batch, records = values.shape
