@@ -1326,22 +1326,25 @@ def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, resamples: int 
     return tuple(float(q) for q in np.quantile(stats, [(1 - level) / 2, (1 + level) / 2]))
 
 
-def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float]:
-    """Spearman's rank correlation of paired x, y and its percentile bootstrap interval (pairs resampled)."""
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation along the last axis (average ranks for ties); NaN where a row is constant."""
     from scipy.stats import rankdata
 
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    denominator = np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (rx * ry).sum(-1) / denominator, np.nan)
+
+
+def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rank correlation of paired x, y and its percentile bootstrap interval (pairs resampled)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
         raise ValueError(f"x and y must be paired 1-d arrays of at least 3 values, got {x.shape} and {y.shape}")
-
-    def rho(rx, ry):
-        rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
-        return (rx * ry).sum(-1) / np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
-
     draws = np.random.default_rng(seed).integers(0, len(x), (_check_count(resamples, "resamples", 1), len(x)))
-    boot = rho(rankdata(x[draws], axis=1), rankdata(y[draws], axis=1))
-    low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return float(rho(rankdata(x), rankdata(y))), float(low), float(high)
+    low, high = np.nanquantile(rank_correlation(x[draws], y[draws]), [(1 - level) / 2, (1 + level) / 2])
+    return float(rank_correlation(x, y)), float(low), float(high)
 
 
 def sign_test_above(values, floor: float) -> tuple[int, int, float]:
@@ -2509,17 +2512,6 @@ def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> 
     return pd.DataFrame(rows, columns=columns).astype({"escaped": bool, "at_weakest": bool})
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman rank correlation along the last axis (average ranks for ties); NaN where a row is constant."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
-    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
-    denominator = np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, (rx * ry).sum(-1) / denominator, np.nan)
-
-
 def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int = 2000, seed: int = 0) -> dict:
     """The numbers appendix A.1 reports, from a trap catalogue of `chains` chains run for `steps` steps.
 
@@ -2537,16 +2529,15 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     count = len(catalogue)
     duration = catalogue.duration.to_numpy(float)
     perfect = int((catalogue.kind == "perfect").sum())
-    z = 1.959963984540054
     share = perfect / count if count else math.nan
-    centre = (perfect + z**2 / 2) / (count + z**2) if count else math.nan
-    half = z * math.sqrt(share * (1 - share) / count + z**2 / (4 * count**2)) / (1 + z**2 / count) if count else 0
+    perfect_low, perfect_high = ((float(v[0]) for v in share_intervals([perfect], [count])) if count
+                                 else (math.nan, math.nan))
     resample = np.random.default_rng(seed).integers(0, max(count, 1), size=(draws, count))
     exposure = chains * steps / 10_000
     summary = dict(count=count, rate_per_10k=count / exposure,
                    rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
                    rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure, perfect=perfect, perfect_share=share,
-                   perfect_low=centre - half, perfect_high=centre + half,
+                   perfect_low=perfect_low, perfect_high=perfect_high,
                    mean_duration=duration.mean() if count else math.nan,
                    min_duration=duration.min() if count else math.nan,
                    max_duration=duration.max() if count else math.nan)
@@ -2556,8 +2547,9 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
         return summary | dict(rho_mean=math.nan, rho_min=math.nan, rho_difference=math.nan,
                               difference_low=math.nan, difference_high=math.nan)
     mean_gap, min_gap = catalogue.mean_gap.to_numpy(float), catalogue.min_gap.to_numpy(float)
-    rho_mean, rho_min = float(_spearman(duration, mean_gap)), float(_spearman(duration, min_gap))
-    boot = _spearman(duration[resample], mean_gap[resample]) - _spearman(duration[resample], min_gap[resample])
+    rho_mean, rho_min = float(rank_correlation(duration, mean_gap)), float(rank_correlation(duration, min_gap))
+    boot = (rank_correlation(duration[resample], mean_gap[resample])
+            - rank_correlation(duration[resample], min_gap[resample]))
     low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
     return summary | dict(rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min,
                           difference_low=float(low), difference_high=float(high))

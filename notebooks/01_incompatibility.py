@@ -334,9 +334,9 @@ gc.glue("ch1_tau_rows", f"{len(sub)}")
 tau_check
 
 # %% [markdown]
-# On these {glue:text}`ch1_tau_rows` rectangles the largest gap is {glue:text}`ch1_tau_gap` nats, the
-# size of fp64 rounding, while the mean $|\delta|$ is {glue:text}`ch1_mean_text` nats. The identity is
-# exact, so the rectangle test gives the same verdict at every temperature, and a chain run hotter is
+# On these {glue:text}`ch1_tau_rows` rectangles the largest gap is {glue:text}`ch1_tau_gap` nats,
+# the size of fp64 rounding, while the mean $|\delta|$ over all rectangles is
+# {glue:text}`ch1_mean_text` nats. The identity is exact, so the rectangle test gives the same verdict at every temperature, and a chain run hotter is
 # exactly as incompatible in relative terms.
 #
 # ## The most incompatible rectangles

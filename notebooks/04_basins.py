@@ -136,8 +136,8 @@ pd.DataFrame({"description": gc.TOPIC_LABELS.values(),
 
 # %% [markdown]
 # Refitting the scale on a fresh sample of training paragraphs shows how
-# stable the stored value is (a smaller sample here than the stored fit's
-# 200 paragraphs per topic):
+# stable the stored value is (here `n_check` paragraphs per topic; the
+# stored fit used 200):
 
 # %%
 refit = gc.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len, seed=seed + 1,

@@ -75,6 +75,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from scipy.stats import binomtest
 
 import glauber_core as gc
 
@@ -270,7 +271,7 @@ theorem8 = pd.concat([pd.DataFrame([dict(
 factor = (perfect.duration / perfect.theorem8_bound).min()
 gc.glue("ch5_theorem8", "we found no perfect trap, so there is no bound"
         " to set against a lifetime" if perfect.empty else
-        f"for our {len(perfect)} perfect traps the largest bound is "
+        f"for our {len(perfect)} perfect trap(s) the largest bound is "
         f"{perfect.theorem8_bound.max():.2g} steps, and every observed "
         f"duration exceeds its bound by a factor of at least {factor:.2g}")
 theorem8.head(10).style.format(
@@ -329,8 +330,6 @@ escape_table[["temperature", "duration", "escape_step", "escape_site",
               "at_weakest", "text"]].head(8).round(3)
 
 # %%
-from scipy.stats import binomtest
-
 weakest = traps.query("escaped").groupby("temperature").agg(
     escapes=("at_weakest", "size"), at_weakest=("at_weakest", "sum"),
     median_prob=("escape_prob", "median"))
@@ -441,7 +440,7 @@ for tau, s in summaries.items():
 
 def rho_phrase(s):
     if math.isnan(s["rho_difference"]):
-        return f"not computed ({s['count']} traps; it needs 3)"
+        return f"not computed (it needs 3 traps, this run has {s['count']})"
     spans = s["difference_low"] <= 0 <= s["difference_high"]
     return (f"{s['rho_difference']:+.2f}, 95% interval "
             f"[{s['difference_low']:.2f}, {s['difference_high']:.2f}], "
@@ -453,29 +452,29 @@ for tag, tau in [("hot", temperatures[0]), ("cold", temperatures[-1])]:
     s = summaries[tau]
     gc.glue(f"ch5_{tag}_tau", f"{tau:g}")
     gc.glue(f"ch5_{tag}_drift", f"{median_drift[tau]:.2f}")
-    gc.glue(f"ch5_{tag}_traps", f"{s['count']}")
+    gc.glue(f"ch5_{tag}_traps", f"{s['count']} trap(s)")
     gc.glue(f"ch5_{tag}_perfect", "none" if not s["count"] else
             f"{s['perfect']} ({s['perfect_share']:.0%})")
     gc.glue(f"ch5_{tag}_rho", rho_phrase(s))
 gc.glue("ch5_run", f"{cfg.n_chains} chains of {cfg.steps:,} steps per "
         f"temperature, profile {cfg.profile}")
-gc.glue("ch5_expected", f"{PAPER['rate'] * cfg.n_chains * cfg.steps / 1e4:.1f}")
+gc.glue("ch5_expected", f"{PAPER['rate'] * cfg.n_chains * cfg.steps / 1e4:.2g}")
 gc.glue("ch5_verdict_count", verdicts.get("trap_count", "not run here"))
 
 # %% [markdown]
 # In this run ({glue:text}`ch5_run`), at $\tau$ = {glue:text}`ch5_hot_tau` the median drift is
 # {glue:text}`ch5_hot_drift` against the threshold 0.12, and the detector finds
-# {glue:text}`ch5_hot_traps` traps. At the paper's rate (17 in 30 chains of 10,000 steps) a run
+# {glue:text}`ch5_hot_traps`. At the paper's rate (17 in 30 chains of 10,000 steps) a run
 # this size would expect {glue:text}`ch5_expected`, so the `trap_count` claim comes out
 # *{glue:text}`ch5_verdict_count`*. At $\tau$ = {glue:text}`ch5_cold_tau` the detector finds
-# {glue:text}`ch5_cold_traps` traps, perfect: {glue:text}`ch5_cold_perfect`, against 4 of 17 (24%)
+# {glue:text}`ch5_cold_traps`, perfect: {glue:text}`ch5_cold_perfect`, against 4 of 17 (24%)
 # in the paper at $\tau = 1$; a colder chain seldom keeps a token that is not the model's first
 # choice, so a higher perfect share is to be expected there.
 #
 # - Theorem 8: {glue:text}`ch5_theorem8`; as in the paper, the bound says nothing about how long
 #   a trap lasts.
-# - Return visits: {glue:text}`ch5_repeat_traps` traps held a state that an earlier trap of the
-#   same chain had already held, the basin neighbourhoods of appendix A.1.
+# - Return visits (the basin neighbourhoods of appendix A.1): {glue:text}`ch5_repeat_traps` traps
+#   held a state that an earlier trap of the same chain had already held.
 # - Escapes: {glue:text}`ch5_weakest`.
 # - Mean gap against minimum gap, $\rho(\text{duration}, \bar\Delta) - \rho(\text{duration},
 #   \Delta^*)$ (positive is the paper's pattern): at $\tau$ = {glue:text}`ch5_hot_tau`,

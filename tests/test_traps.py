@@ -255,7 +255,7 @@ def test_trap_summary_counts_shares_and_rank_correlations():
     assert summary["rho_difference"] == pytest.approx(2.0)
     g = np.random.default_rng(1)
     x, y = g.integers(0, 5, 30).astype(float), g.normal(size=30)
-    assert gc._spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    assert gc.rank_correlation(x, y) == pytest.approx(spearmanr(x, y).statistic)
     few = gc.trap_summary(catalogue.head(2), chains=1, steps=100, draws=10)
     assert math.isnan(few["rho_difference"]) and few["count"] == 2
     none = gc.trap_summary(catalogue.head(0), chains=1, steps=100, draws=10)
