@@ -194,8 +194,8 @@ wrong = snips[snips.predicted != snips.label]
 others_wrong = wrong[wrong.label != "politics"]
 to_politics = (others_wrong.predicted == "politics").mean()
 politics_misses = wrong[wrong.label == "politics"].predicted.value_counts()
-gc.glue("ch4_errors_to_politics", "no" if others_wrong.empty
-        else f"{to_politics:.0%}")
+gc.glue("ch4_errors_to_politics", "none (it made none)"
+        if others_wrong.empty else f"{to_politics:.0%}")
 gc.glue("ch4_politics_misread_as", ", ".join(
     f"{k} ({v})" for k, v in politics_misses.head(3).items()) or "none")
 

@@ -23,7 +23,9 @@ PAPER_CLAIMS = ["incompatibility_mean_abs_delta", "causal_control_max_abs_delta"
                 "basin_drift_tau1", "basin_drift_tau2", "coupling_boundary_tau", "boundary_shift_with_n",
                 "nlogn_fit", "politics_recurrence", "politics_peak", "trap_count", "perfect_trap_share",
                 "trap_mean_duration", "mean_gap_correlation"]
-BEYOND_CLAIMS = ["exact_bound_tightness", "mu_vs_pseudolikelihood_tv", "transition_width", "context_averaged_alpha"]
+BEYOND_CLAIMS = ["exact_bound_tightness", "mu_vs_pseudolikelihood_tv", "transition_width", "context_averaged_alpha",
+                 "trap_count_tau0.5", "perfect_trap_share_tau0.5", "trap_mean_duration_tau0.5",
+                 "mean_gap_correlation_tau0.5"]
 BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
             "warner2025modernbert", "wang2019bertmouth", "salazar2020mlmscoring", "reimers2019sbert",
             "wang2020minilm", "greene2006bbc", "allal2025smollm2", "radford2019gpt2", "vehtari2021rhat",
