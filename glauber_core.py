@@ -680,13 +680,9 @@ def special_wrapper(tokenizer) -> tuple[list[int], list[int]]:
     raise ValueError("cannot locate the content tokens inside the tokenizer's special-token wrapping")
 
 
-class MaskedLMConditionals:
-    """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
-
-    The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the
-    masked row of each sequence, in fp32. On CUDA the encoder runs under bf16 autocast unless
-    `autocast` is set False (advisable for rectangle tests, whose delta sums eight scores).
-    """
+class HuggingFaceModel:
+    """What the Hugging Face wrappers share: the model in eval mode on its device, its tokenizer, the
+    vocabulary size, the ids a chain may propose (`allowed`), and text <-> content ids."""
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -695,6 +691,35 @@ class MaskedLMConditionals:
         self.name_or_path = name_or_path or getattr(model, "name_or_path", type(model).__name__)
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self.allowed = allowed_tokens(tokenizer, self.vocab_size).to(self.device)
+
+    def encode(self, text: str) -> torch.Tensor:
+        """Content token ids of `text` (no special tokens) as LongTensor[n]."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text is empty: give at least one word to encode")
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if not ids:
+            raise ValueError(f"text {text!r} encodes to no tokens")
+        return torch.tensor(ids, dtype=torch.long)
+
+    def decode(self, ids) -> str:
+        """Text of one state's content ids."""
+        return self.tokenizer.decode(torch.as_tensor(ids).tolist())
+
+    def decode_batch(self, ids) -> list[str]:
+        """Texts of a batch of states [B, n]."""
+        return self.tokenizer.batch_decode(torch.as_tensor(ids).tolist())
+
+
+class MaskedLMConditionals(HuggingFaceModel):
+    """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
+
+    The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the
+    masked row of each sequence, in fp32. On CUDA the encoder runs under bf16 autocast unless
+    `autocast` is set False (advisable for rectangle tests, whose delta sums eight scores).
+    """
+
+    def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
+        super().__init__(model, tokenizer, device, name_or_path)
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
@@ -722,24 +747,6 @@ class MaskedLMConditionals:
                     return self.model(input_ids=ids).logits[rows, cols].float()
                 hidden = self.model.base_model(input_ids=ids)[0][rows, cols]
             return self._head(self.model, hidden.float())
-
-    def encode(self, text: str) -> torch.Tensor:
-        """Content token ids of `text` (no special tokens) as LongTensor[n]."""
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("text is empty: give at least one word to encode")
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        if not ids:
-            raise ValueError(f"text {text!r} encodes to no tokens")
-        return torch.tensor(ids, dtype=torch.long)
-
-    def decode(self, ids) -> str:
-        """Text of one state's content ids."""
-        return self.tokenizer.decode(torch.as_tensor(ids).tolist())
-
-    def decode_batch(self, ids) -> list[str]:
-        """Texts of a batch of states [B, n]."""
-        return self.tokenizer.batch_decode(torch.as_tensor(ids).tolist())
-
 
 def _max_positions(config, tokenizer) -> int:
     """Longest input (special tokens included) the model takes; RoBERTa-style position ids start past pad."""
@@ -1104,7 +1111,7 @@ def _quiet_gguf():
         gguf_utils.tqdm = original
 
 
-class CausalLMJoint:
+class CausalLMJoint(HuggingFaceModel):
     """A causal LM's joint over content ids: log p(x) = sum_t log p(x_t | start, x_<t), fp64.
 
     `start` is the model's BOS token (config, else tokenizer), so every one of the n tokens is scored.
@@ -1113,12 +1120,7 @@ class CausalLMJoint:
     """
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None, batch_size: int = 32):
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = model.eval().to(self.device)
-        self.tokenizer = tokenizer
-        self.name_or_path = name_or_path or getattr(model, "name_or_path", type(model).__name__)
-        self.vocab_size = model.get_output_embeddings().weight.shape[0]
-        self.allowed = allowed_tokens(tokenizer, self.vocab_size).to(self.device)
+        super().__init__(model, tokenizer, device, name_or_path)
         starts = [model.config.bos_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id]
         starts = [s for s in starts if isinstance(s, int) and 0 <= s < self.vocab_size]
         if not starts:
@@ -1160,10 +1162,6 @@ class CausalLMJoint:
             out.append(self._logits(chunk)[rows, where].cpu())
         out = torch.cat(out)
         return out.squeeze(1) if flat else out
-
-    encode = MaskedLMConditionals.encode
-    decode = MaskedLMConditionals.decode
-    decode_batch = MaskedLMConditionals.decode_batch
 
 
 def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> CausalLMJoint:
