@@ -1,17 +1,26 @@
-"""Book plumbing: the "Reproduction at a glance" join and the performance appendix's table.
+"""How the book measures and judges: profiles, results folders, figure style, glued numbers, intervals,
+the verdict rules and claims rows, and the summary pages' logic.
 
 The chapters write one `claims.csv` per notebook under `results/<notebook>/`; `book/paper_claims.csv` holds
 the paper's side (the only place where the paper's numbers are typed, each with its section). This module
-joins them; `book/reproduction.ipynb` and `book/performance.ipynb` display the result.
+joins them; `book/reproduction.ipynb` and `book/performance.ipynb` display the result. It imports the
+core; the core never imports it.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import os
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
+import torch
+
+from glauber_core import MaskedLMConditionals, all_states, bbc_articles, check_count
 
 REPO_ROOT = Path(__file__).resolve().parent
 CLAIM_COLUMNS = ("claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model", "profile")
@@ -23,7 +32,7 @@ BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedu
 
 
 def results_root() -> Path:
-    """results/ at the repository root, or $GLAUBER_RESULTS (the rule of `glauber_core.results_dir`)."""
+    """results/ at the repository root, or $GLAUBER_RESULTS."""
     return Path(os.environ.get("GLAUBER_RESULTS") or REPO_ROOT / "results")
 
 
@@ -136,3 +145,175 @@ def read_benchmark(path: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise ValueError(f"{path} has no rows")
     return frame.sort_values("batch", ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles, results folders, figure style and glued numbers
+# --------------------------------------------------------------------------------------------
+
+PROFILES = ("smoke", "quick", "paper")
+
+
+def profile_settings(profile: str, table: dict, **overrides) -> SimpleNamespace:
+    """A notebook's settings: GLAUBER_PROFILE (if set) picks the profile, else `profile`; overrides
+    that are not None, 0 or "" replace the profile's value."""
+    profile = os.environ.get("GLAUBER_PROFILE") or profile
+    if profile not in table:
+        raise ValueError(f"profile must be one of {sorted(table)}, got {profile!r}")
+    settings = dict(table[profile])
+    settings.update({k: v for k, v in overrides.items() if v not in (None, 0, "")})
+    return SimpleNamespace(profile=profile, **settings)
+
+
+def results_dir(notebook: str) -> Path:
+    """results/<notebook>/ at the repository root (or under $GLAUBER_RESULTS), created if needed."""
+    path = results_root() / notebook
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def set_book_style() -> None:
+    """The book's seaborn look for every figure."""
+    import seaborn as sns
+
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+
+
+def glue(name: str, value) -> None:
+    """Make a computed value quotable in a chapter's prose as {glue:text}`name` (myst-nb), so the text
+    always states this run's number; a no-op where myst-nb is not installed (e.g. Colab)."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Tables and checks the chapters show
+# --------------------------------------------------------------------------------------------
+
+def trajectory_frame(values: torch.Tensor, steps: torch.Tensor, name: str = "distance", **labels) -> pd.DataFrame:
+    """Tidy table of a per-record quantity [B, R]: one row per (chain, step), plus constant label columns."""
+    batch, records = values.shape
+    frame = pd.DataFrame({"chain": np.repeat(np.arange(batch), records),
+                          "step": np.tile(steps.numpy(), batch), name: values.reshape(-1).numpy()})
+    return frame.assign(**labels)
+
+
+def text_snapshots(cond: MaskedLMConditionals, trajectories: dict, chain: int = 0, count: int = 5) -> pd.DataFrame:
+    """Text of one chain at `count` evenly spaced records, one column per trajectory label."""
+    first = next(iter(trajectories.values()))
+    picks = np.unique(np.linspace(0, len(first.steps) - 1, count).round().astype(int))
+    return pd.DataFrame({label: cond.decode_batch(t.tokens[chain, picks]) for label, t in trajectories.items()},
+                        index=[f"step {int(first.steps[k])}" for k in picks])
+
+
+def state_frequencies(states: torch.Tensor, q: int) -> pd.DataFrame:
+    """Empirical law of a batch of small states [B, n] over all q^n states (lexicographic order)."""
+    n = states.shape[1]
+    codes = (states.cpu() * q ** torch.arange(n - 1, -1, -1)).sum(1)
+    counts = torch.bincount(codes, minlength=q**n).double() / len(states)
+    labels = ["".join(map(str, s)) for s in all_states(q, n).tolist()]
+    return pd.DataFrame({"state": labels, "empirical": counts.numpy()})
+
+
+def sampling_noise_tv(probs, draws: int) -> float:
+    """Expected TV between a law and the empirical law of `draws` samples from it (normal approximation):
+    1/2 sum_s sqrt(2 p_s (1 - p_s) / (pi draws))."""
+    probs = np.asarray(probs, dtype=float)
+    return float(0.5 * np.sqrt(2 * probs * (1 - probs) / (np.pi * draws)).sum())
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+@functools.lru_cache(maxsize=1)
+def bbc_vocabulary() -> frozenset:
+    """Lower-case alphabetic words of the BBC training articles."""
+    return frozenset(w for a in bbc_articles("train") for p in a.paragraphs for w in _WORD.findall(p.lower()))
+
+
+def known_word_share(texts) -> list[float]:
+    """Per text, the share of its alphabetic words that occur in the BBC training text."""
+    vocabulary = bbc_vocabulary()
+    shares = []
+    for text in texts:
+        found = _WORD.findall(text.lower())
+        shares.append(sum(w in vocabulary for w in found) / len(found) if found else 0.0)
+    return shares
+
+
+def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
+    """One row per fill-mask example: the sentence, the masked word and the top predictions."""
+    ranked = fills.sort_values(["example", "rank"])
+    top = ranked.groupby("example").apply(
+        lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
+    first = ranked.groupby("example").first()
+    return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals: bootstrap, rank correlation, Wilson
+# --------------------------------------------------------------------------------------------
+
+def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval (Efron and Tibshirani 1993) for statistic(values), rows resampled."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
+        raise ValueError(f"values must be a 1-d array of at least 2 finite numbers, got shape {values.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    draws = np.random.default_rng(seed).integers(0, len(values), (check_count(resamples, "resamples", 1),
+                                                                  len(values)))
+    stats = statistic(values[draws], axis=1)
+    return tuple(float(q) for q in np.quantile(stats, [(1 - level) / 2, (1 + level) / 2]))
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation along the last axis (average ranks for ties); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    denominator = np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (rx * ry).sum(-1) / denominator, np.nan)
+
+
+def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rank correlation of paired x, y and its percentile bootstrap interval (pairs resampled)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError(f"x and y must be paired 1-d arrays of at least 3 values, got {x.shape} and {y.shape}")
+    draws = np.random.default_rng(seed).integers(0, len(x), (check_count(resamples, "resamples", 1), len(x)))
+    low, high = np.nanquantile(rank_correlation(x[draws], y[draws]), [(1 - level) / 2, (1 + level) / 2])
+    return float(rank_correlation(x, y)), float(low), float(high)
+
+
+def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals for binomial shares successes / trials, elementwise over arrays."""
+    from scipy.stats import norm
+
+    k, m = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if (m < 1).any() or (k < 0).any() or (k > m).any() or not 0 < level < 1:
+        raise ValueError("share_intervals needs 0 <= successes <= trials, trials >= 1 and 0 < level < 1")
+    z = norm.ppf(0.5 + level / 2)
+    share = k / m
+    centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
+    half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
+    return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Claims rows
+# --------------------------------------------------------------------------------------------
+
+def claims_frame(rows: list[dict], model: str, profile: str) -> pd.DataFrame:
+    """A chapter's claims.csv table: one row per checked claim, columns as the summary chapter reads them."""
+    columns = ["claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model", "profile"]
+    frame = pd.DataFrame(rows).assign(model=model, profile=profile)
+    if set(frame.columns) != set(columns) or not frame.verdict.isin(["reproduced", "differs", "not run here"]).all():
+        raise ValueError(f"claims need exactly the columns {columns} and verdicts reproduced/differs/not run here")
+    return frame[columns]

@@ -11,7 +11,7 @@ notebook:
 
     DIR/index.csv                       one row per cell: cell, one column per parameter, status, seconds, error
     DIR/<cell>/<notebook>.ipynb         the executed notebook (on failure: up to the failing cell)
-    DIR/<cell>/<notebook>/*.csv         the cell's tables (``gc.results_dir``); DIR/<cell>/papermill.log its log
+    DIR/<cell>/<notebook>/*.csv         the cell's tables (``bt.results_dir``); DIR/<cell>/papermill.log its log
     DIR/merged/<table>.csv              every done cell's rows of that table, with ``cell`` and parameter columns
 
 The cell id is the parameters in name order, e.g. ``seed=1__steps=400``; characters outside ``[A-Za-z0-9._+-]``

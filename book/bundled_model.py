@@ -65,14 +65,15 @@ import pandas as pd
 import seaborn as sns
 
 import glauber_core as gc
+import book_tools as bt
 
 PROFILES = {
     "smoke": dict(seq_len=16, steps=30, record_every=10),
     "quick": dict(seq_len=32, steps=800, record_every=100),
     "paper": dict(seq_len=32, steps=10_000, record_every=1_000),
 }
-cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len, steps=steps)
-gc.set_book_style()
+cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len, steps=steps)
+bt.set_book_style()
 MODEL_RESULTS = gc.REPO_ROOT / "results" / "model"
 
 # %% [markdown]
@@ -105,7 +106,7 @@ plt.show()
 
 # %%
 fills = pd.read_csv(MODEL_RESULTS / "fill_mask.csv")
-gc.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
+bt.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
 
 # %% [markdown]
 # ## A Glauber trajectory at temperature 1
@@ -122,5 +123,5 @@ run = gc.glauber(cond, passage.tokens, cfg.steps, temperature, seed=seed,
                  record_every=cfg.record_every)
 excerpt = pd.DataFrame({"step": run.steps.numpy(),
                         "text": cond.decode_batch(run.tokens[0])})
-excerpt = excerpt.assign(known_words=gc.known_word_share(excerpt.text))
+excerpt = excerpt.assign(known_words=bt.known_word_share(excerpt.text))
 excerpt.style.format({"known_words": "{:.0%}"})

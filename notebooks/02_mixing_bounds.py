@@ -74,6 +74,8 @@ import torch
 from scipy.stats import spearmanr
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import bounds as ch
 
 PROFILES = {
     "smoke": dict(seq_len=14, n_contexts=1, top_k=2, drift_states=2,
@@ -84,14 +86,14 @@ PROFILES = {
                   drift_n=100, window_tokens=16, chains=30,
                   chain_steps=10_000),
 }
-cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len,
+cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_contexts=n_contexts, top_k=top_k,
                           drift_states=drift_states,
                           window_tokens=window_tokens)
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 model_name = Path(cond.name_or_path).name if not model else model
-out = gc.results_dir("02_mixing_bounds")
+out = bt.results_dir("02_mixing_bounds")
 # one log grid from 0.5 to 30, with the paper's 10 and 11 on it
 taus = np.unique(np.r_[np.geomspace(0.5, 30, 13), 1, 2, 10, 11]).round(3)
 cfg
@@ -141,9 +143,9 @@ alpha.to_csv(out / "alpha.csv", index=False)
 below = alpha[alpha.alpha_mean < 1]
 tau_star = float(below.tau.min()) if len(below) else math.inf
 at_10, at_11 = (alpha[np.isclose(alpha.tau, t)].iloc[0] for t in (10, 11))
-gc.glue("ch2_tau_star", f"{tau_star:g}")
+bt.glue("ch2_tau_star", f"{tau_star:g}")
 for key, row in (("ch2_alpha10", at_10), ("ch2_alpha11", at_11)):
-    gc.glue(key, f"{row.alpha_mean:.2f} (max {row.alpha_max:.2f})")
+    bt.glue(key, f"{row.alpha_mean:.2f} (max {row.alpha_max:.2f})")
 alpha.round(3).set_index("tau").T
 
 # %%
@@ -209,9 +211,9 @@ lemma6 = pd.DataFrame({
     .median(1).values,
 })
 lemma6.to_csv(out / "lemma6.csv", index=False)
-gc.glue("ch2_lemma6_violations", f"{int(lemma6.violations.sum())}")
-gc.glue("ch2_lemma6_checks", f"{int(lemma6.pairs.sum()):,}")
-gc.glue("ch2_lemma6_ratio", f"{lemma6.median_ratio.min():.2f} to "
+bt.glue("ch2_lemma6_violations", f"{int(lemma6.violations.sum())}")
+bt.glue("ch2_lemma6_checks", f"{int(lemma6.pairs.sum()):,}")
+bt.glue("ch2_lemma6_ratio", f"{lemma6.median_ratio.min():.2f} to "
         f"{lemma6.median_ratio.max():.2f}")
 lemma6.round(4)
 
@@ -223,8 +225,8 @@ lemma6.round(4)
 tau7 = {name: gc.alpha_from_influence(reduce(oscillation)).item() / 4
         for name, reduce in [("mean over contexts", lambda d: d.mean(0)),
                              ("max over contexts", lambda d: d.amax(0))]}
-gc.glue("ch2_tau7", f"{tau7['mean over contexts']:.1f}")
-gc.glue("ch2_tau7_factor", f"{tau7['mean over contexts'] / tau_star:.1f}")
+bt.glue("ch2_tau7", f"{tau7['mean over contexts']:.1f}")
+bt.glue("ch2_tau7_factor", f"{tau7['mean over contexts'] / tau_star:.1f}")
 pd.Series(tau7, name="Corollary 7 temperature").round(1)
 
 # %% [markdown]
@@ -282,7 +284,7 @@ chains = {"symmetric J": gc.PottsConditionals((raw + raw.T) / 2, field, 3),
 potts_taus = np.geomspace(0.5, 8, 9).round(3)
 rows = []
 for name, potts in chains.items():
-    exact_c = gc.exact_influence_coefficients(potts, 5, potts_taus)
+    exact_c = ch.exact_influence_coefficients(potts, 5, potts_taus)
     for tau, c in zip(potts_taus, exact_c):
         a = gc.alpha_from_influence(c).item()
         rows.append(dict(chain=name, tau=tau, alpha=a,
@@ -306,12 +308,12 @@ ax.legend(fontsize=8)
 plt.show()
 tight = potts_mixing[potts_mixing.alpha < 1]
 bound_holds = bool((tight.bound >= tight.t_mix).all())
-gc.glue("ch2_t5_cases", f"{len(tight)} of {len(potts_mixing)}")
-gc.glue("ch2_t5_holds", "holds in every case, as it must" if bound_holds
+bt.glue("ch2_t5_cases", f"{len(tight)} of {len(potts_mixing)}")
+bt.glue("ch2_t5_holds", "holds in every case, as it must" if bound_holds
         else "FAILS in some case (a bug)")
-gc.glue("ch2_t5_ratio", f"{tight.ratio.median():.1f} (range "
+bt.glue("ch2_t5_ratio", f"{tight.ratio.median():.1f} (range "
         f"{tight.ratio.min():.1f}-{tight.ratio.max():.1f})")
-gc.glue("ch2_t5_unbounded_tmix",
+bt.glue("ch2_t5_unbounded_tmix",
         f"{int(potts_mixing[potts_mixing.alpha >= 1].t_mix.max())}")
 
 # %% [markdown]
@@ -340,11 +342,11 @@ theorem8["t_mix_looseness"] = theorem8.t_mix / theorem8.t_mix_lower
 theorem8.to_csv(out / "theorem8.csv", index=False)
 t8_holds = bool((theorem8.escape <= theorem8.escape_bound).all()
                 and (theorem8.t_mix >= theorem8.t_mix_lower).all())
-gc.glue("ch2_t8_holds", "Both bounds hold" if t8_holds
+bt.glue("ch2_t8_holds", "Both bounds hold" if t8_holds
         else "A bound FAILS (a bug)")
 for key, col in (("ch2_t8_escape", "escape_looseness"),
                  ("ch2_t8_tmix", "t_mix_looseness")):
-    gc.glue(key, f"{theorem8[col].min():.3g} to {theorem8[col].max():.3g}")
+    bt.glue(key, f"{theorem8[col].min():.3g} to {theorem8[col].max():.3g}")
 theorem8[["temperature", "delta_star", "mu_basin", "escape",
           "escape_bound", "t_mix", "t_mix_lower", "escape_looseness",
           "t_mix_looseness"]].round(4)
@@ -391,9 +393,9 @@ for tau in (1.0, tau_cold):
         margins.perfect_trap, np.exp(delta_min.numpy() / tau) / (4 * size_v),
         np.nan)
 margins.to_csv(out / "margins.csv", index=False)
-gc.glue("ch2_perfect_traps", f"{int(margins.perfect_trap.sum())} of "
+bt.glue("ch2_perfect_traps", f"{int(margins.perfect_trap.sum())} of "
         f"{len(margins)}")
-gc.glue("ch2_size_v", f"{size_v:,}")
+bt.glue("ch2_size_v", f"{size_v:,}")
 margins.round(3)
 
 # %% [markdown]
@@ -419,7 +421,7 @@ margins.round(3)
 # %%
 bang = cond.encode("!")
 assert len(bang) == 1, "the model has no single '!' token"
-boundary = gc.drift_boundary_states(cond, int(bang[0]), cfg.drift_n,
+boundary = ch.drift_boundary_states(cond, int(bang[0]), cfg.drift_n,
                                     cfg.drift_states, seed=seed)
 drift_taus = [1.0, 2.0]
 drift = gc.basin_drifts(cond, boundary, int(bang[0]), drift_taus)
@@ -432,11 +434,11 @@ pd.DataFrame({"tau": np.repeat(drift_taus, cfg.drift_states),
     out / "drift.csv", index=False)
 drift_table.to_csv(out / "drift_summary.csv", index=False)
 all_positive = bool((drift > 0).all())
-gc.glue("ch2_drift_states", f"{cfg.drift_states}")
+bt.glue("ch2_drift_states", f"{cfg.drift_states}")
 for tau, d in zip(drift_taus, drift):
-    gc.glue(f"ch2_drift_tau{tau:g}", f"{int((d > 0).sum())} of {len(d)} "
+    bt.glue(f"ch2_drift_tau{tau:g}", f"{int((d > 0).sum())} of {len(d)} "
             f"positive, median {d.median().item():.2f}")
-gc.glue("ch2_drift_phrase", "holds" if all_positive else "fails")
+bt.glue("ch2_drift_phrase", "holds" if all_positive else "fails")
 print(cond.decode(boundary[0]))
 drift_table.round(4)
 
@@ -465,22 +467,23 @@ drift_table.round(4)
 
 # %%
 free = [5, 6, 7]
-token_set = gc.window_token_set(cond, contexts.tokens[0], free,
+token_set = ch.window_token_set(cond, contexts.tokens[0], free,
                                 cfg.window_tokens)
-window = gc.RestrictedConditionals(cond, contexts.tokens[0], free,
+window = ch.RestrictedConditionals(cond, contexts.tokens[0], free,
                                    token_set)
 laws = {}
 for tau in (1.0, 2.0):
     laws[tau] = (gc.exact_stationary(window, 3, tau),
-                 gc.pseudo_likelihood_law(window, 3, tau))
+                 ch.pseudo_likelihood_law(window, 3, tau))
 compare = pd.DataFrame([
-    dict(tau=tau, states=len(mu), tv=gc.tv_distance(mu, pl),
+    dict(tau=tau, states=len(mu),
+         tv=float(gc.total_variation(mu.log(), pl.log())),
          spearman=spearmanr(mu, pl).statistic,
          top_state_same=bool(mu.argmax() == pl.argmax()))
     for tau, (mu, pl) in laws.items()])
 compare.to_csv(out / "stationary_vs_pl.csv", index=False)
 for row in compare.itertuples():
-    gc.glue(f"ch2_window_tau{row.tau:g}",
+    bt.glue(f"ch2_window_tau{row.tau:g}",
             f"TV {row.tv:.2f}, Spearman {row.spearman:.2f}, "
             f"{'same' if row.top_state_same else 'different'} top state")
 print(f"{window.forwards} model rows for {len(token_set)}^3 states; "
@@ -523,9 +526,10 @@ for a in np.linspace(0, 2, 9):
     mu_a = gc.exact_stationary(potts, 5, 1.0)
     rows.append(dict(
         asymmetry=a,
-        tv_pseudo_likelihood=gc.tv_distance(
-            mu_a, gc.pseudo_likelihood_law(potts, 5, 1.0)),
-        tv_gibbs_of_symmetric_part=gc.tv_distance(mu_a, gibbs)))
+        tv_pseudo_likelihood=float(gc.total_variation(
+            mu_a.log(), ch.pseudo_likelihood_law(potts, 5, 1.0).log())),
+        tv_gibbs_of_symmetric_part=float(
+            gc.total_variation(mu_a.log(), gibbs.log()))))
 asymmetry = pd.DataFrame(rows)
 asymmetry.to_csv(out / "potts_asymmetry.csv", index=False)
 fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -540,7 +544,7 @@ ax.legend()
 plt.show()
 for a in (0, 2):
     row = asymmetry[np.isclose(asymmetry.asymmetry, a)].iloc[0]
-    gc.glue(f"ch2_potts_a{a}",
+    bt.glue(f"ch2_potts_a{a}",
             f"{row.tv_gibbs_of_symmetric_part:.2g} from the Gibbs law of S "
             f"and {row.tv_pseudo_likelihood:.2f} from the pseudo-likelihood")
 
@@ -610,11 +614,11 @@ claims.append(dict(
     ours=tv1, ours_text=f"{tv1:.3f} over {len(mu)} states",
     verdict=verdict(tv1 > 0.05),
     reason=f"Spearman {compare.spearman.iloc[0]:.2f} between the laws"))
-claims = gc.claims_frame(claims, model_name, cfg.profile)
+claims = bt.claims_frame(claims, model_name, cfg.profile)
 claims.to_csv(out / "claims.csv", index=False)
 for row in claims.itertuples():
-    gc.glue(f"ch2_verdict_{row.claim}", row.verdict)
-gc.glue("ch2_window_phrase", "is measurably not" if tv1 > 0.05
+    bt.glue(f"ch2_verdict_{row.claim}", row.verdict)
+bt.glue("ch2_window_phrase", "is measurably not" if tv1 > 0.05
         else "is within 0.05 in total variation of")
 claims[["claim", "ours_text", "verdict", "reason"]]
 

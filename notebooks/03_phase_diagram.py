@@ -78,6 +78,8 @@ import seaborn as sns
 import torch
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import phase as ch
 
 PROFILES = {
     "smoke": dict(
@@ -102,12 +104,12 @@ PROFILES = {
         drift_steps=10_000, record_every=5, hit_radius=1.0, alpha_length=20,
         alpha_contexts=16, top_k=8, regime_steps=10_000, n_boot=1000),
 }
-cfg = gc.profile_settings(profile, PROFILES, pairs=pairs, budget=budget,
+cfg = bt.profile_settings(profile, PROFILES, pairs=pairs, budget=budget,
                           drift_chains=drift_chains, drift_steps=drift_steps)
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
-out = gc.results_dir("03_phase_diagram")
+out = bt.results_dir("03_phase_diagram")
 model_name = model or gc.DEFAULT_MODEL_DIR.name
 cfg
 
@@ -141,12 +143,12 @@ small, large = min(lengths), max(lengths)
 grids = []
 for n in lengths:
     starts = gc.seed_passages(cond, n, 2 * cfg.pairs, seed=seed)
-    grids.append(gc.coupling_grid(
+    grids.append(ch.coupling_grid(
         cond, starts.tokens[: cfg.pairs], starts.tokens[cfg.pairs:],
         cfg.grid_temperatures, cfg.budget, seed=seed, progress=False))
 grid = pd.concat(grids, ignore_index=True)
 grid.to_csv(out / "coupling_times.csv", index=False)
-cells = gc.coupling_summary(grid)
+cells = ch.coupling_summary(grid)
 cells.to_csv(out / "coupling_cells.csv", index=False)
 
 # %% [markdown]
@@ -182,13 +184,13 @@ def first_half(n):
     return f"tau = {hot.min():g}" if len(hot) else "beyond the grid"
 
 
-low, high = gc.share_intervals(cfg.pairs // 2, cfg.pairs)
-gc.glue("ch3_half_small", first_half(small))
-gc.glue("ch3_half_large", first_half(large))
-gc.glue("ch3_n_small", f"{small}")
-gc.glue("ch3_n_large", f"{large}")
-gc.glue("ch3_budget_factor", f"{10_000 / cfg.budget:g}")
-gc.glue("ch3_half_cell", f"{cfg.pairs // 2} of {cfg.pairs} has the "
+low, high = bt.share_intervals(cfg.pairs // 2, cfg.pairs)
+bt.glue("ch3_half_small", first_half(small))
+bt.glue("ch3_half_large", first_half(large))
+bt.glue("ch3_n_small", f"{small}")
+bt.glue("ch3_n_large", f"{large}")
+bt.glue("ch3_budget_factor", f"{10_000 / cfg.budget:g}")
+bt.glue("ch3_half_cell", f"{cfg.pairs // 2} of {cfg.pairs} has the "
         f"interval {low.item():.2f}-{high.item():.2f}")
 
 # %% [markdown]
@@ -212,7 +214,7 @@ gc.glue("ch3_half_cell", f"{cfg.pairs // 2} of {cfg.pairs} has the "
 # Intervals come from a bootstrap over pairs {cite}`efron1993bootstrap`.
 
 # %%
-fits = gc.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
+fits = ch.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
 fits.to_csv(out / "transition_fits.csv", index=False)
 fits.attrs["boot"].to_csv(out / "transition_bootstrap.csv", index=False)
 fits.round(3)
@@ -258,16 +260,16 @@ print(f"boundary shift n={small} -> {large}: {shift:+.2f} "
       f"[{shift_ci[0]:+.2f}, {shift_ci[1]:+.2f}]")
 print(f"width ratio: {ratio:.2f} [{ratio_ci[0]:.2f}, {ratio_ci[1]:.2f}]"
       f" (Ising-like n^-1/2 narrowing: {ising_ratio:.2f})")
-gc.glue("ch3_midpoints", ", ".join(
+bt.glue("ch3_midpoints", ", ".join(
     f"{row.midpoint:.2f} at n = {n}" for n, row in by_n.iterrows()))
-gc.glue("ch3_shift", f"{shift:+.2f} [{shift_ci[0]:+.2f}, "
+bt.glue("ch3_shift", f"{shift:+.2f} [{shift_ci[0]:+.2f}, "
         f"{shift_ci[1]:+.2f}]")
-gc.glue("ch3_shift_phrase", "upward, the direction the paper reports"
+bt.glue("ch3_shift_phrase", "upward, the direction the paper reports"
         if shift_ci[0] > 0 else "downward, against the paper"
         if shift_ci[1] < 0 else "not distinguishable from zero")
-gc.glue("ch3_ratio", f"{ratio:.2f} [{ratio_ci[0]:.2f}, {ratio_ci[1]:.2f}]")
-gc.glue("ch3_ising_ratio", f"{ising_ratio:.2f}")
-gc.glue("ch3_width_phrase", "sharpens (interval wholly below 1)"
+bt.glue("ch3_ratio", f"{ratio:.2f} [{ratio_ci[0]:.2f}, {ratio_ci[1]:.2f}]")
+bt.glue("ch3_ising_ratio", f"{ising_ratio:.2f}")
+bt.glue("ch3_width_phrase", "sharpens (interval wholly below 1)"
         if ratio_ci[1] < 1 else "broadens (interval wholly above 1)"
         if ratio_ci[0] > 1 else "neither sharpens nor broadens detectably"
         " (interval covers 1)")
@@ -293,19 +295,19 @@ gc.glue("ch3_width_phrase", "sharpens (interval wholly below 1)"
 # %%
 allowance = cfg.budget * grid.n * np.log(grid.n) / (large * math.log(large))
 scaled = grid.assign(coupled=(grid.time >= 0) & (grid.time <= allowance))
-scaled_fits = gc.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
+scaled_fits = ch.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
 scaled_fits.to_csv(out / "transition_fits_nlogn_budget.csv", index=False)
 scaled_boot = scaled_fits.attrs["boot"].pivot(index="replicate", columns="n")
 scaled_by_n = scaled_fits.set_index("n")
 scaled_shift = scaled_by_n.midpoint[large] - scaled_by_n.midpoint[small]
 scaled_ci = np.nanquantile(scaled_boot.midpoint[large]
                            - scaled_boot.midpoint[small], [0.025, 0.975])
-gc.glue("ch3_scaled_ends", f"{scaled_by_n.midpoint[small]:.2f} at "
+bt.glue("ch3_scaled_ends", f"{scaled_by_n.midpoint[small]:.2f} at "
         f"n = {small} and {scaled_by_n.midpoint[large]:.2f} at n = {large}")
-gc.glue("ch3_scaled_shift", f"{scaled_shift:+.2f} [{scaled_ci[0]:+.2f}, "
+bt.glue("ch3_scaled_shift", f"{scaled_shift:+.2f} [{scaled_ci[0]:+.2f}, "
         f"{scaled_ci[1]:+.2f}]")
 part = 1 - scaled_shift / shift
-gc.glue("ch3_budget_part", f"{part:.0%}" if np.isfinite(part)
+bt.glue("ch3_budget_part", f"{part:.0%}" if np.isfinite(part)
         else "an undetermined share")
 scaled_fits[["n", "midpoint", "midpoint_low", "midpoint_high", "scale"]]
 
@@ -331,12 +333,12 @@ scaled_fits[["n", "midpoint", "midpoint_low", "midpoint_high", "scale"]]
 frames, runs = [], {}
 for n in cfg.drift_lengths:
     starts = gc.seed_passages(cond, n, cfg.drift_chains, seed=seed + 1)
-    run, rows = gc.multi_temperature_glauber(
+    run, rows = ch.multi_temperature_glauber(
         cond, starts.tokens, cfg.drift_temperatures, cfg.drift_steps,
         seed=seed, record_every=cfg.record_every, progress=False)
     distance = gc.trajectory_distances(cond, embedder, run)
     runs[n] = (run, rows.assign(n=n), distance)
-    frame = gc.trajectory_frame(distance, run.steps, n=n)
+    frame = bt.trajectory_frame(distance, run.steps, n=n)
     frames.append(frame.merge(rows, left_on="chain", right_on="row"))
 drift = pd.concat(frames, ignore_index=True).drop(columns="row")
 drift.to_csv(out / "drift.csv", index=False)
@@ -360,10 +362,10 @@ plt.show()
 final = last.groupby(["temperature", "n"]).distance.mean()
 cold = min(cfg.drift_temperatures)
 unit = 1.0 if 1.0 in cfg.drift_temperatures else cfg.drift_temperatures[1]
-gc.glue("ch3_drift_unit", f"{final[unit].min():.2f}-{final[unit].max():.2f}")
-gc.glue("ch3_drift_cold", ", ".join(
+bt.glue("ch3_drift_unit", f"{final[unit].min():.2f}-{final[unit].max():.2f}")
+bt.glue("ch3_drift_cold", ", ".join(
     f"{d:.2f} at n = {n}" for n, d in final[cold].items()))
-gc.glue("ch3_cold_tau", f"{cold:g}")
+bt.glue("ch3_cold_tau", f"{cold:g}")
 
 # %% [markdown]
 # The mean distance after the last step at $\tau = 1$ ranges over
@@ -390,12 +392,12 @@ gc.glue("ch3_cold_tau", f"{cold:g}")
 hit_tau = 1.4 if 1.4 in cfg.drift_temperatures else cfg.drift_temperatures[1]
 hits = []
 for n, (run, rows, distance) in runs.items():
-    times = gc.hitting_times(distance, run.steps, cfg.hit_radius)
+    times = ch.hitting_times(distance, run.steps, cfg.hit_radius)
     hits.append(rows.assign(hitting_time=times.numpy()))
 hits = pd.concat(hits, ignore_index=True)
 hits.to_csv(out / "hitting_times.csv", index=False)
 at_tau = hits[hits.temperature == hit_tau]
-scaling = gc.scaling_fits(at_tau.n, at_tau.hitting_time,
+scaling = ch.scaling_fits(at_tau.n, at_tau.hitting_time,
                           n_boot=cfg.n_boot, seed=seed)
 scaling.to_csv(out / "scaling_fits.csv", index=False)
 power = scaling.attrs["power_law"]
@@ -404,14 +406,14 @@ fitted = scaling.dropna(subset=["aic"])
 best_aic = fitted.form[fitted.aic.idxmin()] if len(fitted) else "none"
 best_loo = fitted.form[fitted.loo_mse_log.idxmin()] if len(fitted) else "none"
 medians = scaling.attrs["medians"]
-gc.glue("ch3_hit_medians", ", ".join(
+bt.glue("ch3_hit_medians", ", ".join(
     f"{t:.0f} at n = {n:.0f}"
     for n, t in zip(medians.n, medians.median_time)))
-gc.glue("ch3_best_aic", best_aic)
-gc.glue("ch3_best_loo", best_loo)
-gc.glue("ch3_beta", f"{power['beta']:.2f}")
-gc.glue("ch3_radius", f"{cfg.hit_radius:g}")
-gc.glue("ch3_drift_steps", f"{cfg.drift_steps}")
+bt.glue("ch3_best_aic", best_aic)
+bt.glue("ch3_best_loo", best_loo)
+bt.glue("ch3_beta", f"{power['beta']:.2f}")
+bt.glue("ch3_radius", f"{cfg.hit_radius:g}")
+bt.glue("ch3_drift_steps", f"{cfg.drift_steps}")
 scaling.round(3)
 
 # %%
@@ -423,7 +425,7 @@ ax.plot(medians.n, medians.median_time, "ko", label="median")
 grid_n = np.linspace(min(cfg.drift_lengths), max(cfg.drift_lengths))
 for form, row in scaling.set_index("form").iterrows():
     if np.isfinite(row.C):
-        curve = row.C * gc.SCALING_FORMS[form](grid_n)
+        curve = row.C * ch.SCALING_FORMS[form](grid_n)
         ax.plot(grid_n, curve, label=f"{form}: C = {row.C:.2f}")
 ax.set(xlabel="sequence length $n$ (tokens)",
        ylabel=f"steps to reach d >= {cfg.hit_radius}",
@@ -450,7 +452,7 @@ plt.show()
 # %%
 chains = pd.concat([rows for _, rows, _ in runs.values()], ignore_index=True)
 peaks = torch.cat([distance for _, _, distance in runs.values()])
-shares = gc.threshold_shares(peaks, chains)
+shares = ch.threshold_shares(peaks, chains)
 shares.to_csv(out / "threshold_shares.csv", index=False)
 grid_plot = sns.FacetGrid(shares, col="radius", height=3, aspect=1.1)
 grid_plot.map_dataframe(
@@ -464,8 +466,8 @@ grid_plot.figure.suptitle(
 plt.show()
 top = shares[shares.radius == shares.radius.max()]
 top_share = top.groupby("temperature").share.mean()
-gc.glue("ch3_top_radius", f"{shares.radius.max():g}")
-gc.glue("ch3_top_shares", ", ".join(
+bt.glue("ch3_top_radius", f"{shares.radius.max():g}")
+bt.glue("ch3_top_shares", ", ".join(
     f"{s:.2f} at tau = {t:g}" for t, s in top_share.items()))
 
 # %% [markdown]
@@ -490,20 +492,20 @@ for n, (run, rows, distance) in runs.items():
     for tau in cfg.drift_temperatures:
         traces = distance[torch.as_tensor(rows.temperature.values == tau)]
         diagnostics.append(dict(
-            n=n, temperature=tau, **gc.convergence_diagnostics(traces)))
+            n=n, temperature=tau, **ch.convergence_diagnostics(traces)))
 diagnostics = pd.DataFrame(diagnostics)
 diagnostics.to_csv(out / "diagnostics.csv", index=False)
 diagnostics.pivot(index="n", columns="temperature", values="rhat").round(2)
 
 # %%
-gc.glue("ch3_rhat", f"{diagnostics.rhat.min():.2f}-"
+bt.glue("ch3_rhat", f"{diagnostics.rhat.min():.2f}-"
         f"{diagnostics.rhat.max():.2f}")
-gc.glue("ch3_ess", f"{diagnostics.ess_bulk.min():.0f}-"
+bt.glue("ch3_ess", f"{diagnostics.ess_bulk.min():.0f}-"
         f"{diagnostics.ess_bulk.max():.0f}")
-gc.glue("ch3_ess_of", f"{diagnostics.chains.iloc[0]} chains of "
+bt.glue("ch3_ess_of", f"{diagnostics.chains.iloc[0]} chains of "
         f"{diagnostics.draws.iloc[0]}")
 converged = (diagnostics.rhat < 1.01).mean()
-gc.glue("ch3_converged", f"{converged:.0%}")
+bt.glue("ch3_converged", f"{converged:.0%}")
 diagnostics.pivot(index="n", columns="temperature", values="ess_bulk").round(0)
 
 # %% [markdown]
@@ -524,10 +526,10 @@ diagnostics.pivot(index="n", columns="temperature", values="ess_bulk").round(0)
 # %%
 regime_taus = [0.01, 0.1, 1.0, 10.0, 100.0]
 start = gc.seed_passages(cond, 20, 1, seed=seed).tokens
-regimes, _ = gc.multi_temperature_glauber(
+regimes, _ = ch.multi_temperature_glauber(
     cond, start, regime_taus, cfg.regime_steps, seed=seed,
     record_every=max(1, cfg.regime_steps // 4), progress=False)
-excerpts = gc.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
+excerpts = ch.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
                                              regime_taus], count=3)
 excerpts.to_csv(out / "regimes.csv")
 with pd.option_context("display.max_colwidth", 200):
@@ -573,11 +575,11 @@ alpha = pd.DataFrame(alpha_rows)
 alpha.to_csv(out / "context_alpha.csv", index=False)
 alpha_table = alpha.groupby(["temperature", "states"]).alpha.agg(
     ["mean", "min", "max"]).unstack("states")
-gc.glue("ch3_alpha_means", "; ".join(
+bt.glue("ch3_alpha_means", "; ".join(
     f"tau = {t:g}: {row['mean', 'visited']:.2f} visited vs "
     f"{row['mean', 'seed passages']:.2f} seeds"
     for t, row in alpha_table.iterrows()))
-gc.glue("ch3_alpha_sizes", f"top-{cfg.top_k} alternatives per site on "
+bt.glue("ch3_alpha_sizes", f"top-{cfg.top_k} alternatives per site on "
         f"{cfg.alpha_contexts} contexts of length {cfg.alpha_length}")
 alpha_table.round(2)
 
@@ -677,9 +679,9 @@ claims = pd.DataFrame([
 ])
 claims.to_csv(out / "claims.csv", index=False)
 for row in claims.itertuples():
-    gc.glue(f"ch3_{row.claim}", row.ours_text)
-    gc.glue(f"ch3_{row.claim}_verdict", row.verdict)
-gc.glue("ch3_n_near", f"{near}")
+    bt.glue(f"ch3_{row.claim}", row.ours_text)
+    bt.glue(f"ch3_{row.claim}_verdict", row.verdict)
+bt.glue("ch3_n_near", f"{near}")
 claims[["claim", "ours_text", "verdict", "reason"]]
 
 # %% [markdown]

@@ -74,6 +74,8 @@ import seaborn as sns
 import torch
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import basins as ch
 
 PROFILES = {
     "smoke": dict(seq_len=20, n_seeds=1, steps=30, record_every=10,
@@ -86,14 +88,14 @@ PROFILES = {
                   pca_every=10, n_check=200, prefix_chains=10,
                   prefix_steps=3_500),
 }
-cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len,
+cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_seeds=n_seeds, steps=steps,
                           record_every=record_every)
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
 model_name = Path(cond.name_or_path).name if not model else model
-out = gc.results_dir("04_basins")
+out = bt.results_dir("04_basins")
 cfg
 
 # %% [markdown]
@@ -126,11 +128,11 @@ cfg
 # paper's classifier instead through the same call (online only).
 
 # %%
-labels = list(gc.TOPIC_LABELS)
+labels = list(ch.TOPIC_LABELS)
 baseline = 1 / len(labels)
 score_with = dict(model=scorer or None)
-bbc_topic = {label: topic for topic, label in gc.BBC_TOPIC_LABELS.items()}
-pd.DataFrame({"description": gc.TOPIC_LABELS.values(),
+bbc_topic = {label: topic for topic, label in ch.BBC_TOPIC_LABELS.items()}
+pd.DataFrame({"description": ch.TOPIC_LABELS.values(),
               "BBC topic": [bbc_topic.get(k, "") for k in labels]},
              index=pd.Index(labels, name="label"))
 
@@ -140,9 +142,9 @@ pd.DataFrame({"description": gc.TOPIC_LABELS.values(),
 # stored fit used 200):
 
 # %%
-refit = gc.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len, seed=seed + 1,
+refit = ch.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len, seed=seed + 1,
                                  embedder=embedder)
-print(f"stored scale {gc.TOPIC_SCALE:.2f}; refitted on "
+print(f"stored scale {ch.TOPIC_SCALE:.2f}; refitted on "
       f"{5 * cfg.n_check} training snippets: {refit:.2f}")
 
 # %% [markdown]
@@ -155,7 +157,7 @@ print(f"stored scale {gc.TOPIC_SCALE:.2f}; refitted on "
 # %%
 rng = np.random.default_rng(seed)
 rows = []
-for topic, label in gc.BBC_TOPIC_LABELS.items():
+for topic, label in ch.BBC_TOPIC_LABELS.items():
     cut = gc.seed_passages(cond, cfg.seq_len, cfg.n_check, seed=seed,
                            topic=topic)
     pool = [p for _, p in gc.bbc_paragraphs("heldout", topic)]
@@ -165,7 +167,7 @@ for topic, label in gc.BBC_TOPIC_LABELS.items():
     rows += [dict(length="whole paragraph", topic=topic, label=label,
                   text=t) for t in whole]
 check = pd.DataFrame(rows)
-check_scores = gc.topic_scores(check.text.tolist(), labels, **score_with)
+check_scores = ch.topic_scores(check.text.tolist(), labels, **score_with)
 check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
 check["predicted"] = check[labels].idxmax(axis=1)
 check.drop(columns="text").to_csv(out / "validation.csv", index=False)
@@ -173,16 +175,16 @@ accuracy = (check.assign(correct=check.predicted == check.label)
             .groupby("length").correct.agg(["count", "mean"])
             .rename(columns={"count": "paragraphs", "mean": "accuracy"}))
 cut_name = f"first {cfg.seq_len} tokens"
-gc.glue("ch4_acc_cut", f"{accuracy.accuracy[cut_name]:.0%}")
-gc.glue("ch4_acc_whole", f"{accuracy.accuracy['whole paragraph']:.0%}")
+bt.glue("ch4_acc_cut", f"{accuracy.accuracy[cut_name]:.0%}")
+bt.glue("ch4_acc_whole", f"{accuracy.accuracy['whole paragraph']:.0%}")
 accuracy.round(3)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
 for ax, (length, part) in zip(axes, check.groupby("length")):
-    table = gc.confusion_table(part.label, torch.tensor(
+    table = ch.confusion_table(part.label, torch.tensor(
         part[labels].to_numpy()), labels)
-    table = table.loc[list(gc.BBC_TOPIC_LABELS.values())]
+    table = table.loc[list(ch.BBC_TOPIC_LABELS.values())]
     sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax)
     ax.set(title=f"held-out BBC, {length}", xlabel="predicted label",
            ylabel="true label (BBC topic)")
@@ -194,9 +196,9 @@ wrong = snips[snips.predicted != snips.label]
 others_wrong = wrong[wrong.label != "politics"]
 to_politics = (others_wrong.predicted == "politics").mean()
 politics_misses = wrong[wrong.label == "politics"].predicted.value_counts()
-gc.glue("ch4_errors_to_politics", "none (it made none)"
+bt.glue("ch4_errors_to_politics", "none (it made none)"
         if others_wrong.empty else f"{to_politics:.0%}")
-gc.glue("ch4_politics_misread_as", ", ".join(
+bt.glue("ch4_politics_misread_as", ", ".join(
     f"{k} ({v})" for k, v in politics_misses.head(3).items()) or "none")
 
 # %% [markdown]
@@ -220,15 +222,15 @@ gc.glue("ch4_politics_misread_as", ", ".join(
 
 # %%
 seeds = [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed,
-                          topic=t) for t in gc.BBC_TOPIC_LABELS]
+                          topic=t) for t in ch.BBC_TOPIC_LABELS]
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
 run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
                  record_every=cfg.pca_every)
 every = max(1, round(cfg.record_every / cfg.pca_every))
-scores, score_steps = gc.trajectory_topic_scores(cond, run, labels, every,
+scores, score_steps = ch.trajectory_topic_scores(cond, run, labels, every,
                                                  **score_with)
-frame = gc.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
+frame = ch.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
 frame.to_csv(out / "scores.csv", index=False)
 frame.head()
 
@@ -241,20 +243,20 @@ frame.head()
 # the highest politics score seen after the start.
 
 # %%
-table3 = gc.recurrence_table(frame, "politics", baseline)
+table3 = ch.recurrence_table(frame, "politics", baseline)
 table3.to_csv(out / "table3.csv")
 rest = table3.drop(index="politics")
 falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
-gc.glue("ch4_run", f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
+bt.glue("ch4_run", f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
         f"profile {cfg.profile}")
-gc.glue("ch4_seed_falls", f"{len(falls)} of the {len(rest)} non-politics "
+bt.glue("ch4_seed_falls", f"{len(falls)} of the {len(rest)} non-politics "
         f"seed topics ({', '.join(falls) or 'none'})")
-gc.glue("ch4_politics_seed_start",
+bt.glue("ch4_politics_seed_start",
         f"{table3.loc['politics', 'seed score at start']:.2f}")
-gc.glue("ch4_other_seed_start", f"{rest['seed score at start'].mean():.2f}")
+bt.glue("ch4_other_seed_start", f"{rest['seed score at start'].mean():.2f}")
 low_start = (table3.loc["politics", "seed score at start"]
              < rest["seed score at start"].mean())
-gc.glue("ch4_politics_seed_note", "lower, as its seed passages are often "
+bt.glue("ch4_politics_seed_note", "lower, as its seed passages are often "
         "about policy areas (health, schools, the environment) that the "
         "scorer files elsewhere" if low_start else "not lower")
 table3.round(3)
@@ -270,13 +272,13 @@ others = frame[frame.seed_topic != "politics"]
 after = others[others.step > 0]
 crossed = after.groupby("chain").politics.max() > baseline
 share = crossed.mean()
-low, high = (float(v[0]) for v in gc.share_intervals(
+low, high = (float(v[0]) for v in bt.share_intervals(
     [int(crossed.sum())], [len(crossed)]))
 peak = after.politics.max()
 strong = after.groupby("chain").politics.max() > 0.5
-gc.glue("ch4_crossed", f"{crossed.sum()} of {len(crossed)}")
-gc.glue("ch4_peak", f"{peak:.3f}")
-gc.glue("ch4_strong", f"{strong.sum()} of {len(strong)}")
+bt.glue("ch4_crossed", f"{crossed.sum()} of {len(crossed)}")
+bt.glue("ch4_peak", f"{peak:.3f}")
+bt.glue("ch4_strong", f"{strong.sum()} of {len(strong)}")
 pd.DataFrame({
     "paper (BERT, BART-MNLI)": ["46 of 50 (0.92)", "0.979", "not given"],
     "ours": [f"{crossed.sum()} of {len(crossed)} ({share:.2f}, 95% "
@@ -298,9 +300,9 @@ snippets = check[(check.length != "whole paragraph")
 q = (snippets.politics > baseline).mean()
 records = frame.step.nunique() - 1
 by_chance = 1 - (1 - q) ** records
-gc.glue("ch4_false_alarm", f"{q:.0%}")
-gc.glue("ch4_records", f"{records}")
-gc.glue("ch4_by_chance", f"{by_chance:.2f}")
+bt.glue("ch4_false_alarm", f"{q:.0%}")
+bt.glue("ch4_records", f"{records}")
+bt.glue("ch4_by_chance", f"{by_chance:.2f}")
 print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
       f"1 - (1 - q)^{records} = {by_chance:.2f}")
 
@@ -312,7 +314,7 @@ print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
 # recorded states after the start in which each label has the highest score:
 
 # %%
-shares = gc.leading_label_shares(frame[frame.step > 0], labels)
+shares = ch.leading_label_shares(frame[frame.step > 0], labels)
 shares.to_csv(out / "leading_shares.csv")
 fig, ax = plt.subplots(figsize=(9, 3.6))
 sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
@@ -340,14 +342,14 @@ leader = shares.idxmax(axis=1)
 for topic in shares.index:
     print(f"seeded from {topic:>13}: leading label most often "
           f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
-overall = gc.leading_label_shares(
+overall = ch.leading_label_shares(
     frame[frame.step > 0].assign(chains="all chains"), labels, by="chains")
 ranked = overall.loc["all chains"].sort_values(ascending=False)
-gc.glue("ch4_top_labels", ", ".join(
+bt.glue("ch4_top_labels", ", ".join(
     f"{k} ({v:.0%})" for k, v in ranked.head(3).items()))
 rank = list(ranked.index).index("politics") + 1
-gc.glue("ch4_politics_lead", f"{ranked['politics']:.0%}")
-gc.glue("ch4_politics_rank", "the label that leads most often"
+bt.glue("ch4_politics_lead", f"{ranked['politics']:.0%}")
+bt.glue("ch4_politics_rank", "the label that leads most often"
         if rank == 1 else f"number {rank} of {len(labels)} labels")
 overall.round(2)
 
@@ -367,7 +369,7 @@ fig, axes = plt.subplots(1, 2, figsize=(12, 5))
 for ax, chain in zip(axes, picks):
     texts = cond.decode_batch(run.tokens[chain])
     distinct.append(len(set(texts)))
-    xy, explained = gc.pca_2d(gc.embed(embedder, texts))
+    xy, explained = ch.pca_2d(gc.embed(embedder, texts))
     ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
     dots = ax.scatter(xy[:, 0], xy[:, 1], c=run.steps, cmap="coolwarm_r",
                       s=14, alpha=0.6)
@@ -384,10 +386,10 @@ for ax, chain in zip(axes, picks):
 plt.tight_layout()
 plt.show()
 repeats = len(picks) * len(run.steps) - sum(distinct)
-gc.glue("ch4_pca_records", f"{len(picks) * len(run.steps):,}")
-gc.glue("ch4_pca_distinct", f"{sum(distinct):,}")
-gc.glue("ch4_pca_every", f"{cfg.pca_every}")
-gc.glue("ch4_pca_repeats", "no recorded state repeats: at this temperature"
+bt.glue("ch4_pca_records", f"{len(picks) * len(run.steps):,}")
+bt.glue("ch4_pca_distinct", f"{sum(distinct):,}")
+bt.glue("ch4_pca_every", f"{cfg.pca_every}")
+bt.glue("ch4_pca_repeats", "no recorded state repeats: at this temperature"
         " the chains do not sit in exact traps between records" if not
         repeats else f"{repeats} records repeat an earlier state of their"
         " chain: exact traps, drawn as dark, tight clusters")
@@ -416,13 +418,13 @@ for prefix in ["(none)"] + list(prefixes):
     if prefix == "(none)":
         start, k = base.tokens, 0
     else:
-        start, k = gc.with_prefix(cond, prefix, base.tokens)
+        start, k = ch.with_prefix(cond, prefix, base.tokens)
     chains = gc.glauber(cond, start, cfg.prefix_steps, temperature,
                         frozen=k, seed=seed, progress=False,
                         record_every=max(1, cfg.prefix_steps // 10))
-    pscores, psteps = gc.trajectory_topic_scores(cond, chains, labels,
+    pscores, psteps = ch.trajectory_topic_scores(cond, chains, labels,
                                                  skip=k, **score_with)
-    prefix_rows.append(gc.topic_frame(pscores, psteps, labels,
+    prefix_rows.append(ch.topic_frame(pscores, psteps, labels,
                                       prefix=prefix))
     endpoints += [dict(prefix=prefix, chain=c, endpoint=text)
                   for c, text in enumerate(cond.decode_batch(chains.final))]
@@ -449,11 +451,11 @@ axes[1].set(title="change against no prefix", xlabel="label",
 plt.tight_layout()
 plt.show()
 shift = (mix - mix.loc["(none)"]).drop(index="(none)")
-gc.glue("ch4_prefix_gains", "; ".join(
+bt.glue("ch4_prefix_gains", "; ".join(
     f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
     for p in shift.index))
 kid = [p for p in shift.index if "kid" in p]
-gc.glue("ch4_kid_politics", f"{shift.loc[kid[0], 'politics']:+.2f}"
+bt.glue("ch4_kid_politics", f"{shift.loc[kid[0], 'politics']:+.2f}"
         if kid else "not measured (no such prefix in this run)")
 
 # %% [markdown]
@@ -498,7 +500,7 @@ claims = pd.DataFrame([
 ]).assign(model=model_name, profile=cfg.profile)
 claims.to_csv(out / "claims.csv", index=False)
 for row in claims.itertuples():
-    gc.glue(f"ch4_verdict_{row.claim}", row.verdict)
+    bt.glue(f"ch4_verdict_{row.claim}", row.verdict)
 claims[["claim", "ours_text", "verdict"]]
 
 # %% [markdown]

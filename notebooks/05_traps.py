@@ -78,24 +78,26 @@ import seaborn as sns
 from scipy.stats import binomtest
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import traps as ch
 
 PROFILES = {
     "smoke": dict(seq_len=8, n_chains=3, steps=240, record_every=8),
     "quick": dict(seq_len=12, n_chains=12, steps=2_000, record_every=10),
     "paper": dict(seq_len=20, n_chains=30, steps=10_000, record_every=5),
 }
-cfg = gc.profile_settings(
+cfg = bt.profile_settings(
     profile, PROFILES, seq_len=seq_len, n_chains=n_chains, steps=steps,
     record_every=record_every, window=window, threshold=threshold)
 if not getattr(cfg, "window", 0):  # 15 sweeps: the paper's 300 steps / 20
     cfg.window = round(15 * cfg.seq_len / cfg.record_every) * cfg.record_every
 cfg.threshold = getattr(cfg, "threshold", 0) or 0.12
 cfg.steps -= cfg.steps % cfg.record_every  # records evenly spaced
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
 model_name = model or gc.DEFAULT_MODEL_DIR.name
-out = gc.results_dir("05_traps")
+out = bt.results_dir("05_traps")
 cfg
 
 # %% [markdown]
@@ -142,14 +144,14 @@ for tau in temperatures:
 # windows to the last recorded state, inside those windows, that is still within 0.12 of its
 # window's start; overlapping stretches merge, back-to-back traps stay separate. Its **held state**
 # is the state recorded most often inside it. A trap that reaches the last step is *censored*: its
-# duration is a lower bound. (`gc.detect_traps`; its tests plant traps at known places.)
+# duration is a lower bound. (`ch.detect_traps`; its tests plant traps at known places.)
 
 # %%
 found, median_drift = {}, {}
 for tau, (run, vectors) in runs.items():
-    traps = gc.detect_traps(vectors, run.steps, cfg.window, cfg.threshold)
-    found[tau] = gc.trap_catalogue(cond, run, traps)
-    drift = gc.window_drift(vectors, run.steps, cfg.window)
+    traps = ch.detect_traps(vectors, run.steps, cfg.window, cfg.threshold)
+    found[tau] = ch.trap_catalogue(cond, run, traps)
+    drift = ch.window_drift(vectors, run.steps, cfg.window)
     median_drift[tau] = float(drift.median())
     print(f"tau = {tau:g}: {len(traps)} traps; median drift "
           f"{drift.median():.2f}, {(drift < cfg.threshold).float().mean():.0%}"
@@ -164,7 +166,7 @@ shown = min(3, cfg.n_chains)
 fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)),
                          sharex=True, squeeze=False)
 for ax, (tau, (run, vectors)) in zip(axes[:, 0], runs.items()):
-    drift = gc.window_drift(vectors, run.steps, cfg.window)
+    drift = ch.window_drift(vectors, run.steps, cfg.window)
     for chain in range(shown):
         ax.plot(run.steps[: drift.shape[1]], drift[chain], lw=1,
                 label=f"chain {chain}")
@@ -184,12 +186,12 @@ plt.show()
 # For every held state we compute all $n$ gaps in one batched pass (`gc.score_gaps`), then their
 # mean $\bar\Delta$, minimum $\Delta^*$ and the class. The escape columns come from the chain's
 # move log: the step at which it left the held state for the last time, the site it changed there,
-# and whether that site had the smallest gap (`gc.escape_events`).
+# and whether that site had the smallest gap (`ch.escape_events`).
 
 # %%
 tables = []
 for tau, catalogue in found.items():
-    events = gc.escape_events(runs[tau][0], catalogue,
+    events = ch.escape_events(runs[tau][0], catalogue,
                               catalogue.state.tolist(), catalogue.gaps.tolist())
     tables.append(catalogue.join(events))
 traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
@@ -202,7 +204,7 @@ sites.rename(columns={"state": "token", "gaps": "gap"}).to_csv(
 traps.drop(columns=["state", "gaps"]).to_csv(out / "traps.csv", index=False)
 again = traps.groupby(["temperature", "chain"]).text.transform(
     lambda texts: texts.duplicated())
-gc.glue("ch5_repeat_traps", f"{int(again.sum())} of {len(traps)}")
+bt.glue("ch5_repeat_traps", f"{int(again.sum())} of {len(traps)}")
 table4 = traps.sort_values(["temperature", "duration"], ascending=False)
 table4 = table4.rename(columns={"temperature": "tau", "mean_gap": "mean gap",
                                 "min_gap": "min gap (Δ*)", "kind": "type"})
@@ -218,7 +220,7 @@ table4.groupby("tau", sort=False).head(8)[columns].round(2)
 # %%
 PAPER = dict(count=17, rate=17 / 30, perfect=4, share=4 / 17, mean=671,
              low=150, high=4950)
-summaries = {tau: gc.trap_summary(found[tau], cfg.n_chains, cfg.steps,
+summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps,
                                   seed=seed) for tau in found}
 
 
@@ -269,7 +271,7 @@ theorem8 = pd.concat([pd.DataFrame([dict(
     theorem8_bound=math.exp(7.46) / (4 * 30522),
     text="paper's trap 1: a string of periods")]), theorem8])
 factor = (perfect.duration / perfect.theorem8_bound).min()
-gc.glue("ch5_theorem8", "we found no perfect trap, so there is no bound"
+bt.glue("ch5_theorem8", "we found no perfect trap, so there is no bound"
         " to set against a lifetime" if perfect.empty else
         f"for our {len(perfect)} perfect trap(s) the largest bound is "
         f"{perfect.theorem8_bound.max():.2g} steps, and every observed "
@@ -341,7 +343,7 @@ weakest = weakest.assign(
 hits, tries = int(weakest.at_weakest.sum()), int(weakest.escapes.sum())
 pooled = binomtest(hits, tries, 1 / cfg.seq_len, alternative="greater"
                    ).pvalue if tries else math.nan
-gc.glue("ch5_weakest", "no trap ended inside the run" if not tries else
+bt.glue("ch5_weakest", "no trap ended inside the run" if not tries else
         f"{hits} of {tries} escapes came at the weakest site, against "
         f"{1 / cfg.seq_len:.0%} by chance (binomial p = {pooled:.2g})")
 weakest.round(3)
@@ -450,16 +452,16 @@ def rho_phrase(s):
 verdicts = claims.set_index("claim").verdict
 for tag, tau in [("hot", temperatures[0]), ("cold", temperatures[-1])]:
     s = summaries[tau]
-    gc.glue(f"ch5_{tag}_tau", f"{tau:g}")
-    gc.glue(f"ch5_{tag}_drift", f"{median_drift[tau]:.2f}")
-    gc.glue(f"ch5_{tag}_traps", f"{s['count']} trap(s)")
-    gc.glue(f"ch5_{tag}_perfect", "none" if not s["count"] else
+    bt.glue(f"ch5_{tag}_tau", f"{tau:g}")
+    bt.glue(f"ch5_{tag}_drift", f"{median_drift[tau]:.2f}")
+    bt.glue(f"ch5_{tag}_traps", f"{s['count']} trap(s)")
+    bt.glue(f"ch5_{tag}_perfect", "none" if not s["count"] else
             f"{s['perfect']} ({s['perfect_share']:.0%})")
-    gc.glue(f"ch5_{tag}_rho", rho_phrase(s))
-gc.glue("ch5_run", f"{cfg.n_chains} chains of {cfg.steps:,} steps per "
+    bt.glue(f"ch5_{tag}_rho", rho_phrase(s))
+bt.glue("ch5_run", f"{cfg.n_chains} chains of {cfg.steps:,} steps per "
         f"temperature, profile {cfg.profile}")
-gc.glue("ch5_expected", f"{PAPER['rate'] * cfg.n_chains * cfg.steps / 1e4:.2g}")
-gc.glue("ch5_verdict_count", verdicts.get("trap_count", "not run here"))
+bt.glue("ch5_expected", f"{PAPER['rate'] * cfg.n_chains * cfg.steps / 1e4:.2g}")
+bt.glue("ch5_verdict_count", verdicts.get("trap_count", "not run here"))
 
 # %% [markdown]
 # In this run ({glue:text}`ch5_run`), at $\tau$ = {glue:text}`ch5_hot_tau` the median drift is

@@ -62,6 +62,7 @@ import seaborn as sns
 import torch
 
 import glauber_core as gc
+import book_tools as bt
 
 PROFILES = {
     "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5,
@@ -71,9 +72,9 @@ PROFILES = {
     "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100,
                   ising_chains=200_000),
 }
-cfg = gc.profile_settings(profile, PROFILES, seq_len=seq_len,
+cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_chains=n_chains, steps=steps)
-gc.set_book_style()
+bt.set_book_style()
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
 cfg
@@ -101,11 +102,11 @@ trajectories = {
     for tau in temperatures
 }
 distance = pd.concat(
-    gc.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps,
+    bt.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps,
                         temperature=tau)
     for tau, t in trajectories.items()
 )
-distance.to_csv(gc.results_dir("quick_tour") / "distance.csv", index=False)
+distance.to_csv(bt.results_dir("quick_tour") / "distance.csv", index=False)
 
 # %% [markdown]
 # ## Drift from the start
@@ -140,7 +141,7 @@ summary[["count", "mean", "min", "max"]].round(3)
 # What the text looks like along the first chain at each temperature:
 
 # %%
-gc.text_snapshots(cond,
+bt.text_snapshots(cond,
                   {f"tau = {tau:g}": t for tau, t in trajectories.items()})
 
 # %% [markdown]
@@ -159,10 +160,10 @@ ising = gc.PottsConditionals((coupling + coupling.T) / 2, field)
 states, log_joint = ising.joint_log_probs(temperature=1.0)
 start = torch.zeros(cfg.ising_chains, 6, dtype=torch.long)
 final = gc.glauber(ising, start, 120, record_every=120, progress=False).final
-check = gc.state_frequencies(final, 2).assign(exact=log_joint.exp().numpy())
-check.to_csv(gc.results_dir("quick_tour") / "ising_check.csv", index=False)
+check = bt.state_frequencies(final, 2).assign(exact=log_joint.exp().numpy())
+check.to_csv(bt.results_dir("quick_tour") / "ising_check.csv", index=False)
 tv = 0.5 * (check.empirical - check.exact).abs().sum()
-noise = gc.sampling_noise_tv(check.exact, cfg.ising_chains)
+noise = bt.sampling_noise_tv(check.exact, cfg.ising_chains)
 print(f"TV(empirical, exact) = {tv:.4f}; from sampling noise alone expect "
       f"about {noise:.4f} ({cfg.ising_chains} chains)")
 

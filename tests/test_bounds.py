@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import bounds as ch
 
 
 def potts(n: int, q: int, seed: int, symmetric: bool = True, scale: float = 1.0) -> gc.PottsConditionals:
@@ -75,7 +77,7 @@ def test_all_colours_over_all_contexts_give_the_exact_supremum(symmetric):
     influence = gc.influence_coefficients(cond, states, candidates, [0.7, 2.0])
     for t, tau in enumerate([0.7, 2.0]):
         torch.testing.assert_close(influence[t].amax(0), brute_sup_influence(cond, 3, tau))
-    torch.testing.assert_close(gc.exact_influence_coefficients(cond, 3, [0.7, 2.0]), influence.amax(1))
+    torch.testing.assert_close(ch.exact_influence_coefficients(cond, 3, [0.7, 2.0]), influence.amax(1))
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
@@ -204,7 +206,7 @@ def test_mixing_time_bound_formula():
 def test_theorem_5_bound_holds_at_high_temperature(symmetric):
     cond = potts(4, 2, seed=7, symmetric=symmetric, scale=1.0)
     for tau in (2.0, 5.0):
-        alpha = gc.alpha_from_influence(gc.exact_influence_coefficients(cond, 4, [tau])[0]).item()
+        alpha = gc.alpha_from_influence(ch.exact_influence_coefficients(cond, 4, [tau])[0]).item()
         assert alpha < 1
         bound = gc.mixing_time_bound(alpha, 4)
         assert gc.exact_mixing_time(cond, 4, tau) <= bound
@@ -233,7 +235,7 @@ def test_theorem_8_on_a_ferromagnetic_basin():
 
 def test_pseudo_likelihood_law_by_brute_force():
     cond = potts(3, 2, seed=8, symmetric=False, scale=1.5)
-    law = gc.pseudo_likelihood_law(cond, 3, 0.7)
+    law = ch.pseudo_likelihood_law(cond, 3, 0.7)
     weights = []
     for state in gc.all_states(2, 3).tolist():
         weights.append(math.prod(probs_at(cond, state, i, 0.7)[state[i]].item() for i in range(3)))
@@ -244,7 +246,7 @@ def test_restricted_conditionals_renormalise_and_cache():
     base = potts(5, 6, seed=9, symmetric=False, scale=1.0)
     context = torch.tensor([4, 1, 5, 2, 0])
     token_set = torch.tensor([5, 0, 3])
-    window = gc.RestrictedConditionals(base, context, [3, 1], token_set)
+    window = ch.RestrictedConditionals(base, context, [3, 1], token_set)
     assert window.vocab_size == 3 and window.max_sites == 2
     states = gc.all_states(3, 2)
     for site in range(2):
@@ -257,19 +259,19 @@ def test_restricted_conditionals_renormalise_and_cache():
     assert window.forwards == 2 * 3  # one per (site, value of the other site)
     torch.testing.assert_close(kernel.sum(1), torch.ones(9, dtype=torch.float64))
     with pytest.raises(ValueError, match="free_sites"):
-        gc.RestrictedConditionals(base, context, [3, 3], token_set)
+        ch.RestrictedConditionals(base, context, [3, 3], token_set)
 
 
 def test_restricted_real_model_chain_is_exact(tiny_bert):
     context = tiny_bert.encode("the market rose again today after the talks")[:8]
     token_set = gc.influence_candidates(tiny_bert, context.unsqueeze(0), 3)[0, 2]
-    window = gc.RestrictedConditionals(tiny_bert, context, [1, 2, 5], token_set)
+    window = ch.RestrictedConditionals(tiny_bert, context, [1, 2, 5], token_set)
     stationary = gc.exact_stationary(window, 3, 1.0)
     kernel = gc.glauber_kernel(window, 3, 1.0)
     torch.testing.assert_close(stationary @ kernel, stationary)
     assert stationary.min() > 0 and stationary.sum().item() == pytest.approx(1.0)
     assert window.forwards == 3 * 4**2
-    law = gc.pseudo_likelihood_law(window, 3, 1.0)
+    law = ch.pseudo_likelihood_law(window, 3, 1.0)
     assert law.shape == (64,) and law.sum().item() == pytest.approx(1.0)
 
 
@@ -294,13 +296,13 @@ def test_exact_mixing_time_of_a_slow_chain():
 
 def test_drift_boundary_states_and_window_tokens(tiny_bert):
     bang = int(tiny_bert.encode("!")[0])
-    states = gc.drift_boundary_states(tiny_bert, bang, 20, 3, seed=1)
+    states = ch.drift_boundary_states(tiny_bert, bang, 20, 3, seed=1)
     assert states.shape == (3, 20) and ((states == bang).sum(1) == 18).all()
     filler = gc.seed_passages(tiny_bert, 2, 3, seed=1).tokens
     for state, words in zip(states, filler):
         assert state[state != bang].tolist() == [w for w in words.tolist() if w != bang]
     context = tiny_bert.encode("the market rose again today after the talks")[:8]
-    tokens = gc.window_token_set(tiny_bert, context, [1, 2], 6)
+    tokens = ch.window_token_set(tiny_bert, context, [1, 2], 6)
     assert len(set(tokens.tolist())) == 6 and tokens[:2].tolist() == context[[1, 2]].tolist()
     assert tiny_bert.allowed[tokens].all()
 
@@ -308,8 +310,8 @@ def test_drift_boundary_states_and_window_tokens(tiny_bert):
 def test_claims_frame_checks_columns_and_verdicts():
     row = dict(claim="alpha_tau10", table="paper", quantity="q", ours=0.2, ours_text="0.20", verdict="differs",
                reason="r")
-    frame = gc.claims_frame([row], "tiny", "smoke")
+    frame = bt.claims_frame([row], "tiny", "smoke")
     assert list(frame.columns) == ["claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model",
                                    "profile"]
     with pytest.raises(ValueError, match="verdicts"):
-        gc.claims_frame([row | {"verdict": "sort of"}], "tiny", "smoke")
+        bt.claims_frame([row | {"verdict": "sort of"}], "tiny", "smoke")

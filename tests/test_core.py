@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import glauber_core as gc
+import book_tools as bt
 
 
 def reference_splitmix64(state: int) -> int:
@@ -95,7 +96,7 @@ def ising(symmetric: bool, seed: int = 0, q: int = 2):
 
 
 def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
-    return torch.tensor(gc.state_frequencies(final, q).empirical.to_numpy())
+    return torch.tensor(bt.state_frequencies(final, q).empirical.to_numpy())
 
 
 def tv(p, q):
@@ -126,7 +127,7 @@ def test_glauber_matches_exact_stationary_of_incompatible_chain():
     x0 = torch.randint(0, 3, (CHAINS, N_SITES), generator=torch.Generator().manual_seed(0))
     final = gc.glauber(model, x0, 150, record_every=150, progress=False).final
     law = empirical_law(final, 3)
-    bound = 1.5 * gc.sampling_noise_tv(mu, CHAINS)  # the empirical TV concentrates near its mean
+    bound = 1.5 * bt.sampling_noise_tv(mu, CHAINS)  # the empirical TV concentrates near its mean
     assert tv(law, mu) < bound
     # plausible wrong answers are rejected: the Gibbs joint of the symmetrised coupling, mu at tau = 0.7
     symmetrised = gc.PottsConditionals((model.coupling + model.coupling.T) / 2, model.field, q=3)

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import incompatibility as ch
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +53,7 @@ def asymmetric_potts(n=5, q=4, seed=0):
 
 
 def test_causal_control_delta_is_zero_for_random_gpt2(tiny_gpt2):
-    rectangles = gc.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 6, 9, 0), 16, top_k=50, seed=1)
+    rectangles = ch.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 6, 9, 0), 16, top_k=50, seed=1)
     x, y, w, z = gc.rectangle_states(*rectangles.args())
     log_x, log_y = tiny_gpt2.log_joint(x), tiny_gpt2.log_joint(y)
     assert (log_x - log_y).abs().min() > 1e-3  # the edges are far from zero; only their sum cancels
@@ -59,7 +61,7 @@ def test_causal_control_delta_is_zero_for_random_gpt2(tiny_gpt2):
         delta = gc.rectangle_delta(tiny_gpt2, *rectangles.args(), temperature=temperature)
         assert delta.dtype == torch.float64 and delta.shape == (16,)
         assert delta.abs().max() < 1e-9
-    frame = gc.rectangle_frame(tiny_gpt2, rectangles, batch_size=6)
+    frame = ch.rectangle_frame(tiny_gpt2, rectangles, batch_size=6)
     assert frame.abs_delta.max() < 1e-9 and frame.influence.isna().all()
 
 
@@ -108,9 +110,9 @@ def test_unknown_causal_lm_offline_raises_one_value_error(monkeypatch):
 
 
 def test_influence_is_refused_for_a_causal_lm(tiny_gpt2):
-    rectangles = gc.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 2, 5, 4), 2, seed=0)
+    rectangles = ch.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 2, 5, 4), 2, seed=0)
     with pytest.raises(ValueError, match="causal LM"):
-        gc.token_influence(tiny_gpt2, *rectangles.args())
+        ch.token_influence(tiny_gpt2, *rectangles.args())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ def test_influence_is_refused_for_a_causal_lm(tiny_gpt2):
 
 def test_sampler_never_proposes_the_current_or_a_special_token(tiny_bert):
     states = random_states(tiny_bert, 6, 10, 5)
-    rectangles = gc.sample_rectangles(tiny_bert, states, 120, top_k=50, seed=3, batch_size=16)
+    rectangles = ch.sample_rectangles(tiny_bert, states, 120, top_k=50, seed=3, batch_size=16)
     rows = torch.arange(120)
     x = rectangles.tokens
     assert torch.equal(x, states[torch.arange(120) % 6]) and torch.equal(rectangles.passage, rows % 6)
@@ -143,12 +145,12 @@ def test_sampler_never_proposes_the_current_or_a_special_token(tiny_bert):
 @pytest.mark.parametrize("architecture", ["roberta", "modernbert"])
 def test_sampler_and_table_use_each_models_own_tokens(tiny_mlms, architecture):
     cond = tiny_mlms[architecture]
-    rectangles = gc.sample_rectangles(cond, random_states(cond, 4, 8, 9), 12, seed=0)
+    rectangles = ch.sample_rectangles(cond, random_states(cond, 4, 8, 9), 12, seed=0)
     rows = torch.arange(12)
     x = rectangles.tokens
     assert (rectangles.a_new != x[rows, rectangles.i]).all() and (rectangles.b_new != x[rows, rectangles.j]).all()
     assert cond.allowed.cpu()[torch.cat([rectangles.a_new, rectangles.b_new])].all()
-    frame = gc.rectangle_frame(cond, rectangles, batch_size=5)
+    frame = ch.rectangle_frame(cond, rectangles, batch_size=5)
     np.testing.assert_allclose(frame.delta, gc.rectangle_delta(cond, *rectangles.args()).numpy(), atol=5e-7)
     assert list(frame.A_new) == cond.tokenizer.convert_ids_to_tokens(rectangles.a_new.tolist())
 
@@ -170,7 +172,7 @@ class FavoursForbidden:
 def test_sampler_with_top_1_takes_the_best_allowed_non_current_token():
     cond = FavoursForbidden()
     states = torch.tensor([[1, 2, 3, 4], [2, 1, 5, 6]])
-    rectangles = gc.sample_rectangles(cond, states, 40, top_k=1, seed=0)
+    rectangles = ch.sample_rectangles(cond, states, 40, top_k=1, seed=0)
     rows = torch.arange(40)
     for site, new in ((rectangles.i, rectangles.a_new), (rectangles.j, rectangles.b_new)):
         expected = torch.where(rectangles.tokens[rows, site] == 1, 2, 1)
@@ -179,12 +181,12 @@ def test_sampler_with_top_1_takes_the_best_allowed_non_current_token():
 
 def test_sampler_positions_cover_every_ordered_pair_and_top_k_larger_than_the_vocabulary():
     cond = FavoursForbidden()
-    rectangles = gc.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
+    rectangles = ch.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
     pairs = set(zip(rectangles.i.tolist(), rectangles.j.tolist()))
     assert pairs == {(a, b) for a in range(4) for b in range(4) if a != b}
     used = set(rectangles.a_new.tolist()) | set(rectangles.b_new.tolist())
     assert used == {1, 2, 3, 4, 5, 6}  # every allowed token, never 0 or 7
-    again = gc.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
+    again = ch.sample_rectangles(cond, torch.tensor([[1, 2, 3, 4]]), 600, top_k=100, seed=1)
     assert torch.equal(again.a_new, rectangles.a_new)
 
 
@@ -198,7 +200,7 @@ def test_sampler_bad_input_raises_one_value_error(bad, message):
     args = dict(tokens=torch.tensor([[1, 2, 3]]), count=4, top_k=3)
     args.update(bad)
     with pytest.raises(ValueError, match=message):
-        gc.sample_rectangles(FavoursForbidden(), args["tokens"], args["count"], top_k=args["top_k"])
+        ch.sample_rectangles(FavoursForbidden(), args["tokens"], args["count"], top_k=args["top_k"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,9 +210,9 @@ def test_sampler_bad_input_raises_one_value_error(bad, message):
 
 @pytest.mark.parametrize("temperature", [0.25, 0.5, 2.0, 7.0])
 def test_delta_at_tau_is_delta_at_one_over_tau(tiny_bert, temperature):
-    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 8, 9, 6), 24, seed=2)
+    rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 8, 9, 6), 24, seed=2)
     at_one = gc.rectangle_delta(tiny_bert, *rectangles.args())
-    literal = gc.rectangle_delta_normalized(tiny_bert, *rectangles.args(), temperature=temperature)
+    literal = ch.rectangle_delta_normalized(tiny_bert, *rectangles.args(), temperature=temperature)
     assert at_one.abs().max() > 1e-4  # a random MLM is incompatible: the check is not 0 == 0
     torch.testing.assert_close(literal, at_one / temperature, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(gc.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
@@ -219,7 +221,7 @@ def test_delta_at_tau_is_delta_at_one_over_tau(tiny_bert, temperature):
 
 def test_literal_delta_matches_the_potts_closed_form():
     model = asymmetric_potts()
-    rectangles = gc.sample_rectangles(model, torch.randint(4, (10, 5), generator=torch.Generator().manual_seed(0)),
+    rectangles = ch.sample_rectangles(model, torch.randint(4, (10, 5), generator=torch.Generator().manual_seed(0)),
                                       50, top_k=3, seed=0)
     x, i, j, a_new, b_new = rectangles.args()
     rows = torch.arange(50)
@@ -230,12 +232,12 @@ def test_literal_delta_matches_the_potts_closed_form():
             + (a_old == b_old).double())
     expected = (coupling[j, i] - coupling[i, j]) * same
     for temperature in (1.0, 0.5):
-        torch.testing.assert_close(gc.rectangle_delta_normalized(model, *rectangles.args(), temperature=temperature),
+        torch.testing.assert_close(ch.rectangle_delta_normalized(model, *rectangles.args(), temperature=temperature),
                                    expected / temperature, rtol=0, atol=1e-12)
 
 
 def test_influence_matches_a_direct_computation(tiny_bert):
-    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 5, 8, 7), 15, seed=4)
+    rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 5, 8, 7), 15, seed=4)
     x, i, j, a_new, b_new = rectangles.args()
     expected = torch.zeros(15, 2, dtype=torch.float64)
     for r in range(15):
@@ -250,11 +252,11 @@ def test_influence_matches_a_direct_computation(tiny_bert):
         expected[r, 1] = (log_p(x[r], int(j[r])) - log_p(y, int(j[r]))).abs()
     # one sequence at a time vs batched: fp32 forwards differ by rounding (~1e-7) only
     assert expected.max() > 1e-5
-    torch.testing.assert_close(gc.rectangle_influences(tiny_bert, *rectangles.args()), expected,
+    torch.testing.assert_close(ch.rectangle_influences(tiny_bert, *rectangles.args()), expected,
                                rtol=0, atol=5e-7)
-    torch.testing.assert_close(gc.token_influence(tiny_bert, *rectangles.args()), expected.amax(1),
+    torch.testing.assert_close(ch.token_influence(tiny_bert, *rectangles.args()), expected.amax(1),
                                rtol=0, atol=5e-7)
-    frame = gc.rectangle_frame(tiny_bert, rectangles, batch_size=4)
+    frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
     np.testing.assert_allclose(frame.influence, expected.amax(1).numpy(), atol=5e-7)
     np.testing.assert_allclose(frame.delta, gc.rectangle_delta(tiny_bert, *rectangles.args()).numpy(), atol=5e-7)
     assert (frame.distance == (frame.i - frame.j).abs()).all()
@@ -262,7 +264,7 @@ def test_influence_matches_a_direct_computation(tiny_bert):
 
 def test_influence_matches_the_potts_closed_form():
     model = asymmetric_potts(n=4, q=3, seed=1)
-    rectangles = gc.sample_rectangles(model, torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]]), 30, top_k=2, seed=5)
+    rectangles = ch.sample_rectangles(model, torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]]), 30, top_k=2, seed=5)
     x, i, j, a_new, b_new = rectangles.args()
     expected = []
     for r in range(30):
@@ -275,7 +277,7 @@ def test_influence_matches_the_potts_closed_form():
         w[j[r]], y[i[r]] = b_new[r], a_new[r]
         expected.append(max(abs(log_p(x[r], int(i[r])) - log_p(w, int(i[r]))),
                             abs(log_p(x[r], int(j[r])) - log_p(y, int(j[r])))))
-    torch.testing.assert_close(gc.token_influence(model, *rectangles.args()),
+    torch.testing.assert_close(ch.token_influence(model, *rectangles.args()),
                                torch.stack(expected).double(), rtol=0, atol=1e-12)
 
 
@@ -285,38 +287,38 @@ def test_influence_matches_the_potts_closed_form():
 
 
 def test_sign_test_above_a_floor_is_the_exact_binomial_tail():
-    k, total, p = gc.sign_test_above([0.0, -2.0, 3.0, 1e-9], floor=1e-6)
+    k, total, p = ch.sign_test_above([0.0, -2.0, 3.0, 1e-9], floor=1e-6)
     assert (k, total) == (2, 4) and p == pytest.approx(11 / 16)
-    k, total, p = gc.sign_test_above(np.full(40, 0.5), floor=1e-6)
+    k, total, p = ch.sign_test_above(np.full(40, 0.5), floor=1e-6)
     assert (k, total) == (40, 40) and p == pytest.approx(2.0**-40)
-    assert gc.sign_test_above(np.zeros(5), floor=0.0)[2] == 1.0
+    assert ch.sign_test_above(np.zeros(5), floor=0.0)[2] == 1.0
     with pytest.raises(ValueError, match="floor"):
-        gc.sign_test_above([1.0], floor=-1.0)
+        ch.sign_test_above([1.0], floor=-1.0)
 
 
 def test_bootstrap_interval_and_spearman():
     values = np.random.default_rng(0).exponential(size=400)
-    low, high = gc.bootstrap_ci(values, resamples=4000)
+    low, high = bt.bootstrap_ci(values, resamples=4000)
     half = 1.96 * values.std(ddof=1) / math.sqrt(len(values))  # the normal interval, close for n = 400
     assert low < values.mean() < high
     assert abs((high - low) / 2 - half) < 0.15 * half
-    assert gc.bootstrap_ci(np.full(5, 2.0)) == (2.0, 2.0)
-    rho, low, high = gc.spearman_ci(np.arange(20.0), np.arange(20.0) ** 3)
+    assert bt.bootstrap_ci(np.full(5, 2.0)) == (2.0, 2.0)
+    rho, low, high = bt.spearman_ci(np.arange(20.0), np.arange(20.0) ** 3)
     assert rho == pytest.approx(1.0) and low == pytest.approx(1.0) and high == pytest.approx(1.0)
     x = np.random.default_rng(1).normal(size=300)
     y = x + np.random.default_rng(2).normal(size=300)
     from scipy.stats import spearmanr
 
-    rho, low, high = gc.spearman_ci(x, y)
+    rho, low, high = bt.spearman_ci(x, y)
     assert rho == pytest.approx(spearmanr(x, y).statistic) and low < rho < high
     with pytest.raises(ValueError, match="values"):
-        gc.bootstrap_ci([1.0])
+        bt.bootstrap_ci([1.0])
 
 
 def test_incompatibility_summary_row(tiny_bert):
-    rectangles = gc.sample_rectangles(tiny_bert, random_states(tiny_bert, 6, 8, 8), 12, seed=6)
-    frame = gc.rectangle_frame(tiny_bert, rectangles)
-    row = gc.incompatibility_summary(frame, floor=1e-4, resamples=500)
+    rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 6, 8, 8), 12, seed=6)
+    frame = ch.rectangle_frame(tiny_bert, rectangles)
+    row = ch.incompatibility_summary(frame, floor=1e-4, resamples=500)
     assert row["rectangles"] == 12 and row["mean_abs_delta"] == pytest.approx(frame.abs_delta.mean())
     assert row["ci_low"] <= row["mean_abs_delta"] <= row["ci_high"]
     assert row["above_floor"] == int((frame.abs_delta > 1e-4).sum())

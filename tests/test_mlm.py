@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import glauber_core as gc
+import book_tools as bt
 from conftest import ARCHITECTURES
 
 TEXT = "The government said on Monday that the economy grew faster than expected in the last quarter"
@@ -353,13 +354,13 @@ def test_trajectory_distances(tiny_bert, embedder):
 def test_profile_settings(monkeypatch):
     table = {"smoke": {"steps": 5, "n": 8}, "quick": {"steps": 50, "n": 16}}
     monkeypatch.delenv("GLAUBER_PROFILE", raising=False)
-    assert gc.profile_settings("quick", table).steps == 50
-    assert gc.profile_settings("quick", table, steps=0, n=12).n == 12
+    assert bt.profile_settings("quick", table).steps == 50
+    assert bt.profile_settings("quick", table, steps=0, n=12).n == 12
     monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
-    assert gc.profile_settings("quick", table).steps == 5
+    assert bt.profile_settings("quick", table).steps == 5
     monkeypatch.setenv("GLAUBER_PROFILE", "huge")
     with pytest.raises(ValueError, match="profile"):
-        gc.profile_settings("quick", table)
+        bt.profile_settings("quick", table)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

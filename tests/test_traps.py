@@ -12,6 +12,8 @@ import pytest
 import torch
 
 import glauber_core as gc
+import book_tools as bt
+from chapters import traps as ch
 
 
 # ------------------------------------------------------------------------------------------------
@@ -42,13 +44,13 @@ def test_window_drift_is_the_mean_distance_from_each_window_start():
     g = torch.Generator().manual_seed(0)
     embeddings = torch.randn(3, 13, 5, generator=g)
     steps = torch.arange(13) * 4
-    drift = gc.window_drift(embeddings, steps, 12)
+    drift = ch.window_drift(embeddings, steps, 12)
     unit = embeddings / embeddings.norm(dim=-1, keepdim=True)
     expected = torch.tensor([[np.mean([1 - float(unit[b, t] @ unit[b, t + j]) for j in (1, 2, 3)])
                               for t in range(10)] for b in range(3)])
     assert drift.shape == (3, 10)
     torch.testing.assert_close(drift, expected.float(), atol=1e-5, rtol=0)
-    distances = gc.window_distances(embeddings, steps, 12)
+    distances = ch.window_distances(embeddings, steps, 12)
     assert distances.shape == (3, 10, 4)
     assert torch.all(distances[..., 0].abs() < 1e-6)
 
@@ -65,11 +67,11 @@ def test_detect_traps_finds_exactly_the_constructed_traps():
     embeddings = constructed_embeddings(101, holds)
     embeddings[3, 35] = 0.0
     embeddings[3, 35, 0] = 1.0  # its own direction: far from everything on chain 3
-    traps = gc.detect_traps(embeddings, torch.arange(101) * 10, window=100, threshold=0.12)
+    traps = ch.detect_traps(embeddings, torch.arange(101) * 10, window=100, threshold=0.12)
     expected = pd.DataFrame(
         [(0, 100, 400, 300, 10, 40, False, False), (0, 410, 600, 190, 41, 60, False, False),
          (1, 800, 1000, 200, 80, 100, False, True), (2, 0, 150, 150, 0, 15, True, False),
-         (3, 200, 500, 300, 20, 50, False, False)], columns=list(gc.TRAP_COLUMNS))
+         (3, 200, 500, 300, 20, 50, False, False)], columns=list(ch.TRAP_COLUMNS))
     pd.testing.assert_frame_equal(traps, expected, check_dtype=False)
 
 
@@ -78,17 +80,17 @@ def test_detect_traps_threshold_and_window_decide_the_borderline_hold():
     # has 2 of its 10 window records outside the hold (drift 0.2), so it counts only for threshold > 0.2.
     embeddings = constructed_embeddings(40, [[(10, 18)]], noise=0.0)
     steps = torch.arange(40) * 10
-    assert len(gc.detect_traps(embeddings, steps, 100, 0.19)) == 0
-    found = gc.detect_traps(embeddings, steps, 100, 0.21)
+    assert len(ch.detect_traps(embeddings, steps, 100, 0.19)) == 0
+    found = ch.detect_traps(embeddings, steps, 100, 0.21)
     assert found[["start", "end"]].values.tolist() == [[100, 180]]
     # with a shorter window the whole hold flags from its first record
-    assert gc.detect_traps(embeddings, steps, 50, 0.05)[["start", "end"]].values.tolist() == [[100, 180]]
+    assert ch.detect_traps(embeddings, steps, 50, 0.05)[["start", "end"]].values.tolist() == [[100, 180]]
 
 
 def test_detect_traps_with_no_trap_returns_an_empty_table():
     embeddings = constructed_embeddings(30, [[], []])
-    traps = gc.detect_traps(embeddings, torch.arange(30), 5, 0.12)
-    assert len(traps) == 0 and list(traps.columns) == list(gc.TRAP_COLUMNS)
+    traps = ch.detect_traps(embeddings, torch.arange(30), 5, 0.12)
+    assert len(traps) == 0 and list(traps.columns) == list(ch.TRAP_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -142,7 +144,7 @@ def test_escape_events_follow_the_move_log():
     traps = pd.DataFrame({"chain": [0, 1, 2, 0], "start_record": [4, 1, 3, 4], "end_record": [12, 10, 20, 12]})
     states = torch.zeros(4, n, dtype=torch.long)
     gaps = torch.tensor([[1.0, 0.2, 3.0, 0.5]] * 3 + [[1.0, 2.0, 3.0, 0.5]], dtype=torch.float64)
-    events = gc.escape_events(trajectory, traps, states, gaps)
+    events = ch.escape_events(trajectory, traps, states, gaps)
     assert events.escaped.tolist() == [True, True, False, True]
     assert events.last_visit.tolist() == [19, 25, 40, 19]
     assert events.escape_step.tolist() == [20, 26, -1, 20]
@@ -160,7 +162,7 @@ def test_held_state_is_the_most_frequent_record_and_ties_go_to_the_first():
     trajectory = gc.Trajectory(records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3,
                                torch.zeros(1, 7), 1.0)
     traps = pd.DataFrame({"chain": [0, 0, 0], "start_record": [0, 1, 4], "end_record": [7, 5, 5]})
-    assert gc.held_states(trajectory, traps).tolist() == [[1, 1], [2, 2], [3, 3]]
+    assert ch.held_states(trajectory, traps).tolist() == [[1, 1], [2, 2], [3, 3]]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -182,7 +184,7 @@ def test_trap_catalogue_gaps_classes_and_theorem8_bound():
                                  record_every=2, temperature=0.5)
     traps = pd.DataFrame({"chain": [0, 1], "start": [4, 2], "end": [20, 30], "duration": [16, 28],
                           "start_record": [2, 1], "end_record": [10, 15]})
-    catalogue = gc.trap_catalogue(potts, trajectory, traps)
+    catalogue = ch.trap_catalogue(potts, trajectory, traps)
     assert catalogue.state.tolist() == [[0, 0, 0], [0, 0, 1]]
     # (0,0,0): every site scores its own colour 2, the others 0 -> gaps (2, 2, 2), perfect.
     # (0,0,1): sites 0 and 1 tie colours 0 and 1 at score 1 -> gap 0; site 2 scores 0 for its own colour
@@ -196,7 +198,7 @@ def test_trap_catalogue_gaps_classes_and_theorem8_bound():
     assert math.isnan(catalogue.theorem8_bound[1])
     assert catalogue.text.tolist() == ["0 0 0", "0 0 1"]
     assert (catalogue.temperature == 0.5).all() and catalogue.duration.tolist() == [16, 28]
-    events = gc.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
+    events = ch.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
                               torch.tensor(catalogue.gaps.tolist()))
     assert events.escape_step.tolist() == [21, -1] and events.escape_site.tolist() == [2, -1]
     assert events.at_weakest.tolist() == [True, False]  # all three gaps tie at 2: every site is weakest
@@ -211,11 +213,11 @@ def test_pipeline_on_a_potts_chain_is_consistent_with_its_path():
     trajectory = gc.glauber(potts, x0, steps, temperature=0.7, seed=3, progress=False)
     codes = (trajectory.tokens * 3 ** torch.arange(4)).sum(-1)
     embeddings = torch.nn.functional.one_hot(codes, 81).float()
-    traps = gc.detect_traps(embeddings, trajectory.steps, window=40, threshold=0.12)
+    traps = ch.detect_traps(embeddings, trajectory.steps, window=40, threshold=0.12)
     assert len(traps) > 0
-    catalogue = gc.trap_catalogue(potts, trajectory, traps)
+    catalogue = ch.trap_catalogue(potts, trajectory, traps)
     assert set(catalogue.kind) <= {"perfect", "approximate"}
-    events = gc.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
+    events = ch.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
                               torch.tensor(catalogue.gaps.tolist()))
     for row, event in zip(catalogue.itertuples(), events.itertuples()):
         held = torch.tensor(row.state)
@@ -241,7 +243,7 @@ def test_trap_summary_counts_shares_and_rank_correlations():
 
     catalogue = pd.DataFrame({"duration": [100, 200, 300, 400], "kind": ["perfect"] + ["approximate"] * 3,
                               "mean_gap": [1.0, 2.0, 3.0, 4.0], "min_gap": [4.0, 3.0, 2.0, 1.0]})
-    summary = gc.trap_summary(catalogue, chains=2, steps=5000, draws=500)
+    summary = ch.trap_summary(catalogue, chains=2, steps=5000, draws=500)
     assert summary["count"] == 4 and summary["rate_per_10k"] == 4.0
     # exact (Garwood) 95% Poisson limits for 4 events: 1.0899 and 10.2416, here per 1 unit of exposure
     assert summary["rate_low"] == pytest.approx(1.0899, abs=1e-4)
@@ -255,10 +257,10 @@ def test_trap_summary_counts_shares_and_rank_correlations():
     assert summary["rho_difference"] == pytest.approx(2.0)
     g = np.random.default_rng(1)
     x, y = g.integers(0, 5, 30).astype(float), g.normal(size=30)
-    assert gc.rank_correlation(x, y) == pytest.approx(spearmanr(x, y).statistic)
-    few = gc.trap_summary(catalogue.head(2), chains=1, steps=100, draws=10)
+    assert bt.rank_correlation(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    few = ch.trap_summary(catalogue.head(2), chains=1, steps=100, draws=10)
     assert math.isnan(few["rho_difference"]) and few["count"] == 2
-    none = gc.trap_summary(catalogue.head(0), chains=1, steps=100, draws=10)
+    none = ch.trap_summary(catalogue.head(0), chains=1, steps=100, draws=10)
     assert none["count"] == 0 and math.isnan(none["perfect_share"]) and math.isnan(none["mean_duration"])
     # no event: the upper limit solves e^-mu = 0.025, mu = ln 40, over 100 steps = 0.01 units of exposure
     assert none["rate_low"] == 0 and none["rate_high"] == pytest.approx(math.log(40) / 0.01)
@@ -273,34 +275,34 @@ def test_bad_input_raises_one_clear_error():
     embeddings = constructed_embeddings(20, [[]])
     steps = torch.arange(20) * 5
     with pytest.raises(ValueError, match="evenly spaced"):
-        gc.detect_traps(embeddings, torch.tensor([0, 5, 10, 16] + list(range(20, 100, 5))), 10)
+        ch.detect_traps(embeddings, torch.tensor([0, 5, 10, 16] + list(range(20, 100, 5))), 10)
     with pytest.raises(ValueError, match="multiple of the record spacing"):
-        gc.detect_traps(embeddings, steps, 12)
+        ch.detect_traps(embeddings, steps, 12)
     with pytest.raises(ValueError, match="multiple of the record spacing"):
-        gc.detect_traps(embeddings, steps, 500)
+        ch.detect_traps(embeddings, steps, 500)
     with pytest.raises(ValueError, match="threshold"):
-        gc.detect_traps(embeddings, steps, 10, threshold=0.0)
+        ch.detect_traps(embeddings, steps, 10, threshold=0.0)
     with pytest.raises(ValueError, match="threshold"):
-        gc.detect_traps(embeddings, steps, 10, threshold=2.5)
+        ch.detect_traps(embeddings, steps, 10, threshold=2.5)
     with pytest.raises(ValueError, match=r"embeddings must be a float tensor \[B, R, d\]"):
-        gc.detect_traps(embeddings[0], steps, 10)
+        ch.detect_traps(embeddings[0], steps, 10)
     with pytest.raises(ValueError, match="non-zero"):
-        gc.detect_traps(torch.zeros(1, 20, 3), steps, 10)
+        ch.detect_traps(torch.zeros(1, 20, 3), steps, 10)
     with pytest.raises(ValueError, match="window must be an integer"):
-        gc.window_drift(embeddings, steps, 0)
+        ch.window_drift(embeddings, steps, 0)
     with pytest.raises(ValueError, match="recorded steps"):
-        gc.window_drift(embeddings, steps[:-1], 10)
+        ch.window_drift(embeddings, steps[:-1], 10)
     trajectory = path_trajectory(torch.zeros(1, 3, dtype=torch.long), [[0] * 6], [[1] * 6], record_every=2)
     with pytest.raises(ValueError, match="outside this trajectory"):
-        gc.held_states(trajectory, pd.DataFrame({"chain": [1], "start_record": [0], "end_record": [1]}))
+        ch.held_states(trajectory, pd.DataFrame({"chain": [1], "start_record": [0], "end_record": [1]}))
     with pytest.raises(ValueError, match="DataFrame of detect_traps"):
-        gc.held_states(trajectory, pd.DataFrame({"chain": [0]}))
+        ch.held_states(trajectory, pd.DataFrame({"chain": [0]}))
     traps = pd.DataFrame({"chain": [0], "start_record": [1], "end_record": [3]})
     with pytest.raises(ValueError, match="one row per trap"):
-        gc.escape_events(trajectory, traps, torch.zeros(2, 3), torch.zeros(2, 3))
+        ch.escape_events(trajectory, traps, torch.zeros(2, 3), torch.zeros(2, 3))
     with pytest.raises(ValueError, match="never occurs"):
-        gc.escape_events(trajectory, traps, torch.full((1, 3), 2), torch.zeros(1, 3))
+        ch.escape_events(trajectory, traps, torch.full((1, 3), 2), torch.zeros(1, 3))
     with pytest.raises(ValueError, match="catalogue must be"):
-        gc.trap_summary(pd.DataFrame({"duration": [1]}), 1, 1)
+        ch.trap_summary(pd.DataFrame({"duration": [1]}), 1, 1)
     with pytest.raises(ValueError, match="chains must be"):
-        gc.trap_summary(pd.DataFrame(columns=["duration", "kind", "mean_gap", "min_gap"]), 0, 1)
+        ch.trap_summary(pd.DataFrame(columns=["duration", "kind", "mean_gap", "min_gap"]), 0, 1)

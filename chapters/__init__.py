@@ -1,0 +1,1 @@
+"""One module per paper section: each chapter's protocol and estimators (see README, Architecture)."""
