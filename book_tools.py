@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 import os
 import re
 from pathlib import Path
@@ -23,11 +24,18 @@ import torch
 from glauber_core import MaskedLMConditionals, all_states, bbc_articles, check_count
 
 REPO_ROOT = Path(__file__).resolve().parent
-CLAIM_COLUMNS = ("claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model", "profile")
-PAPER_COLUMNS = ("claim", "table", "chapter", "section", "what", "paper_value")
-VERDICTS = ("reproduced", "differs", "not run here")
+PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
+# The paper's side, typed once: `values` holds the paper's numbers as "key=number; ...", `protocol` how it
+# measured them ("key=value; ..."), `paper_model` the model(s) it measured on.
+PAPER_COLUMNS = ("claim", "table", "kind", "chapter", "section", "what", "paper_value", "values", "paper_model",
+                 "protocol")
+CLAIM_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "ours_text", "verdict", "reason", "setup", "model",
+                 "profile")
+KINDS = ("general", "model-specific")
+REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
+    "reproduced", "differs", "inconclusive", "other setup", "not run here")
+VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN)
 TABLES = ("paper", "beyond")
-NOT_RUN = "not run here"
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
 
@@ -48,15 +56,226 @@ def _check_values(frame: pd.DataFrame, column: str, allowed: tuple[str, ...], so
         raise ValueError(f"{source}: {column} must be one of {list(allowed)}, got {bad}")
 
 
-def read_paper_claims(path: str | Path) -> pd.DataFrame:
-    """The paper's side: one row per claim id (claim, table, chapter, section, what, paper_value)."""
+def parse_pairs(text: str) -> dict[str, str]:
+    """"key=value; key=value" -> {key: value} (the `values` and `protocol` columns of paper_claims.csv)."""
+    pairs = {}
+    for item in filter(None, (part.strip() for part in str(text).split(";"))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected key=value, got {item!r} in {text!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
+    """The paper's side: one row per claim id (columns PAPER_COLUMNS), checked."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     _check_columns(frame, PAPER_COLUMNS, str(path))
     _check_values(frame, "table", TABLES, str(path))
+    _check_values(frame, "kind", KINDS, str(path))
     duplicated = sorted(set(frame.claim[frame.claim.duplicated()]))
     if duplicated:
         raise ValueError(f"{path}: claim ids listed twice: {duplicated}")
+    for column in ("values", "protocol"):
+        frame[column].map(parse_pairs)
     return frame[list(PAPER_COLUMNS)]
+
+
+@functools.lru_cache(maxsize=None)
+def _paper_claims_cached(path: str) -> pd.DataFrame:
+    return read_paper_claims(path).set_index("claim")
+
+
+def paper_claim(claim: str, path: str | Path = PAPER_CLAIMS) -> pd.Series:
+    """One row of paper_claims.csv by id (ValueError naming the id when it is not listed)."""
+    table = _paper_claims_cached(str(path))
+    if claim not in table.index:
+        raise ValueError(f"claim {claim!r} is not in {path}")
+    return table.loc[claim]
+
+
+def paper_number(claim: str, key: str, path: str | Path = PAPER_CLAIMS) -> float:
+    """A number the paper reports, read from paper_claims.csv's `values` column (the only place it is typed)."""
+    values = parse_pairs(paper_claim(claim, path)["values"])
+    if key not in values:
+        raise ValueError(f"claim {claim!r} has no value {key!r} in {path} (it has {sorted(values)})")
+    return float(values[key].replace(",", ""))
+
+
+def paper_protocol(claim: str, path: str | Path = PAPER_CLAIMS) -> dict[str, str]:
+    """How the paper measured a claim (n, budget, chains, tau, ...), from paper_claims.csv's `protocol`."""
+    return parse_pairs(paper_claim(claim, path)["protocol"])
+
+
+# --------------------------------------------------------------------------------------------
+# Verdict rules: each fixed before the run, each able to return every outcome (tests/test_book_tools.py)
+# --------------------------------------------------------------------------------------------
+
+
+def _finite(*values) -> bool:
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def rule_one_sided(low: float, high: float, null: float, direction: str = "above", *,
+                   events: int | None = None) -> tuple[str, str]:
+    """The paper says the quantity lies `direction` ("above" or "below") of `null`. Reproduced when the
+    interval [low, high] lies wholly on the paper's side of the null, differs when it lies wholly on the
+    other side (or at the null), inconclusive otherwise, with zero events, or with no interval."""
+    if direction not in ("above", "below"):
+        raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
+    if events == 0:
+        return INCONCLUSIVE, "zero events: the run is too small to decide"
+    if not _finite(low, high):
+        return INCONCLUSIVE, "no interval could be estimated from this run"
+    if low > high:
+        raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
+    sign = 1 if direction == "above" else -1
+    if sign * (low if sign > 0 else high) > sign * null:
+        return REPRODUCED, f"95% interval [{low:.3g}, {high:.3g}] lies {direction} the null {null:g}"
+    if sign * (high if sign > 0 else low) <= sign * null:
+        other = "below" if direction == "above" else "above"
+        return DIFFERS, f"95% interval [{low:.3g}, {high:.3g}] lies {other} (or at) the null {null:g}"
+    return INCONCLUSIVE, f"95% interval [{low:.3g}, {high:.3g}] contains the null {null:g}"
+
+
+def rule_against_chance(successes: int, trials: int, chance_successes: int, chance_trials: int, *,
+                        level: float = 0.95) -> tuple[str, str, tuple[float, float]]:
+    """The paper says a share exceeds what chance gives. Compares successes/trials with the chance share
+    (a control measured the same way) by Newcombe's hybrid Wilson interval for the difference: reproduced
+    when it lies above 0, differs when it lies at or below 0, inconclusive otherwise or with no trials or no
+    events on either side. Returns (verdict, reason, interval of the difference)."""
+    counts = (successes, trials, chance_successes, chance_trials)
+    if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0 for c in counts) or (
+            successes > trials or chance_successes > chance_trials):
+        raise ValueError(f"need integer counts with 0 <= successes <= trials, got {counts}")
+    if trials == 0 or chance_trials == 0:
+        return INCONCLUSIVE, "no trials on one side: nothing to compare", (math.nan, math.nan)
+    if successes + chance_successes == 0:
+        return INCONCLUSIVE, "zero events on both sides: the run is too small to decide", (math.nan, math.nan)
+    low1, high1 = (float(v[0]) for v in share_intervals([successes], [trials], level))
+    low2, high2 = (float(v[0]) for v in share_intervals([chance_successes], [chance_trials], level))
+    p1, p2 = successes / trials, chance_successes / chance_trials
+    low = p1 - p2 - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = p1 - p2 + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    text = (f"{successes}/{trials} against chance {chance_successes}/{chance_trials}: "
+            f"difference {p1 - p2:+.2f} [{low:+.2f}, {high:+.2f}]")
+    if low > 0:
+        return REPRODUCED, text + " lies above 0", (low, high)
+    if high <= 0:
+        return DIFFERS, text + " is not above 0", (low, high)
+    return INCONCLUSIVE, text + " contains 0", (low, high)
+
+
+def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 2.0) -> tuple[str, str]:
+    """The paper says `claimed` describes the data best among competing forms. scores: an information
+    criterion per form (lower is better, e.g. AIC). Reproduced when `claimed` beats every other form by more
+    than `margin`, differs when another form beats it by more than `margin`, inconclusive otherwise."""
+    if claimed not in scores:
+        raise ValueError(f"claimed form {claimed!r} is not among {sorted(scores)}")
+    if len(scores) < 2:
+        raise ValueError("need at least two forms to compare")
+    if not all(_finite(v) for v in scores.values()):
+        return INCONCLUSIVE, "a fit could not be made on this run"
+    best_other = min((v, k) for k, v in scores.items() if k != claimed)
+    gap = best_other[0] - scores[claimed]
+    if gap > margin:
+        return REPRODUCED, f"{claimed} beats the next form ({best_other[1]}) by {gap:.1f} > {margin:g}"
+    if gap < -margin:
+        return DIFFERS, f"{best_other[1]} beats {claimed} by {-gap:.1f} > {margin:g}"
+    return INCONCLUSIVE, f"{claimed} and {best_other[1]} are within {margin:g} of each other ({gap:+.1f})"
+
+
+def rule_control(compatible: float, incompatible: dict[str, float], floor: float) -> tuple[str, str]:
+    """A test of exact compatibility through one code path: the compatible model must sit at the rounding
+    floor (its largest |statistic| <= floor) and every known-incompatible reference must not (its value >
+    floor), else the path could not tell them apart. Reproduced when both hold, differs when the compatible
+    model exceeds the floor, inconclusive when a reference fails to show incompatibility."""
+    if not incompatible:
+        raise ValueError("name at least one known-incompatible reference model")
+    if not _finite(compatible, floor, *incompatible.values()):
+        return INCONCLUSIVE, "a statistic could not be computed"
+    if compatible > floor:
+        return DIFFERS, f"the compatible model reaches {compatible:.1e} > floor {floor:g}"
+    weak = [name for name, value in incompatible.items() if value <= floor]
+    if weak:
+        return INCONCLUSIVE, (f"the test does not separate: {', '.join(weak)} also stay(s) at the floor "
+                              f"{floor:g}")
+    refs = ", ".join(f"{name} {value:.2g}" for name, value in incompatible.items())
+    return REPRODUCED, f"compatible model {compatible:.1e} <= floor {floor:g}; incompatible references {refs}"
+
+
+def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
+    """A model-specific claim: (verdict, reason, setup text). Measured on another model or with a protocol
+    that differs from the paper's in any listed item, it is "other setup" and the setup text names each
+    difference; on the paper's own model and protocol, reproduced when the paper's value (or range: `low` and
+    `high` in values) lies within our interval [low, high], differs when outside, inconclusive with none."""
+    paper = paper_claim(claim)
+    protocol = parse_pairs(paper["protocol"])
+    differences = [f"model {model} (paper: {paper['paper_model']})"] if model not in paper["paper_model"] else []
+    for key, ours in setup.items():
+        theirs = protocol.get(key)
+        if theirs is None or str(ours) != theirs:
+            differences.append(f"{key} {ours} (paper: {theirs if theirs is not None else 'not stated'})")
+    setup_text = "; ".join(differences) if differences else "the paper's model and protocol"
+    if differences:
+        return OTHER_SETUP, "measured on another setup: shown, not judged", setup_text
+    values = {k: float(v.replace(",", "")) for k, v in parse_pairs(paper["values"]).items()}
+    target_low = values.get("low", values.get("value"))
+    target_high = values.get("high", values.get("value"))
+    if target_low is None or not _finite(low, high):
+        return INCONCLUSIVE, "no interval, or no paper number to compare with", setup_text
+    if low <= target_high and high >= target_low:
+        return REPRODUCED, f"our interval [{low:.3g}, {high:.3g}] meets the paper's value", setup_text
+    return DIFFERS, f"our interval [{low:.3g}, {high:.3g}] misses the paper's value", setup_text
+
+
+# --------------------------------------------------------------------------------------------
+# Claims rows: what each chapter writes to results/<chapter>/claims.csv
+# --------------------------------------------------------------------------------------------
+
+
+def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, missing: str) -> str:
+    """"estimate [low, high]" for the tables; when the run has no estimate, the words in `missing` (why)."""
+    if not _finite(estimate):
+        return missing
+    if not _finite(low, high):
+        return f"{estimate:.{digits}f} (no interval: {missing})"
+    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: str, reason: str,
+              setup: str = "") -> dict:
+    """One row of a chapter's claims.csv; table and kind come from paper_claims.csv, so a chapter cannot
+    judge a model-specific claim as general or the other way round."""
+    paper = paper_claim(claim)
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
+    if paper["kind"] == "general" and verdict == OTHER_SETUP:
+        raise ValueError(f"{claim} is a general claim: judge it by its rule, not as 'other setup'")
+    if not ours_text or "nan" in ours_text.lower().split(" ") or ours_text.lower().startswith("nan"):
+        raise ValueError(f"{claim}: ours_text must say in words why there is no estimate, got {ours_text!r}")
+    return dict(claim=claim, table=paper["table"], kind=paper["kind"], quantity=quantity,
+                ours=float(ours) if _finite(ours) else math.nan, ours_text=ours_text, verdict=verdict,
+                reason=reason, setup=setup or ("—" if paper["kind"] == "general" else ""))
+
+
+def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *, model: str, setup: dict,
+                       low: float = math.nan, high: float = math.nan) -> dict:
+    """A claims row for a number the paper measured on its own model: judged only on the paper's setup
+    (judge_on_paper_setup), else "other setup" with each difference listed."""
+    verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
+    return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text)
+
+
+def write_claims(rows: list[dict], notebook: str, model: str, profile: str) -> pd.DataFrame:
+    """Check a chapter's claims rows and write them to results/<notebook>/claims.csv (model and profile
+    named on every row); returns the frame."""
+    frame = pd.DataFrame(rows)
+    _check_columns(frame, CLAIM_COLUMNS[:-2], f"{notebook} claims")
+    frame = frame.assign(model=model, profile=profile)[list(CLAIM_COLUMNS)]
+    _check_values(frame, "verdict", VERDICTS, f"{notebook} claims")
+    frame.to_csv(results_dir(notebook) / "claims.csv", index=False)
+    return frame
 
 
 def read_claims(root: str | Path) -> pd.DataFrame:
@@ -87,10 +306,10 @@ def reproduction_table(paper: pd.DataFrame, ours: pd.DataFrame, table: str) -> p
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
     rows = paper[paper.table == table].drop(columns="table")
-    measured = ours.drop(columns="table")
+    measured = ours.drop(columns=["table", "kind"])
     joined = rows.merge(measured, on="claim", how="left", sort=False)
     missing = joined.verdict.isna()
-    joined.loc[missing, ["ours_text", "model", "profile"]] = "—"
+    joined.loc[missing, ["ours_text", "model", "profile", "setup"]] = "—"
     joined.loc[missing, "verdict"] = NOT_RUN
     joined.loc[missing, "reason"] = [f"no row in results/{c}/claims.csv: the chapter has not run in this build"
                                      for c in joined.chapter[missing]]
@@ -107,8 +326,10 @@ def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:
     return None
 
 
-_VERDICT_STYLE = {"reproduced": "#1a7f37", "differs": "#b35900", NOT_RUN: "#6e7781"}
-_HEADERS = ("claim (paper section)", "paper", "ours (model, profile)", "verdict and why", "chapter")
+_VERDICT_STYLE = {REPRODUCED: "#1a7f37", DIFFERS: "#b35900", INCONCLUSIVE: "#8250df", OTHER_SETUP: "#0969da",
+                  NOT_RUN: "#6e7781"}
+_HEADERS = ("claim (paper section)", "kind", "paper", "ours (model, profile)", "setup differences",
+            "verdict and why", "chapter")
 _CSS = ("<style>.claims-table{font-size:.85em;width:100%;border-collapse:collapse}"
         ".claims-table td,.claims-table th{vertical-align:top;padding:.35em .5em;border-bottom:1px solid #d0d7de}"
         ".claims-table small{color:#57606a}</style>")
@@ -122,11 +343,12 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         href = chapter_href(row.chapter, root)
         chapter = f'<a href="{esc(href)}">{esc(row.chapter)}</a>' if href else esc(row.chapter)
         claim = f"{esc(row.what)}<br><small>§ {esc(row.section)}</small>"
+        paper = f"{esc(row.paper_value)}<br><small>{esc(row.paper_model)}</small>"
         ours = (esc(row.ours_text) if row.verdict == NOT_RUN and row.model == "—"
                 else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>")
         verdict = (f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
                    f"<br><small>{esc(row.reason)}</small>")
-        cells = (claim, esc(row.paper_value), ours, verdict, chapter)
+        cells = (claim, esc(row.kind), paper, ours, esc(row.setup), verdict, chapter)
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in _HEADERS)
     return (f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead>'
@@ -134,7 +356,7 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    """How many rows carry each verdict (all three keys present)."""
+    """How many rows carry each verdict (all five keys present)."""
     return {v: int((table.verdict == v).sum()) for v in VERDICTS}
 
 
@@ -187,6 +409,23 @@ def glue(name: str, value) -> None:
     except ImportError:
         return
     myst_glue(name, value, display=False)
+
+
+def glue_all(values: dict) -> None:
+    """Glue every name -> value of `values` (one call per section of a chapter)."""
+    for name, value in values.items():
+        glue(name, value)
+
+
+def glue_paper(chapter: str, path: str | Path = PAPER_CLAIMS) -> None:
+    """Make the paper's side of a chapter's claims quotable in its prose: {glue:text}`paper_<claim>` is the
+    paper's value as paper_claims.csv states it, and {glue:text}`paper_<claim>_<key>` each number of its
+    `values` column, so a chapter never types a paper number itself."""
+    claims = read_paper_claims(path)
+    for row in claims[claims.chapter == chapter].itertuples(index=False):
+        glue(f"paper_{row.claim}", row.paper_value)
+        for key, value in parse_pairs(row.values).items():
+            glue(f"paper_{row.claim}_{key}", value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,16 +543,3 @@ def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray,
     centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
     half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
     return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
-
-
-# --------------------------------------------------------------------------------------------
-# Claims rows
-# --------------------------------------------------------------------------------------------
-
-def claims_frame(rows: list[dict], model: str, profile: str) -> pd.DataFrame:
-    """A chapter's claims.csv table: one row per checked claim, columns as the summary chapter reads them."""
-    columns = ["claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model", "profile"]
-    frame = pd.DataFrame(rows).assign(model=model, profile=profile)
-    if set(frame.columns) != set(columns) or not frame.verdict.isin(["reproduced", "differs", "not run here"]).all():
-        raise ValueError(f"claims need exactly the columns {columns} and verdicts reproduced/differs/not run here")
-    return frame[columns]

@@ -735,39 +735,43 @@ def rectangle_states(x, i, j, a_new, b_new) -> tuple[torch.Tensor, ...]:
     return x, y, w, z
 
 
-def _rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
-    """One batched forward for the four edges: scores [4, B, V] (fp64, -inf off `allowed`) at
-    (x, i), (y, j), (x, j), (w, i), and the edges' new and old tokens [4, B]."""
-    x, y, w, _ = rectangle_states(x, i, j, a_new, b_new)
-    rows = torch.arange(len(x), device=x.device)
-    a_old, b_old = x[rows, i], x[rows, j]
-    scores = cond.log_scores(torch.cat([x, y, x, w]), torch.cat([i, j, j, i])).double()
-    scores = scores + torch.where(cond.allowed.to(scores.device), 0.0, float("-inf")).double()
-    new = torch.stack([a_new, b_new, b_new, a_new]).to(scores.device)
-    old = torch.stack([a_old, b_old, b_old, a_old]).to(scores.device)
-    return scores.view(4, len(x), -1), new, old
+def candidate_scores(cond, tokens, positions, candidates) -> torch.Tensor:
+    """s_i(a; x_-i) for the candidate tokens a = candidates[b, k] at site positions[b] of tokens[b], [B, K] fp64.
+
+    A masked LM (any `Conditionals`) reads them off one forward with the site masked. A model that defines a
+    joint (a causal LM) has s_i(a; x_-i) = log p(x^{i->a}) up to a constant per context, the scores of its
+    exact conditional, so it scores each candidate state with `log_joint`: one code path for both.
+    """
+    rows = torch.arange(len(tokens), device=tokens.device)
+    candidates = candidates.to(tokens.device)
+    if callable(getattr(cond, "log_joint", None)):
+        batch, k = candidates.shape
+        states = tokens.repeat_interleave(k, 0)
+        states[torch.arange(batch * k, device=tokens.device), positions.repeat_interleave(k)] = candidates.reshape(-1)
+        return cond.log_joint(states).double().view(batch, k)
+    return cond.log_scores(tokens, positions).double()[rows.unsqueeze(1), candidates].cpu()
 
 
 def rectangle_delta(cond: Conditionals, tokens, i, j, a_new, b_new, temperature: float = 1.0):
     """delta = (s_{x->y} + s_{y->z}) - (s_{x->w} + s_{w->z}) of section 4, per row, in fp64.
 
     x = tokens, y = x with x_i = a_new, w = x with x_j = b_new, z = both; each edge is the log-ratio
-    of the temperature-tau conditionals at the changed site. Zero for compatible conditionals (Prop. 4),
-    and trivially zero when a_new = x_i or b_new = x_j (a degenerate rectangle).
-    For a causal LM (`load_causal_lm`) each edge is a difference of joint log-probabilities,
-    log p(target) - log p(source), over tau, so delta telescopes to 0 up to fp64 rounding (the control).
+    (s(new) - s(old)) / tau of the temperature-tau conditional at the changed site, the normaliser cancelling
+    (`candidate_scores`). Zero for compatible conditionals (Prop. 4), and trivially zero when a_new = x_i or
+    b_new = x_j (a degenerate rectangle). A causal LM (`load_causal_lm`) goes through the same path with the
+    scores of its exact conditionals, so its delta is 0 up to fp64 rounding (the control of Table 1).
     """
     temperature = check_temperature(temperature)
     x, i, j, a_new, b_new = rectangle_input(cond, tokens, i, j, a_new, b_new)
-    if isinstance(cond, CausalLMJoint):
-        log_x, log_y, log_w, log_z = (cond.log_joint(torch.cat(rectangle_states(x, i, j, a_new, b_new))).double()
-                                      / temperature).chunk(4)
-        return ((log_y - log_x) + (log_z - log_y)) - ((log_w - log_x) + (log_z - log_w))
-    scores, new, old = _rectangle_scores(cond, x, i, j, a_new, b_new)
-    scores = scores / temperature
-    edge = (scores.gather(2, new.unsqueeze(2)) - scores.gather(2, old.unsqueeze(2))).squeeze(2)
-    # edge [4, B]: x->y (site i), y->z (site j), x->w (site j), w->z (site i)
-    return ((edge[0] + edge[1]) - (edge[2] + edge[3])).cpu()
+    y, w = rectangle_states(x, i, j, a_new, b_new)[1:3]
+    rows = torch.arange(len(x), device=x.device)
+    a_old, b_old = x[rows, i], x[rows, j]
+    # edges x->y (site i), y->z (site j), x->w (site j), w->z (site i): scores of (new, old) at each
+    pairs = torch.cat([torch.stack([a_new, a_old], 1), torch.stack([b_new, b_old], 1),
+                       torch.stack([b_new, b_old], 1), torch.stack([a_new, a_old], 1)])
+    scores = candidate_scores(cond, torch.cat([x, y, x, w]), torch.cat([i, j, j, i]), pairs) / temperature
+    edge = (scores[:, 0] - scores[:, 1]).cpu().view(4, len(x))
+    return (edge[0] + edge[1]) - (edge[2] + edge[3])
 
 
 def smollm2_gguf() -> Path:

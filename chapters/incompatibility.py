@@ -15,7 +15,6 @@ import torch
 from glauber_core import (
     CausalLMJoint,
     Conditionals,
-    _rectangle_scores,
     check_count,
     check_temperature,
     check_tokens,
@@ -26,6 +25,19 @@ from glauber_core import (
 from book_tools import bootstrap_ci
 
 
+def rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
+    """One batched forward for the four edges: scores [4, B, V] (fp64, -inf off `allowed`) at
+    (x, i), (y, j), (x, j), (w, i), and the edges' new and old tokens [4, B]."""
+    x, y, w, _ = rectangle_states(x, i, j, a_new, b_new)
+    rows = torch.arange(len(x), device=x.device)
+    a_old, b_old = x[rows, i], x[rows, j]
+    scores = cond.log_scores(torch.cat([x, y, x, w]), torch.cat([i, j, j, i])).double()
+    scores = scores + torch.where(cond.allowed.to(scores.device), 0.0, float("-inf")).double()
+    new = torch.stack([a_new, b_new, b_new, a_new]).to(scores.device)
+    old = torch.stack([a_old, b_old, b_old, a_old]).to(scores.device)
+    return scores.view(4, len(x), -1), new, old
+
+
 def rectangle_delta_normalized(cond: Conditionals, tokens, i, j, a_new, b_new, temperature: float = 1.0):
     """delta of section 4 with every edge taken literally, log p_tau(new | .) - log p_tau(old | .), each
     p_tau the normalised softmax(s / tau) over allowed tokens (fp64). Equals rectangle_delta: the
@@ -34,7 +46,7 @@ def rectangle_delta_normalized(cond: Conditionals, tokens, i, j, a_new, b_new, t
     x, i, j, a_new, b_new = rectangle_input(cond, tokens, i, j, a_new, b_new)
     if isinstance(cond, CausalLMJoint):
         raise ValueError("rectangle_delta_normalized needs masked-LM conditionals; use rectangle_delta on a causal LM")
-    scores, new, old = _rectangle_scores(cond, x, i, j, a_new, b_new)
+    scores, new, old = rectangle_scores(cond, x, i, j, a_new, b_new)
     log_p = torch.log_softmax(scores / temperature, -1)
     edge = (log_p.gather(2, new.unsqueeze(2)) - log_p.gather(2, old.unsqueeze(2))).squeeze(2)
     return ((edge[0] + edge[1]) - (edge[2] + edge[3])).cpu()
@@ -52,7 +64,7 @@ def rectangle_influences(cond: Conditionals, tokens, i, j, a_new, b_new) -> torc
     x, i, j, a_new, b_new = rectangle_input(cond, tokens, i, j, a_new, b_new)
     if isinstance(cond, CausalLMJoint):
         raise ValueError("token influence needs masked-LM conditionals p(x_i | x_-i); a causal LM has none")
-    scores, _, old = _rectangle_scores(cond, x, i, j, a_new, b_new)
+    scores, _, old = rectangle_scores(cond, x, i, j, a_new, b_new)
     log_p_old = torch.log_softmax(scores, -1).gather(2, old.unsqueeze(2)).squeeze(2)  # [4, B]
     return torch.stack([(log_p_old[0] - log_p_old[3]).abs(), (log_p_old[2] - log_p_old[1]).abs()], 1).cpu()
 
@@ -142,7 +154,7 @@ def rectangle_frame(cond, rectangles: Rectangles, batch_size: int = 64) -> pd.Da
             columns["influence_ji"].append(columns["influence_ij"][-1])
             continue
         x, i, j, a_new, b_new = rectangle_input(cond, *args)
-        scores, new, old = _rectangle_scores(cond, x, i, j, a_new, b_new)
+        scores, new, old = rectangle_scores(cond, x, i, j, a_new, b_new)
         edge = (scores.gather(2, new.unsqueeze(2)) - scores.gather(2, old.unsqueeze(2))).squeeze(2)
         columns["delta"].append(((edge[0] + edge[1]) - (edge[2] + edge[3])).cpu())
         log_p_old = torch.log_softmax(scores, -1).gather(2, old.unsqueeze(2)).squeeze(2)
