@@ -17,22 +17,28 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	touch $(STAMP)
 
 # Executes every notebook with the bundled model at BOOK_PROFILE (`quick` by default; `make book-smoke` is the
-# CI variant) and builds _build/html. The execution cache is keyed on notebook code only, so all notebooks are
-# re-executed (cache and Sphinx environment dropped) when the core or the model changed, or when the profile
-# differs from the one the cache was built with. The summary pages (book/reproduction, book/performance) run
-# on every build (tools/book_sphinx.py): they read the CSVs the chapters write under results/.
+# CI variant) and builds _build/html. The chapters write their CSVs to the build's own results folder,
+# _build/results/<profile>/, which only this target writes: hand runs, tests and sweeps write to results/ (or
+# $GLAUBER_RESULTS) and never change what a cached chapter page or the summary pages show. The execution cache is
+# keyed on notebook code only, so all notebooks are re-executed (cache, Sphinx environment and the build's
+# results dropped) when the core, the chapter modules, book_tools or the models changed, or when the profile
+# differs from the one the cache was built with. The summary pages (book/reproduction, book/performance) run on
+# every build (tools/book_sphinx.py) and refuse a results row of another profile, model or code version.
 BOOK_PROFILE ?= quick
+BOOK_MODEL := minilm-l4-bbc-mlm
 CACHE := _build/.jupyter_cache
 BUILT_PROFILE := _build/.book-profile
+BOOK_RESULTS := $(CURDIR)/_build/results/$(BOOK_PROFILE)
 book: setup
 	@fresh=""; \
-	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py models results/model -newer $(CACHE) -print -quit)" ]; then \
-		echo "core or model changed: re-executing all notebooks"; fresh=1; fi; \
+	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py book_tools.py chapters models results/model -newer $(CACHE) -print -quit)" ]; then \
+		echo "core, chapters or models changed: re-executing all notebooks"; fresh=1; fi; \
 	if [ "$$(cat $(BUILT_PROFILE) 2>/dev/null)" != "$(BOOK_PROFILE)" ]; then \
 		echo "building at the $(BOOK_PROFILE) profile: re-executing all notebooks"; fresh=1; fi; \
-	if [ -n "$$fresh" ]; then rm -rf $(CACHE) _build/.doctrees; fi
+	if [ -n "$$fresh" ]; then rm -rf $(CACHE) _build/.doctrees $(BOOK_RESULTS); fi
 	mkdir -p _build && echo "$(BOOK_PROFILE)" > $(BUILT_PROFILE)
-	GLAUBER_PROFILE=$(BOOK_PROFILE) HF_HUB_OFFLINE=1 $(BIN)/jupyter-book build . -W -n --keep-going
+	GLAUBER_PROFILE=$(BOOK_PROFILE) GLAUBER_RESULTS=$(BOOK_RESULTS) GLAUBER_BOOK_MODEL=$(BOOK_MODEL) HF_HUB_OFFLINE=1 \
+		$(BIN)/jupyter-book build . -W -n --keep-going
 	touch $(CACHE)
 
 book-smoke:

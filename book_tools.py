@@ -9,11 +9,14 @@ core; the core never imports it.
 
 from __future__ import annotations
 
+import datetime
 import functools
+import hashlib
 import html
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,8 +32,11 @@ PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
 # measured them ("key=value; ..."), `paper_model` the model(s) it measured on.
 PAPER_COLUMNS = ("claim", "table", "kind", "chapter", "section", "what", "paper_value", "values", "paper_model",
                  "protocol")
-CLAIM_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "ours_text", "verdict", "reason", "setup", "model",
-                 "profile")
+ROW_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "ours_text", "verdict", "reason", "setup")
+# Each row also says which run made it: model, profile, the code version (a hash of the code that ran), the
+# commit and the date, so that the summary pages can refuse to mix runs.
+RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
+CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
 KINDS = ("general", "model-specific")
 REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
     "reproduced", "differs", "inconclusive", "other setup", "not run here")
@@ -267,12 +273,35 @@ def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *
     return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text)
 
 
+def code_version(notebook: str) -> str:
+    """A short hash of the code a chapter runs: the core, book_tools, chapters/*.py and the notebook itself."""
+    digest = hashlib.sha256()
+    folder = "book" if (REPO_ROOT / "book" / f"{notebook}.ipynb").exists() else "notebooks"
+    for path in [REPO_ROOT / "glauber_core.py", REPO_ROOT / "book_tools.py",
+                 *sorted((REPO_ROOT / "chapters").glob("*.py")), REPO_ROOT / folder / f"{notebook}.ipynb"]:
+        digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b""))
+    return digest.hexdigest()[:12]
+
+
+def git_commit() -> str:
+    """The checked-out commit (short hash, "+changes" when the work tree differs), or "unknown"."""
+    try:
+        run = functools.partial(subprocess.run, cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        commit = run(["git", "rev-parse", "--short", "HEAD"]).stdout.strip()
+        dirty = run(["git", "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (commit + ("+changes" if dirty else "")) if commit else "unknown"
+
+
 def write_claims(rows: list[dict], notebook: str, model: str, profile: str) -> pd.DataFrame:
-    """Check a chapter's claims rows and write them to results/<notebook>/claims.csv (model and profile
-    named on every row); returns the frame."""
+    """Check a chapter's claims rows and write them to results/<notebook>/claims.csv, every row naming the
+    run that made it (model, profile, code version, commit, date); returns the frame."""
     frame = pd.DataFrame(rows)
-    _check_columns(frame, CLAIM_COLUMNS[:-2], f"{notebook} claims")
-    frame = frame.assign(model=model, profile=profile)[list(CLAIM_COLUMNS)]
+    _check_columns(frame, ROW_COLUMNS, f"{notebook} claims")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    frame = frame.assign(model=model, profile=profile, code=code_version(notebook), commit=git_commit(),
+                         run_date=stamp)[list(CLAIM_COLUMNS)]
     _check_values(frame, "verdict", VERDICTS, f"{notebook} claims")
     frame.to_csv(results_dir(notebook) / "claims.csv", index=False)
     return frame
@@ -290,6 +319,28 @@ def read_claims(root: str | Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=[*CLAIM_COLUMNS, "source"])
     return pd.concat(frames, ignore_index=True)
+
+
+def check_one_run(ours: pd.DataFrame, profile: str | None = None, model: str | None = None) -> dict:
+    """The summary pages show one run: every row must come from the build's profile and model (when given:
+    `make book` passes them) and from the code that is checked out now. Raises one ValueError naming the
+    first row that is not; returns {"profile", "model", "commit", "dates"} of the run."""
+    for row in ours.itertuples(index=False):
+        where = f"results/{row.source}/claims.csv row {row.claim!r}"
+        if profile and row.profile != profile:
+            raise ValueError(f"{where} comes from the {row.profile!r} profile, but this book is built at "
+                             f"{profile!r}: rerun the chapter (make book re-executes it) or remove the file")
+        if model and row.model != model:
+            raise ValueError(f"{where} was made with model {row.model!r}, but this book uses {model!r}")
+        if row.code != code_version(row.source):
+            raise ValueError(f"{where} was made by other code (version {row.code}, now "
+                             f"{code_version(row.source)}): rerun the chapter")
+    profiles = sorted(set(ours.profile))
+    if len(profiles) > 1:
+        raise ValueError(f"the results mix profiles {profiles}: rebuild them from one run")
+    return {"profile": profiles[0] if profiles else (profile or "—"), "model": ", ".join(sorted(set(ours.model))),
+            "commit": ", ".join(sorted(set(ours.commit))) or "—",
+            "dates": " to ".join(sorted({min(ours.run_date), max(ours.run_date)})) if len(ours) else "—"}
 
 
 def unknown_claims(paper: pd.DataFrame, ours: pd.DataFrame) -> list[str]:

@@ -21,22 +21,31 @@
 # ```{admonition} This chapter at a glance
 # :class: tip
 # - **Claim** (paper, all sections): every measured claim of the paper, with our number beside it and a verdict.
-# - **Look at**: the two tables below; each row links to the chapter that measures it.
+# - **Look at**: the two tables below; each row links to the chapter that measures it, and says which run it comes from.
 # - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/reproduction.ipynb), or `papermill book/reproduction.ipynb out.ipynb` after running the chapters
 # ```
 #
 # Each chapter of this book re-runs one section of {cite}`sana2026mixing` and ends by writing its
-# verdicts to `results/<chapter>/claims.csv`: our number, a short text with its uncertainty, the
-# model and profile it came from, and a verdict (*reproduced*, *differs* or *not run here*) decided
-# in code by a rule that the chapter states. This page only collects those files, in the build that
-# produced them: it types no number of its own. The paper's values come from one file,
-# `book/paper_claims.csv`, each with the section it is quoted from.
+# verdicts to `claims.csv` in the build's results folder: our number, a short text with its
+# uncertainty, the run that made it (model, profile, code version, commit, date) and a verdict decided in
+# code by a rule that the chapter states before the run. This page only collects those files, from the
+# one run of the chapters that this book shows (the build refuses rows of another profile, model or code
+# version): it types no number of its own. The paper's values come from one file,
+# `book/paper_claims.csv`, each with the section it is quoted from, the model it was measured on and
+# its protocol.
 #
-# Read the verdicts with the model in mind. The book is built offline with a small masked LM
-# trained for this purpose (see the appendix on the bundled model), not with the BERT, RoBERTa and
-# ModernBERT models of the paper, and at the `quick` profile, which is smaller than the paper's runs.
-# A *differs* is therefore a statement about this model at these sizes; rerunning a chapter with
-# `-p model bert-base-uncased -p profile paper` (on a GPU) tests the paper's own setting.
+# There are five verdicts. A **general** claim (one the paper states of masked LMs as such) is judged by
+# its chapter's rule against a named null: *reproduced* when our interval excludes the null, *differs*
+# when it excludes what the paper says, *inconclusive* otherwise (including zero events: the run is
+# too small to decide). A **model-specific** claim (a number the paper measured on BERT or RoBERTa) is
+# judged only on the paper's own model and protocol; measured on another model or with another
+# protocol, it is *other setup*: our number stands beside the paper's, with each difference listed,
+# and no judgement. *Not run here* marks a claim whose chapter did not run in this build.
+#
+# The book is built offline with a small masked LM trained for this purpose (see the appendix on the
+# bundled model), not with the paper's BERT, RoBERTa or ModernBERT, so every model-specific row is
+# *other setup* here; rerunning a chapter with `-p model bert-base-uncased -p profile paper` (on a GPU)
+# puts it on the paper's footing.
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core, book tools, results) and install it.
@@ -52,18 +61,27 @@ if "google.colab" in sys.modules:
                     "companion"], check=True)
     sys.path.insert(0, "companion")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
+import os
+
 import pandas as pd
-from IPython.display import HTML
+from IPython.display import HTML, Markdown
 
 import book_tools as bt
 
-paper = bt.read_paper_claims(bt.REPO_ROOT / "book" / "paper_claims.csv")
+paper = bt.read_paper_claims()
 ours = bt.read_claims(bt.results_root())
+run = bt.check_one_run(ours, os.environ.get("GLAUBER_PROFILE"),
+                       os.environ.get("GLAUBER_BOOK_MODEL"))
+unknown = bt.unknown_claims(paper, ours)
+if unknown:
+    raise ValueError(f"results have claims paper_claims.csv lacks: {unknown}")
 tables = {name: bt.reproduction_table(paper, ours, name)
           for name in bt.TABLES}
-for unknown in bt.unknown_claims(paper, ours):
-    print(f"results/ has a claim that paper_claims.csv lacks: {unknown}")
+Markdown(f"**This run:** model `{run['model']}`, profile `{run['profile']}`, "
+         f"commit `{run['commit']}`, {run['dates']}.")
+
+# %% tags=["remove-input"]
 counts = {name: bt.verdict_counts(table) for name, table in tables.items()}
 pd.DataFrame(counts).T.rename_axis("table")
 
@@ -72,16 +90,15 @@ pd.DataFrame(counts).T.rename_axis("table")
 #
 # One row per claim of the paper's tables and figures, in the order of the paper.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input", "full-width"]
 HTML(bt.claims_html(tables["paper"]))
 
 # %% [markdown]
 # ## Beyond the paper
 #
 # What the book adds: checks the paper could not make on BERT (exact mixing times and exact
-# stationary laws on chains small enough to enumerate) and the two questions its section 7 leaves
-# open (how sharp the transition is, and how large the influence is on the states the chains
-# actually visit).
+# stationary laws on chains small enough to enumerate) and a question its section 7 leaves open
+# (how large the influence is on the states the chains actually visit).
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input", "full-width"]
 HTML(bt.claims_html(tables["beyond"]))

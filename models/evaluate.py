@@ -1,12 +1,13 @@
 """Evaluate the bundled masked LM and its baseline on held-out BBC News.
 
-    .venv/bin/python models/evaluate.py
+    .venv/bin/python models/evaluate.py               # the default L4: metrics.csv, fill_mask.csv
+    .venv/bin/python models/evaluate.py --layers 2    # a family member: metrics_l2.csv, fill_mask_l2.csv
 
 Writes `results/model/metrics.csv` (one row per model x metric) and `results/model/fill_mask.csv`
 (top-5 predictions for ten held-out sentences with one word masked). Models:
 
-- `minilm-l4-bbc-mlm`: the shipped fine-tuned weights in `models/minilm-l4-bbc-mlm/`.
-- `baseline-frozen-l4`: the same 4 pretrained MiniLM layers, frozen, with a fresh MLM head of
+- `minilm-l<N>-bbc-mlm`: the shipped fine-tuned weights in `models/minilm-l<N>-bbc-mlm/` (N = 4 by default).
+- `baseline-frozen-l<N>`: the same N pretrained MiniLM layers, frozen, with a fresh MLM head of
   which only the transform and the output bias are trained (a short fixed run; the decoder stays
   tied to the frozen word embeddings). It shows what the fine-tuning adds.
 
@@ -33,8 +34,6 @@ from transformers import BertForMaskedLM
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # noqa: E402
 
-FINE_TUNED = "minilm-l4-bbc-mlm"
-BASELINE = "baseline-frozen-l4"
 PLL_PASSAGES = 200
 PLL_LEN = 32
 FILL_MASK_EXAMPLES = 10
@@ -55,10 +54,11 @@ def load_fine_tuned(folder: Path = train.OUT_DIR) -> BertForMaskedLM:
     return BertForMaskedLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
-def train_baseline(steps: int, seed: int, tokenizer) -> BertForMaskedLM:
-    """Frozen pretrained 4-layer encoder; train only the head's transform and bias (cached)."""
-    cache = train.CACHE_DIR / f"baseline-head-steps{steps}-seed{seed}.pt"
-    model = train.build_model(seed).eval()  # eval: no dropout in the frozen encoder
+def train_baseline(steps: int, seed: int, tokenizer, layers: int = train.N_LAYERS) -> BertForMaskedLM:
+    """Frozen pretrained encoder of `layers` layers; train only the head's transform and bias (cached)."""
+    suffix = "" if layers == train.N_LAYERS else f"-l{layers}"
+    cache = train.CACHE_DIR / f"baseline-head{suffix}-steps{steps}-seed{seed}.pt"
+    model = train.build_model(seed, layers).eval()  # eval: no dropout in the frozen encoder
     head = model.cls.predictions
     for p in model.parameters():
         p.requires_grad = False
@@ -188,15 +188,17 @@ def write_csv(path: Path, rows: list[dict]):
 def main(argv=None):
     """Evaluate the fine-tuned model and the baseline; write the two CSVs."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--model", type=Path, default=train.OUT_DIR)
+    p.add_argument("--layers", type=int, default=train.N_LAYERS, help="which bundled model (encoder layers)")
     p.add_argument("--baseline-steps", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=train.RESULTS_DIR)
     args = p.parse_args(argv)
     torch.manual_seed(args.seed)
     tokenizer = train.load_tokenizer()
-    models = {FINE_TUNED: load_fine_tuned(args.model),
-              BASELINE: train_baseline(args.baseline_steps, args.seed, tokenizer)}
+    name = train.model_name(args.layers)
+    models = {name: load_fine_tuned(train.MODELS_DIR / name),
+              f"baseline-frozen-l{args.layers}": train_baseline(args.baseline_steps, args.seed, tokenizer,
+                                                                args.layers)}
     heldout = train.paragraph_chunks("heldout", tokenizer)
     passages = pll_passages(tokenizer, args.seed)
     examples = fill_mask_sentences(tokenizer)
@@ -204,8 +206,9 @@ def main(argv=None):
     for name, model in models.items():
         metrics += model_metrics(name, model, tokenizer, heldout, passages)
         fills += fill_mask_rows(name, model, tokenizer, examples)
-    write_csv(args.out / "metrics.csv", metrics)
-    write_csv(args.out / "fill_mask.csv", fills)
+    suffix = "" if args.layers == train.N_LAYERS else f"_l{args.layers}"
+    write_csv(args.out / f"metrics{suffix}.csv", metrics)
+    write_csv(args.out / f"fill_mask{suffix}.csv", fills)
     for row in metrics:
         print(f"{row['model']:>20} {row['metric']:<28} {row['value']:.4f}  (n={row['n_tokens']})")
 

@@ -19,13 +19,6 @@ NOTEBOOKS = sorted(p for folder in ("notebooks", "book") for p in (ROOT / folder
 MAX_CODE_LINE = 80
 HIDDEN_CODE_TAGS = {"remove-cell", "remove-input"}  # code the rendered page never shows
 
-PAPER_CLAIMS = ["incompatibility_mean_abs_delta", "causal_control_max_abs_delta", "alpha_tau10", "alpha_tau11",
-                "basin_drift_tau1", "basin_drift_tau2", "coupling_boundary_tau", "boundary_shift_with_n",
-                "nlogn_fit", "politics_recurrence", "politics_peak", "trap_count", "perfect_trap_share",
-                "trap_mean_duration", "mean_gap_correlation"]
-BEYOND_CLAIMS = ["exact_bound_tightness", "mu_vs_pseudolikelihood_tv", "transition_width", "context_averaged_alpha",
-                 "trap_count_tau0.5", "perfect_trap_share_tau0.5", "trap_mean_duration_tau0.5",
-                 "mean_gap_correlation_tau0.5"]
 BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
             "warner2025modernbert", "wang2019bertmouth", "salazar2020mlmscoring", "reimers2019sbert",
             "wang2020minilm", "greene2006bbc", "allal2025smollm2", "radford2019gpt2", "vehtari2021rhat",
@@ -36,9 +29,10 @@ BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path"
 # The reproduction join, on constructed CSVs
 # ---------------------------------------------------------------------------------------------------------
 
-def claim_row(claim, ours, verdict="reproduced", model="tiny", table="paper", **extra):
-    row = dict(claim=claim, table=table, quantity=f"q_{claim}", ours=ours, ours_text=f"{ours:.2f} [ci]",
-               verdict=verdict, reason=f"rule for {claim}", model=model, profile="smoke")
+def claim_row(claim, ours, verdict="reproduced", model="tiny", table="paper", source="01_first", **extra):
+    row = dict(claim=claim, table=table, kind="general", quantity=f"q_{claim}", ours=ours,
+               ours_text=f"{ours:.2f} [ci]", verdict=verdict, reason=f"rule for {claim}", setup="—", model=model,
+               profile="smoke", code=bt.code_version(source), commit="abc1234", run_date="2026-11-30 10:00 UTC")
     return row | extra
 
 
@@ -52,10 +46,14 @@ def paper(tmp_path):
     frame = pd.DataFrame({
         "claim": ["a_claim", "b_claim", "c_claim", "x_beyond"],
         "table": ["paper", "paper", "paper", "beyond"],
+        "kind": ["general", "model-specific", "general", "general"],
         "chapter": ["01_first", "01_first", "02_second", "02_second"],
         "section": ["4", "5.1", "6", "7"],
         "what": ["what a", "what b", "what c", "what x"],
         "paper_value": ["0.64-0.80", "1.04", "17", "not measured"],
+        "values": ["low=0.64; high=0.80", "value=1.04", "value=17", ""],
+        "paper_model": ["BERT"] * 4,
+        "protocol": ["n=20", "tau=10", "", ""],
     })
     path = tmp_path / "paper_claims.csv"
     frame.to_csv(path, index=False)
@@ -64,7 +62,7 @@ def paper(tmp_path):
 
 def test_join_keeps_the_paper_order_and_marks_missing_claims(tmp_path, paper):
     results = tmp_path / "results"
-    write_claims(results, "02_second", [claim_row("c_claim", 12.0, "differs")])
+    write_claims(results, "02_second", [claim_row("c_claim", 12.0, "differs", source="02_second")])
     write_claims(results, "01_first", [claim_row("a_claim", 0.7)])
     ours = bt.read_claims(results)
     assert sorted(ours.source) == ["01_first", "02_second"]
@@ -76,7 +74,8 @@ def test_join_keeps_the_paper_order_and_marks_missing_claims(tmp_path, paper):
     assert table.paper_value.tolist() == ["0.64-0.80", "1.04", "17"]
     assert table.model.tolist() == ["tiny", "—", "tiny"]
     assert "results/01_first/claims.csv" in table.reason[1]
-    assert bt.verdict_counts(table) == {"reproduced": 1, "differs": 1, "not run here": 1}
+    assert bt.verdict_counts(table) == {"reproduced": 1, "differs": 1, "inconclusive": 0, "other setup": 0,
+                                        "not run here": 1}
 
     beyond = bt.reproduction_table(paper, ours, "beyond")
     assert beyond.claim.tolist() == ["x_beyond"] and beyond.verdict.tolist() == ["not run here"]
@@ -117,15 +116,39 @@ def test_bad_claims_csv_raises(tmp_path, paper):
         bt.reproduction_table(paper, bt.read_claims(tmp_path / "none"), "other")
 
 
-def test_bad_paper_claims_raise(tmp_path):
+def test_bad_paper_claims_raise(tmp_path, paper):
     path = tmp_path / "paper_claims.csv"
-    pd.DataFrame({"claim": ["a", "a"], "table": ["paper"] * 2, "chapter": ["c"] * 2, "section": ["4"] * 2,
-                  "what": ["w"] * 2, "paper_value": ["1"] * 2}).to_csv(path, index=False)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    pd.concat([frame, frame.iloc[:1]]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="listed twice"):
+        bt.read_paper_claims(path)
+    frame.assign(kind="vague").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="kind"):
+        bt.read_paper_claims(path)
+    frame.assign(values="0.64").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="key=value"):
         bt.read_paper_claims(path)
     pd.DataFrame({"claim": ["a"], "table": ["paper"]}).to_csv(path, index=False)
     with pytest.raises(ValueError, match="chapter"):
         bt.read_paper_claims(path)
+
+
+def test_the_summary_refuses_rows_of_another_run(tmp_path):
+    write_claims(tmp_path, "01_first", [claim_row("a_claim", 0.7, profile="quick"),
+                                        claim_row("b_claim", 0.7, profile="quick")])
+    ours = bt.read_claims(tmp_path)
+    run = bt.check_one_run(ours, "quick", "tiny")
+    assert run["profile"] == "quick" and run["commit"] == "abc1234" and "2026-11-30" in run["dates"]
+    with pytest.raises(ValueError, match="'a_claim' comes from the 'quick' profile.*'smoke'"):
+        bt.check_one_run(ours, "smoke", "tiny")
+    with pytest.raises(ValueError, match="made with model 'tiny'"):
+        bt.check_one_run(ours, "quick", "minilm-l4-bbc-mlm")
+    stale = bt.read_claims(tmp_path).assign(code="000000000000")
+    with pytest.raises(ValueError, match="other code"):
+        bt.check_one_run(stale, "quick", "tiny")
+    mixed = pd.concat([ours, ours.assign(profile="smoke")])
+    with pytest.raises(ValueError, match="mix profiles"):
+        bt.check_one_run(mixed)
 
 
 def test_chapter_links_only_for_chapters_in_the_book(tmp_path):
@@ -171,11 +194,32 @@ def test_read_benchmark(tmp_path):
 
 def test_paper_claims_csv_lists_every_claim_once():
     paper = bt.read_paper_claims(ROOT / "book" / "paper_claims.csv")
-    assert paper[paper.table == "paper"].claim.tolist() == PAPER_CLAIMS
-    assert paper[paper.table == "beyond"].claim.tolist() == BEYOND_CLAIMS
     assert (paper.paper_value.str.len() > 0).all() and (paper.section.str.len() > 0).all()
     assert set(paper.chapter) == {"01_incompatibility", "02_mixing_bounds", "03_phase_diagram", "04_basins",
                                   "05_traps"}
+    assert (paper[paper.kind == "model-specific"].paper_model.str.len() > 1).all()
+
+
+def paper_numbers() -> dict[str, set[str]]:
+    """The paper's reported numbers (the `values` column) per chapter, as they could be typed: 0.979, 4,950."""
+    paper = bt.read_paper_claims(ROOT / "book" / "paper_claims.csv")
+    numbers = {}
+    for row in paper.itertuples(index=False):
+        for value in bt.parse_pairs(row.values).values():
+            number = float(value.replace(",", ""))
+            if number == int(number) and abs(number) < 100:
+                continue  # small integers (0, 4, 17, 50) are everywhere in code and prose
+            forms = {value, f"{number:g}", f"{number:,.0f}" if number == int(number) else f"{number:g}"}
+            numbers.setdefault(row.chapter, set()).update(forms)
+    return numbers
+
+
+@pytest.mark.parametrize("chapter", sorted(paper_numbers()))
+def test_chapters_never_type_a_paper_number(chapter):
+    """Paper numbers are typed once, in book/paper_claims.csv; a chapter reads them from there."""
+    text = (ROOT / "notebooks" / f"{chapter}.py").read_text()
+    typed = sorted(n for n in paper_numbers()[chapter] if re.search(rf"(?<![\w.,]){re.escape(n)}(?![\w]|\.\d|,\d)", text))
+    assert not typed, f"{chapter} types the paper's {typed}: glue them from paper_claims.csv (bt.glue_paper)"
 
 
 def test_references_have_exactly_the_cited_keys():

@@ -5,7 +5,7 @@
    build's `_static/mathjax/` before any page is written, and `_config.yml` points `mathjax_path` there.
    Nothing in `_build/html` loads from another host.
 2. Summary pages (the reproduction table and the performance appendix) read CSVs that the chapters and the
-   benchmark write under `results/`. Their code never changes when those numbers do, so the execution cache
+   benchmark write (the build's results folder, `results/benchmarks/`). Their code never changes when those numbers do, so the execution cache
    would keep stale tables: they are re-read and re-executed on every build, and read after every other page,
    so that they see the CSVs the chapters wrote in this same build. They take seconds.
 """
