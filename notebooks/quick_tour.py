@@ -76,6 +76,7 @@ cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_chains=n_chains, steps=steps)
 bt.set_book_style()
 cond = gc.load_mlm(model or None)
+model_name = model or gc.DEFAULT_MODEL_DIR.name
 embedder = gc.load_embedder()
 cfg
 
@@ -103,7 +104,7 @@ trajectories = {
 }
 distance = pd.concat(
     bt.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps,
-                        temperature=tau)
+                        temperature=tau, model=model_name)
     for tau, t in trajectories.items()
 )
 distance.to_csv(bt.results_dir("quick_tour") / "distance.csv", index=False)
@@ -160,7 +161,8 @@ ising = gc.PottsConditionals((coupling + coupling.T) / 2, field)
 states, log_joint = ising.joint_log_probs(temperature=1.0)
 start = torch.zeros(cfg.ising_chains, 6, dtype=torch.long)
 final = gc.glauber(ising, start, 120, record_every=120, progress=False).final
-check = bt.state_frequencies(final, 2).assign(exact=log_joint.exp().numpy())
+check = bt.state_frequencies(final, 2).assign(
+    exact=log_joint.exp().numpy(), model="Ising, 6 sites")
 check.to_csv(bt.results_dir("quick_tour") / "ising_check.csv", index=False)
 tv = 0.5 * (check.empirical - check.exact).abs().sum()
 noise = bt.sampling_noise_tv(check.exact, cfg.ising_chains)
