@@ -57,6 +57,7 @@ check-book: setup
 # Core unit tests plus every notebook at the `smoke` profile (nbmake). The notebooks' CSVs go to
 # _build/test-results/, so that smoke runs never replace the numbers the book shows (results/).
 test: setup
+	rm -rf _build/test-results
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
