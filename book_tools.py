@@ -218,7 +218,9 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
     `high` in values) lies within our interval [low, high], differs when outside, inconclusive with none."""
     paper = paper_claim(claim)
     protocol = parse_pairs(paper["protocol"])
-    differences = [f"model {model} (paper: {paper['paper_model']})"] if model not in paper["paper_model"] else []
+    paper_models = {name.strip().lower() for name in paper["paper_model"].split(",")}
+    same_model = str(model).lower() in paper_models
+    differences = [] if same_model else [f"model {model} (paper: {paper['paper_model']})"]
     for key, ours in setup.items():
         theirs = protocol.get(key)
         if theirs is None or str(ours) != theirs:

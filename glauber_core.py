@@ -14,6 +14,7 @@ import math
 import os
 import re
 import socket
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from tqdm import TqdmWarning, tqdm
+
+# transformers imports tqdm.auto, which warns into a notebook's page when ipywidgets is missing (the style of
+# a progress bar, nothing about a result): silenced here, once, for every notebook that imports the core.
+warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
 
 REPO_ROOT = Path(__file__).resolve().parent
 
