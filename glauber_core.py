@@ -753,7 +753,8 @@ def candidate_scores(cond, tokens, positions, candidates) -> torch.Tensor:
         batch, k = candidates.shape
         states = tokens.repeat_interleave(k, 0)
         states[torch.arange(batch * k, device=tokens.device), positions.repeat_interleave(k)] = candidates.reshape(-1)
-        return cond.log_joint(states).double().view(batch, k)
+        unique, inverse = torch.unique(states, dim=0, return_inverse=True)  # each distinct state scored once
+        return cond.log_joint(unique).double()[inverse.cpu()].view(batch, k)
     return cond.log_scores(tokens, positions).double()[rows.unsqueeze(1), candidates].cpu()
 
 

@@ -1,12 +1,17 @@
 """Chapter 2: mixing bounds on real and enumerable chains (section 5, appendix A.1, Table 2).
 
-Imports the core (and the book's intervals); never another chapter module.
+Imports the core (and the book's intervals and verdict rules); never another chapter module.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import torch
 
+import book_tools as bt
 from glauber_core import (
     Conditionals,
     MaskedLMConditionals,
@@ -16,9 +21,14 @@ from glauber_core import (
     check_tokens,
     conditional_log_probs,
     conditional_probs,
+    exact_stationary,
     influence_coefficients,
     seed_passages,
+    total_variation,
 )
+
+NOTEBOOK = "02_mixing_bounds"
+TIGHTNESS = 2.0  # theorem5_bound_loose's null: the bound within this factor of the exact t_mix
 
 
 def exact_influence_coefficients(cond: Conditionals, n: int, temperatures, limit: int = 20_000) -> torch.Tensor:
@@ -135,3 +145,268 @@ def drift_boundary_states(cond: MaskedLMConditionals, token_id: int, n: int, cou
         others = torch.randperm(n, generator=generator)[: n - copies].sort().values
         states[b, others] = filler[b]
     return states
+
+
+# --------------------------------------------------------------------------------------------
+# alpha(tau): context-averaged estimate, its bootstrap interval over contexts, the crossing of 1
+# --------------------------------------------------------------------------------------------
+
+def alpha_table(influence: torch.Tensor, temperatures, resamples: int = 1000, seed: int = 0,
+                level: float = 0.95) -> pd.DataFrame:
+    """alpha(tau) = max_i sum_j c_ij from influence [T, C, n, n]: averaged over the C contexts (appendix A.1)
+    with a percentile bootstrap interval over contexts (NaN with one context), and the maximum over contexts.
+    Both are lower bounds on the true alpha(tau), a supremum over every context."""
+    influence = torch.as_tensor(influence, dtype=torch.float64)
+    if influence.dim() != 4 or influence.shape[-1] != influence.shape[-2]:
+        raise ValueError(f"influence must be [T, C, n, n], got {tuple(influence.shape)}")
+    taus = np.asarray(temperatures, dtype=float)
+    if len(taus) != influence.shape[0]:
+        raise ValueError(f"{len(taus)} temperatures for {influence.shape[0]} influence slices")
+    contexts = influence.shape[1]
+    table = pd.DataFrame({
+        "tau": taus,
+        "alpha_mean": influence.mean(1).sum(-1).amax(-1).numpy(),
+        "alpha_max": influence.amax(1).sum(-1).amax(-1).numpy(),
+        "low": math.nan, "high": math.nan, "contexts": contexts})
+    if contexts >= 2:
+        generator = torch.Generator().manual_seed(seed)
+        draws = torch.randint(0, contexts, (check_count(resamples, "resamples", 1), contexts),
+                              generator=generator)
+        weights = torch.zeros(len(draws), contexts, dtype=torch.float64)
+        weights.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
+        boot = torch.einsum("bc,tcij->tbij", weights / contexts, influence).sum(-1).amax(-1).numpy()
+        table["low"], table["high"] = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=1)
+    return table
+
+
+def crossing_temperature(alpha: pd.DataFrame, column: str = "alpha_mean") -> float:
+    """The smallest grid temperature above which alpha stays below 1 (math.inf when it never drops below 1
+    on the grid; the smallest grid temperature when it is below 1 everywhere)."""
+    ordered = alpha.sort_values("tau")
+    above = ordered[ordered[column] >= 1]
+    if above.empty:
+        return float(ordered.tau.iloc[0])
+    later = ordered[ordered.tau > above.tau.max()]
+    return float(later.tau.iloc[0]) if len(later) else math.inf
+
+
+def crossing_text(tau_star: float, grid) -> str:
+    """Where the context-averaged alpha drops below 1, in words."""
+    if math.isinf(tau_star):
+        return f"stays at or above 1 up to the grid's top, τ = {max(grid):g}"
+    if tau_star <= min(grid):
+        return f"is already below 1 at the grid's lowest temperature, τ = {tau_star:g}"
+    return f"drops below 1 from τ = {tau_star:g} on"
+
+
+def alpha_rows(alpha: pd.DataFrame, model: str, setup: dict) -> list[dict]:
+    """alpha_tau10 and alpha_tau11: our lower-bound estimate at tau = 10 and 11 beside the paper's, each a
+    model-specific row (judged only on the paper's model and protocol, else "other setup")."""
+    rows = []
+    for tau in (10, 11):
+        match = alpha[np.isclose(alpha.tau, tau)]
+        if match.empty:
+            raise ValueError(f"the temperature grid must contain tau = {tau}")
+        row = match.iloc[0]
+        missing = ("one context: no interval" if math.isfinite(row.alpha_mean)
+                   else "no estimate: the influence could not be computed")
+        digits = 2 if not abs(row.alpha_mean) < 0.05 else 4  # tiny alphas (near-uniform models) keep digits
+        text = bt.interval_text(row.alpha_mean, row.low, row.high, digits=digits, missing=missing)
+        if math.isfinite(row.alpha_mean):
+            text += f", max over contexts {row.alpha_max:.{digits}f}"
+        rows.append(bt.model_specific_row(
+            f"alpha_tau{tau}", f"alpha({tau}), mean over contexts (lower bound), bootstrap over contexts",
+            row.alpha_mean, text, model=model, setup=dict(setup, tau=tau), low=row.low, high=row.high))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 5 against the exact t_mix
+# --------------------------------------------------------------------------------------------
+
+def theorem5_row(mixing: pd.DataFrame, tightness: float = TIGHTNESS) -> dict:
+    """theorem5_bound_loose, a general claim. Null: the bound is tight, within a factor `tightness` of the
+    exact t_mix(1/4). Over every (chain, tau) with alpha < 1: reproduced when every ratio bound / t_mix
+    exceeds the factor, differs when none does, inconclusive when they straddle it or no case has
+    alpha < 1 (bt.rule_one_sided on [min ratio, max ratio])."""
+    cases = mixing[mixing.alpha < 1]
+    ratio = cases.bound / cases.t_mix
+    if cases.empty:
+        verdict, reason = bt.rule_one_sided(math.nan, math.nan, tightness, events=0)
+        reason = "no chain and temperature with alpha < 1: Theorem 5 says nothing here"
+        return bt.claim_row("theorem5_bound_loose", "Theorem 5 bound / exact t_mix(1/4), cases with alpha < 1",
+                            math.nan, "no case with alpha < 1 on the grid", verdict, reason)
+    verdict, reason = bt.rule_one_sided(float(ratio.min()), float(ratio.max()), tightness, "above",
+                                        events=len(cases))
+    reason = (reason.replace("95% interval", "the ratios' range").replace("the null", "the tightness null"))
+    text = (f"median {ratio.median():.1f} (range {ratio.min():.2f} to {ratio.max():.1f}, "
+            f"{len(cases)} cases)")
+    return bt.claim_row("theorem5_bound_loose", "Theorem 5 bound / exact t_mix(1/4), cases with alpha < 1",
+                        float(ratio.min()), text, verdict, reason)
+
+
+# --------------------------------------------------------------------------------------------
+# The stationary law against the pseudo-likelihood law (beyond the paper, sections 4 and 7)
+# --------------------------------------------------------------------------------------------
+
+def pseudo_likelihood_from_joint(joint: torch.Tensor, q: int, n: int) -> torch.Tensor:
+    """The pseudo-likelihood law of a joint law's own conditionals: proportional to prod_i pi(x_i | x_-i),
+    over the q^n states in lexicographic order. For a compatible chain (its conditionals are pi's) this is
+    `pseudo_likelihood_law` of the model."""
+    law = torch.as_tensor(joint, dtype=torch.float64).clamp_min(0)
+    if law.shape != (q**n,) or not law.sum() > 0:
+        raise ValueError(f"joint must be a nonnegative law over {q}^{n} states, got shape {tuple(law.shape)}")
+    cube = (law / law.sum()).reshape((q,) * n)
+    total = torch.zeros_like(cube)
+    for site in range(n):
+        marginal = cube.sum(site, keepdim=True)
+        total += torch.log(cube.clamp_min(1e-300)) - torch.log(marginal.clamp_min(1e-300))
+    return torch.softmax(total.reshape(-1), 0)
+
+
+def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: float = 1.0) -> dict:
+    """TV(mu_tau, PL law of the model's conditionals) and TV(mu_tau, PL law of mu_tau's own conditionals).
+
+    The second is what a compatible chain with the same stationary law shows (its conditionals are mu's);
+    their difference, `excess`, is 0 up to rounding for every compatible model and measures how far the
+    model's incompatibility moves the pseudo-likelihood law away from the law the chain samples."""
+    mu = exact_stationary(cond, n, temperature).clamp_min(0)
+    mu = mu / mu.sum()
+    model_pl = pseudo_likelihood_law(cond, n, temperature)
+    own_pl = pseudo_likelihood_from_joint(mu, cond.vocab_size, n)
+    tv_model = float(total_variation(mu.log(), model_pl.log()))
+    tv_own = float(total_variation(mu.log(), own_pl.log()))
+    rank = bt.rank_correlation(mu.numpy(), model_pl.numpy())
+    return dict(tau=float(temperature), states=len(mu), tv_model_pl=tv_model, tv_compatible_pl=tv_own,
+                excess=tv_model - tv_own, spearman=float(rank),
+                top_state_same=bool(mu.argmax() == model_pl.argmax()))
+
+
+def pseudo_likelihood_row(excess, floor: float = 1e-9, min_windows: int = 5) -> dict:
+    """mu_vs_pseudolikelihood_tv, a general claim (beyond the paper). Null: the model's incompatibility does
+    not move its pseudo-likelihood law away from mu_tau, excess = 0 (the value of every compatible chain,
+    up to the rounding `floor`). Per window an exact excess; reproduced when the bootstrap interval of the
+    mean over windows lies above the floor, differs when it lies at or below it, inconclusive otherwise or
+    with fewer than `min_windows` windows (too few for a bootstrap interval)."""
+    values = np.asarray(excess, dtype=float)
+    values = values[np.isfinite(values)]
+    quantity = "TV(mu, PL of model) - TV(mu, PL of mu's own conditionals), mean over windows, tau 1"
+    if len(values) == 0:
+        return bt.claim_row("mu_vs_pseudolikelihood_tv", quantity, math.nan, "no window could be solved",
+                            bt.INCONCLUSIVE, "no window: nothing to compare")
+    estimate = float(values.mean())
+    low = high = math.nan
+    if len(values) >= max(2, min_windows):
+        low, high = bt.bootstrap_ci(values) if np.ptp(values) > 0 else (estimate, estimate)
+    verdict, reason = bt.rule_one_sided(low, high, floor, "above")
+    few = f"fewer than {min_windows} windows"
+    text = bt.interval_text(estimate, low, high, digits=3, missing=few) + f" over {len(values)} windows"
+    if not math.isfinite(low):
+        reason = f"{len(values)} windows, fewer than {min_windows}: too few for an interval, so no verdict"
+    return bt.claim_row("mu_vs_pseudolikelihood_tv", quantity, estimate, text, verdict,
+                        reason + " (null: excess 0, every compatible chain)")
+
+
+# --------------------------------------------------------------------------------------------
+# The '!'-basin drift (section 5.4, Table 2)
+# --------------------------------------------------------------------------------------------
+
+def drift_summary(drift: torch.Tensor, temperatures) -> pd.DataFrame:
+    """Per temperature: boundary states, min and median drift, how many are positive."""
+    return pd.DataFrame([dict(tau=float(tau), states=len(d), min=d.min().item(), median=d.median().item(),
+                              positive=int((d > 0).sum())) for tau, d in zip(temperatures, drift)])
+
+
+def drift_row(drift: torch.Tensor | None, model: str, setup: dict, missing: str = "") -> dict:
+    """basin_drift_positive: how many sampled boundary states have delta_tau > 0 at every temperature we
+    ran, beside the paper's all 200 (a model-specific row: other setup off the paper's model and protocol)."""
+    quantity = "boundary states with drift > 0 at every temperature run"
+    if drift is None or drift.numel() == 0:
+        return bt.model_specific_row("basin_drift_positive", quantity, math.nan,
+                                     missing or "not measured on this model", model=model, setup=setup)
+    positive = int((drift > 0).all(0).sum())
+    states = drift.shape[1]
+    text = f"{positive} of {states} positive at every temperature (min drift {drift.min().item():.3f})"
+    return bt.model_specific_row("basin_drift_positive", quantity, positive, text, model=model, setup=setup)
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's tables and sentences
+# --------------------------------------------------------------------------------------------
+
+def save_table(frame: pd.DataFrame, name: str, model: str) -> pd.DataFrame:
+    """Write a results table to results/02_mixing_bounds/<name>.csv with the model that made it."""
+    frame = frame.assign(model=model) if "model" not in frame.columns else frame
+    frame.to_csv(bt.results_dir(NOTEBOOK) / f"{name}.csv", index=False)
+    return frame
+
+
+def lemma6_table(influence: torch.Tensor, oscillation: torch.Tensor, temperatures) -> pd.DataFrame:
+    """Lemma 6, c_ij(tau) <= Delta_ij / (4 tau), on every estimate: violations, least slack and the median
+    share of the bound used (pairs with Delta_ij = 0 have c_ij = 0 and are left out of the median)."""
+    taus = torch.as_tensor(np.asarray(temperatures, dtype=float))
+    bound = oscillation / (4 * taus).view(-1, 1, 1, 1)
+    n = influence.shape[-1]
+    off = ~torch.eye(n, dtype=torch.bool)
+    c, b = influence[:, :, off].flatten(1), bound[:, :, off].flatten(1)
+    ratio = torch.where(b > 0, c / b.clamp_min(1e-300), torch.nan)
+    return pd.DataFrame({"tau": taus.numpy(), "pairs": c.shape[1], "violations": (c > b + 1e-9).sum(1).numpy(),
+                         "min_slack": (b - c).amin(1).numpy(), "median_ratio": ratio.nanmedian(1).values.numpy()})
+
+
+def theorem_phrase(holds: bool, what: str = "holds in every case, as it must") -> str:
+    """A theorem check in words: it must hold; a failure is a bug."""
+    return what if holds else "FAILS in some case (a bug in this code)"
+
+
+def range_text(values, digits: int = 2, form: str = "f") -> str:
+    """"a to b" for finite values, or words when there are none."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return "undefined (no finite value)"
+    return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
+
+
+def corollary7_texts(tau7: float, tau_star: float) -> dict:
+    """Corollary 7's temperature and how far above the crossing of the estimated alpha it lies."""
+    factor = (f"{tau7 / tau_star:.1f} times" if math.isfinite(tau_star) and tau_star > 0
+              else "not comparable with (no crossing on the grid)")
+    return {"ch2_tau7": f"{tau7:.1f}", "ch2_tau7_factor": factor}
+
+
+def drift_texts(summary: pd.DataFrame | None, reason: str = "") -> dict:
+    """Sentences for the drift section, per temperature, and whether the certificate holds."""
+    if summary is None or summary.empty:
+        return {"ch2_drift_result": f"could not be computed: {reason}", "ch2_drift_phrase": "is not available"}
+    parts = [f"at τ = {r.tau:g}, {r.positive} of {r.states} positive (median {r.median:.2f}, "
+             f"min {r.min:.2f})" for r in summary.itertuples()]
+    holds = bool((summary.positive == summary.states).all())
+    return {"ch2_drift_result": "; ".join(parts), "ch2_drift_phrase": "holds" if holds else "fails"}
+
+
+def window_texts(windows: pd.DataFrame) -> dict:
+    """Sentences for the window comparison (TV of each pseudo-likelihood law from mu_tau, over windows)."""
+    return {"ch2_window_count": f"{len(windows)}",
+            "ch2_window_tv_model": range_text(windows.tv_model_pl),
+            "ch2_window_tv_own": range_text(windows.tv_compatible_pl),
+            "ch2_window_excess": range_text(windows.excess, 3),
+            "ch2_window_spearman": range_text(windows.spearman)}
+
+
+def verdict_texts(claims: pd.DataFrame) -> dict:
+    """{glue name: verdict} for every claims row, to quote verdicts in the closing prose."""
+    return {f"ch2_verdict_{row.claim}": row.verdict for row in claims.itertuples()}
+
+
+def single_token(cond: MaskedLMConditionals, text: str, n: int = 1) -> tuple[int | None, str]:
+    """The id of `text` when the model spells it as one allowed token and takes n sites, else (None, why
+    not)."""
+    if n > getattr(cond, "max_sites", n):
+        return None, f"the model takes at most {cond.max_sites} sites, fewer than N = {n}"
+    ids = cond.encode(text)
+    if len(ids) != 1:
+        return None, f"the model spells {text!r} with {len(ids)} tokens, not one"
+    if not bool(cond.allowed[int(ids[0])]):
+        return None, f"{text!r} is not a token the chain may propose in this model"
+    return int(ids[0]), ""

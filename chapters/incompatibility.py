@@ -1,11 +1,14 @@
 """Chapter 1: the rectangle test at scale (section 4, Table 1, Figs. 5-6).
 
-Imports the core (and the book's intervals); never another chapter module.
+Imports the core and the book's tools (intervals, verdict rules, claims rows); never another chapter
+module. Every delta goes through the core's `rectangle_delta`, whatever the model (masked LM, causal
+LM, Potts reference), so the control and the references test the code path the masked LM uses.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +18,7 @@ import torch
 from glauber_core import (
     CausalLMJoint,
     Conditionals,
+    PottsConditionals,
     check_count,
     check_temperature,
     check_tokens,
@@ -22,7 +26,7 @@ from glauber_core import (
     rectangle_input,
     rectangle_states,
 )
-from book_tools import bootstrap_ci
+import book_tools as bt
 
 
 def rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
@@ -142,27 +146,24 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
 
 
 def rectangle_frame(cond, rectangles: Rectangles, batch_size: int = 64) -> pd.DataFrame:
-    """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta|, and for
-    masked LMs the influences (token_influence); rectangle_delta's forwards run once per batch."""
+    """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta| (from the
+    core's `rectangle_delta`, the one code path for every model), and for masked LMs the influences
+    (token_influence, NaN for a causal LM, which has no full conditionals)."""
     columns = {"delta": [], "influence_ij": [], "influence_ji": []}
     causal = isinstance(cond, CausalLMJoint)
     for rows in torch.arange(len(rectangles)).split(batch_size):
         args = rectangles.take(rows).args()
+        columns["delta"].append(rectangle_delta(cond, *args))
         if causal:
-            columns["delta"].append(rectangle_delta(cond, *args))
-            columns["influence_ij"].append(torch.full((len(rows),), float("nan"), dtype=torch.float64))
-            columns["influence_ji"].append(columns["influence_ij"][-1])
-            continue
-        x, i, j, a_new, b_new = rectangle_input(cond, *args)
-        scores, new, old = rectangle_scores(cond, x, i, j, a_new, b_new)
-        edge = (scores.gather(2, new.unsqueeze(2)) - scores.gather(2, old.unsqueeze(2))).squeeze(2)
-        columns["delta"].append(((edge[0] + edge[1]) - (edge[2] + edge[3])).cpu())
-        log_p_old = torch.log_softmax(scores, -1).gather(2, old.unsqueeze(2)).squeeze(2)
-        columns["influence_ij"].append((log_p_old[0] - log_p_old[3]).abs().cpu())
-        columns["influence_ji"].append((log_p_old[2] - log_p_old[1]).abs().cpu())
+            influences = torch.full((len(rows), 2), float("nan"), dtype=torch.float64)
+        else:
+            influences = rectangle_influences(cond, *args)
+        columns["influence_ij"].append(influences[:, 0])
+        columns["influence_ji"].append(influences[:, 1])
     values = {k: torch.cat(v).numpy() for k, v in columns.items()}
     rows = torch.arange(len(rectangles))
-    name = cond.tokenizer.convert_ids_to_tokens
+    tokenizer = getattr(cond, "tokenizer", None)
+    name = tokenizer.convert_ids_to_tokens if tokenizer is not None else (lambda ids: [str(t) for t in ids])
     frame = pd.DataFrame({
         "rectangle": rows.numpy(), "passage": rectangles.passage.numpy(), "i": rectangles.i.numpy(),
         "j": rectangles.j.numpy(), "distance": (rectangles.i - rectangles.j).abs().numpy(),
@@ -206,11 +207,182 @@ def sign_test_above(values, floor: float) -> tuple[int, int, float]:
 
 def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 10_000,
                             seed: int = 0) -> dict:
-    """One row of Table 1 from a rectangle_frame: N, mean and median |delta|, a 95% bootstrap interval
-    for the mean, max |delta| and the sign test of |delta| against `floor`."""
-    abs_delta = frame.abs_delta.to_numpy()
-    low, high = bootstrap_ci(abs_delta, resamples=resamples, seed=seed)
-    k, total, p = sign_test_above(abs_delta, floor)
-    return {"rectangles": total, "mean_abs_delta": abs_delta.mean(), "ci_low": low, "ci_high": high,
-            "median_abs_delta": float(np.median(abs_delta)), "max_abs_delta": abs_delta.max(),
-            "above_floor": k, "sign_test_p": p}
+    """One row of Table 1 from a rectangle_frame: N, how many deltas are finite, mean and median |delta|
+    with a 95% bootstrap interval for the mean, max |delta| (NaN if any delta is not finite), how many
+    rectangles lie above `floor` with the Wilson interval of that share, and the sign test's p."""
+    abs_delta = frame.abs_delta.to_numpy(dtype=float)
+    finite = abs_delta[np.isfinite(abs_delta)]
+    row = {"rectangles": len(abs_delta), "finite": len(finite), "mean_abs_delta": math.nan,
+           "ci_low": math.nan, "ci_high": math.nan, "median_abs_delta": math.nan,
+           "max_abs_delta": float(np.max(abs_delta)) if len(abs_delta) else math.nan,
+           "above_floor": 0, "share_above": math.nan, "share_low": math.nan, "share_high": math.nan,
+           "sign_test_p": math.nan}
+    if len(finite) == 0:
+        return row
+    k, total, p = sign_test_above(finite, floor)
+    low, high = bt.share_intervals([k], [total])
+    row.update(mean_abs_delta=float(finite.mean()), median_abs_delta=float(np.median(finite)),
+               above_floor=k, share_above=k / total, share_low=float(low[0]), share_high=float(high[0]),
+               sign_test_p=p)
+    if len(finite) >= 2:
+        row["ci_low"], row["ci_high"] = bt.bootstrap_ci(finite, resamples=resamples, seed=seed)
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference models for the control: they go through the same rectangle_delta as the masked LM
+# ---------------------------------------------------------------------------------------------
+
+def potts_references(n: int, q: int = 3, seed: int = 0) -> dict[str, PottsConditionals]:
+    """Two Potts models on n sites with q colours and the same random field: symmetric coupling
+    (J + J^T) / 2, compatible with its Gibbs joint (delta = 0 up to fp64 rounding), and the
+    asymmetric J itself, incompatible (delta = (J_ji - J_ij) x colour matches, closed form in the tests)."""
+    n, q = check_count(n, "n", 2), check_count(q, "q", 2)
+    generator = torch.Generator().manual_seed(int(seed))
+    coupling = torch.randn(n, n, generator=generator, dtype=torch.float64)
+    field = torch.randn(n, q, generator=generator, dtype=torch.float64)
+    return {"Potts, symmetric J": PottsConditionals((coupling + coupling.T) / 2, field, q=q),
+            "Potts, asymmetric J": PottsConditionals(coupling, field, q=q)}
+
+
+def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
+    """`count` rectangles on uniform random states of n allowed tokens (one state per rectangle), with
+    A' and B' uniform over the other allowed tokens: the sampler of section 4 with top-k = |V|, for
+    small reference models that have no text."""
+    count = check_count(count, "count", 1)
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    generator = torch.Generator().manual_seed(int(seed))
+    states = allowed[torch.randint(len(allowed), (count, check_count(n, "n", 2)), generator=generator)]
+    return sample_rectangles(cond, states, count, top_k=int(cond.vocab_size), seed=seed)
+
+
+def batching_jitter(cond, rectangles: Rectangles, count: int = 8) -> float:
+    """Largest change of rectangle_delta when the first `count` rectangles are computed one at a time
+    instead of in one batch: the rounding of the arithmetic (0 when it is bitwise stable)."""
+    few = rectangles.take(torch.arange(min(check_count(count, "count", 1), len(rectangles))))
+    batched = rectangle_delta(cond, *few.args())
+    alone = torch.cat([rectangle_delta(cond, *few.take([r]).args()) for r in range(len(few))])
+    return float((batched - alone).abs().max())
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's verdict rules (stated in the notebook before the run) and its claims rows
+# ---------------------------------------------------------------------------------------------
+
+def detected_verdict(summary: dict) -> tuple[str, str]:
+    """incompatibility_detected: the share of rectangles with |delta| above the floor, Wilson 95%
+    interval, against 1/2 (the sign test's null: the median |delta| sits at the floor). Reproduced when
+    the interval lies above 1/2, differs when at or below, inconclusive otherwise or with no rectangle
+    above the floor (zero events) or no finite delta."""
+    k, total = int(summary["above_floor"]), int(summary["finite"])
+    if total == 0:
+        return bt.INCONCLUSIVE, "no rectangle gave a finite delta"
+    verdict, reason = bt.rule_one_sided(summary["share_low"], summary["share_high"], 0.5, "above",
+                                        events=k)
+    return verdict, f"{k} of {total} above the floor; Wilson {reason}"
+
+
+def control_verdict(summaries: dict[str, dict], compatible: list[str], floor: float) -> tuple[str, str]:
+    """causal_control_zero by book_tools.rule_control: the compatible models (`compatible`, e.g. the
+    causal LM and the symmetric Potts model) must all keep max |delta| at or below `floor`, every other
+    model of `summaries` (known incompatible: the asymmetric Potts model, the masked LM) must exceed it."""
+    unknown = [name for name in compatible if name not in summaries]
+    if unknown or len(compatible) == len(summaries):
+        raise ValueError(f"compatible must name some, not all, of {sorted(summaries)}; got {compatible}")
+    worst = max(summaries[name]["max_abs_delta"] for name in compatible)
+    references = {name: s["max_abs_delta"] for name, s in summaries.items() if name not in compatible}
+    return bt.rule_control(worst, references, floor)
+
+
+def rank_correlation_ci(x, y, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float, str]:
+    """Spearman's rho of paired x, y with its bootstrap interval, over the pairs where both are finite;
+    (nan, nan, nan, why) when there are fewer than 3 such pairs or one side is constant (no warning)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) < 3:
+        return math.nan, math.nan, math.nan, "fewer than 3 rectangles with finite values"
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan, math.nan, math.nan, "one of the two quantities is the same for every rectangle"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # bootstrap draws that happen to be constant
+        rho, low, high = bt.spearman_ci(x, y, resamples=resamples, seed=seed)
+    return rho, low, high, ""
+
+
+def distance_phrase(low: float, high: float, why: str = "") -> str:
+    """How the rank correlation of |delta| with the distance |i - j| reads, from its interval."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"no interval could be estimated ({why or 'too few distinct values'})"
+    if high < 0:
+        return "closer sites show more incompatibility"
+    if low > 0:
+        return "farther sites show more incompatibility"
+    return "the interval includes 0: no clear trend"
+
+
+def range_phrase(low: float, high: float, target_low: float, target_high: float) -> str:
+    """Where an interval [low, high] sits against a range: "lies below", "lies above" or "overlaps"."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "cannot be set beside (this run has no interval for)"
+    if high < target_low:
+        return "lies below"
+    if low > target_high:
+        return "lies above"
+    return "overlaps"
+
+
+def _digits(*values: float) -> int:
+    """Decimals that show two significant digits of the largest finite |value| (at least 2)."""
+    finite = [abs(v) for v in values if math.isfinite(v) and v != 0]
+    return max(2, 1 - math.floor(math.log10(max(finite)))) if finite else 2
+
+
+def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, compatible: list[str],
+                     influence: tuple[float, float, float, str], floor: float,
+                     setup: dict) -> tuple[list[dict], dict]:
+    """The chapter's four claims rows and the words its prose quotes, from Table 1's summaries (one per
+    model: `mlm`, the compatible models `compatible`, the other references), the influence correlation
+    (rho, low, high, why) and the run's setup for the model-specific row."""
+    m = summaries[mlm]
+    rows, words = [], {}
+    # incompatibility_detected (general)
+    verdict, reason = detected_verdict(m)
+    share = bt.interval_text(m["share_above"], m["share_low"], m["share_high"],
+                             missing="no rectangle gave a finite delta")
+    rows.append(bt.claim_row("incompatibility_detected",
+                             f"share of rectangles with |delta| > {floor:g} (null 1/2)",
+                             m["share_above"], share, verdict, reason))
+    words.update(ch1_share_text=share, ch1_detected_verdict=verdict,
+                 ch1_above_floor=f"{m['above_floor']} of {m['finite']}",
+                 ch1_sign_p=f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined")
+    # causal_control_zero (general)
+    verdict, reason = control_verdict(summaries, compatible, floor)
+    parts = "; ".join(f"{name} {s['max_abs_delta']:.1e}" for name, s in summaries.items())
+    worst = max(summaries[name]["max_abs_delta"] for name in compatible)
+    rows.append(bt.claim_row("causal_control_zero", f"largest |delta| per model (floor {floor:g})",
+                             worst, f"{parts} (floor {floor:g})", verdict, reason))
+    words.update(ch1_control_verdict=verdict, ch1_control_reason=reason,
+                 ch1_control_max=f"{worst:.1e}")
+    # influence_amplifies_delta (general)
+    rho, low, high, why = influence
+    verdict, reason = bt.rule_one_sided(low, high, 0.0, "above")
+    if why:
+        reason = f"{why}: {reason}"
+    rho_text = bt.interval_text(rho, low, high, missing=why or "no interval could be estimated")
+    rows.append(bt.claim_row("influence_amplifies_delta", "Spearman rho(|delta|, influence) (null 0)",
+                             rho, rho_text, verdict, reason))
+    words.update(ch1_rho_influence=rho_text, ch1_influence_verdict=verdict)
+    # incompatibility_mean_abs_delta (model-specific: shown, judged only on the paper's setup)
+    mean_text = bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"],
+                                 digits=_digits(m["mean_abs_delta"], m["ci_high"]),
+                                 missing="no rectangle gave a finite delta")
+    rows.append(bt.model_specific_row(
+        "incompatibility_mean_abs_delta", "mean |delta| over random rectangles (nats)",
+        m["mean_abs_delta"], mean_text, model=mlm, setup=setup, low=m["ci_low"], high=m["ci_high"]))
+    paper_low = bt.paper_number("incompatibility_mean_abs_delta", "low")
+    paper_high = bt.paper_number("incompatibility_mean_abs_delta", "high")
+    words.update(ch1_mean_text=mean_text, ch1_mean_verdict=rows[-1]["verdict"],
+                 ch1_mean_setup=rows[-1]["setup"],
+                 ch1_size_phrase=range_phrase(m["ci_low"], m["ci_high"], paper_low, paper_high))
+    return rows, words

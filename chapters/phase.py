@@ -6,6 +6,7 @@ Imports the core (and the book's intervals); never another chapter module.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,68 @@ from glauber_core import (
     glauber,
     pair_temperatures,
 )
+import book_tools as bt
 from book_tools import share_intervals
+
+
+# Each profile fixes every size of the chapter. `paper` follows the paper item by item: Fig. 2's 10^4-step
+# coupling budget; Fig. 3a's T = 10^4 steps at tau = 1 with 100 trials per length; Fig. 3b's tau = 1.4, 50 trials
+# per length, a 1,000-step cutoff and R = 1; Fig. 7's 100 chains, a 5,000-step cutoff and embeddings every 5
+# steps. One batched drift run per length serves all three drift protocols: each protocol reads its own chains
+# (the first `*_chains` starts) and its own cutoff (the records up to `*_steps`) from it.
+PROFILES = {
+    "smoke": dict(
+        grid_lengths=[6, 10], grid_temperatures=[1.0, 2.0, 4.0], pairs=3, budget=40,
+        drift_lengths=[6, 8, 10], drift_temperatures=[0.3, 1.0, 1.4, 4.0], drift_chains=3, drift_steps=40,
+        record_every=4, saturation_tau=1.0, saturation_steps=40, saturation_chains=3,
+        hit_tau=1.4, hit_steps=40, hit_chains=3, hit_radius=0.7,
+        crossover_steps=40, crossover_chains=3, crossover_radius=0.7,
+        alpha_length=6, alpha_contexts=2, top_k=2, regime_steps=20, n_boot=20),
+    "quick": dict(
+        grid_lengths=[8, 16, 32], grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=8, budget=400,
+        drift_lengths=[8, 12, 16, 24, 32], drift_temperatures=[0.3, 1.0, 1.4, 2.5], drift_chains=6,
+        drift_steps=300, record_every=4, saturation_tau=1.0, saturation_steps=300, saturation_chains=6,
+        hit_tau=1.4, hit_steps=300, hit_chains=6, hit_radius=0.7,
+        crossover_steps=300, crossover_chains=6, crossover_radius=0.7,
+        alpha_length=12, alpha_contexts=6, top_k=3, regime_steps=200, n_boot=200),
+    "paper": dict(
+        grid_lengths=[8, 16, 20, 32, 48, 64],
+        grid_temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0], pairs=100, budget=10_000,
+        drift_lengths=[8, 12, 16, 20, 24, 32, 48, 64], drift_temperatures=[0.5, 1.0, 1.4, 2.0, 3.0],
+        drift_chains=100, drift_steps=10_000, record_every=5,
+        saturation_tau=1.0, saturation_steps=10_000, saturation_chains=100,
+        hit_tau=1.4, hit_steps=1_000, hit_chains=50, hit_radius=1.0,
+        crossover_steps=5_000, crossover_chains=100, crossover_radius=0.7,
+        alpha_length=20, alpha_contexts=16, top_k=8, regime_steps=10_000, n_boot=1000),
+}
+
+
+PAPER_SEED_LENGTH = 20  # the paper's seed text length in tokens (appendix B.2): where Fig. 2's boundary is read
+
+
+def crossover_radii() -> list[float]:
+    """Fig. 7's thresholds, read from the protocol column of paper_claims.csv."""
+    return [float(r) for r in bt.paper_protocol("crossover_fractions")["radius"].split()]
+
+
+def range_text(values, digits: int = 2, missing: str = "undefined") -> str:
+    """"low-high" of the finite values, or `missing` (in words) when none is finite."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return missing
+    return f"{values.min():.{digits}f}-{values.max():.{digits}f}"
+
+
+def protocol_slice(rows: pd.DataFrame, steps: torch.Tensor, chains: int, cutoff: int):
+    """(row mask [B], record mask [R]) of one protocol within a shared drift run: the first `chains` starts
+    at each temperature, and the records at or before step `cutoff`."""
+    return (torch.as_tensor(rows.start.to_numpy() < chains), torch.as_tensor(steps) <= cutoff)
+
+
+def protocol_text(claim: str) -> str:
+    """The paper's protocol of a claim in words, read from paper_claims.csv (never typed in the chapter)."""
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in bt.paper_protocol(claim).items())
 
 
 def coupling_grid(cond: Conditionals, x0, y0, temperatures, max_steps: int, *, seed: int = 0,
@@ -83,15 +145,26 @@ def logistic_fit(x, y) -> tuple[float, float]:
         loglik = (y * eta - np.logaddexp(0, eta)).sum()
         return -(loglik + 0.5 * np.linalg.slogdet(design.T @ (design * w[:, None]))[1])
 
-    beta = minimize(penalised, np.zeros(2), method="Nelder-Mead",
-                    options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        beta = minimize(penalised, np.zeros(2), method="Nelder-Mead",
+                        options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x
     return float(centre - spread * beta[0] / beta[1]), float(spread / beta[1])
+
+
+def _rising_fit(cells: pd.DataFrame) -> tuple[float, float]:
+    """logistic_fit of coupled against temperature, (nan, nan) when the fitted share falls with temperature:
+    a slow-to-fast transition needs coupling to rise with tau, so a falling fit has no boundary."""
+    midpoint, scale = logistic_fit(cells.temperature, cells.coupled.astype(float))
+    return (midpoint, scale) if not scale < 0 else (math.nan, math.nan)
 
 
 def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per n, the logistic fit of coupled share against temperature: midpoint (where half the pairs couple),
     scale and the 10-90% width 2 ln(9) scale, with percentile bootstrap intervals from resampling pairs
-    (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993).
+    (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993). A resample without a
+    transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none met) and
+    no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with temperature
+    has no boundary (NaN).
     The bootstrap draws are kept in .attrs["boot"] (columns n, replicate, midpoint, scale)."""
     n_boot = check_count(n_boot, "n_boot", 1)
     if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
@@ -101,18 +174,20 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     for n, sub in grid.groupby("n"):
         pairs = np.sort(sub.pair.unique())
         by_pair = {p: cell for p, cell in sub.groupby("pair")}
-        midpoint, scale = logistic_fit(sub.temperature, sub.coupled.astype(float))
+        midpoint, scale = _rising_fit(sub)
         draws = []
         for replicate in range(n_boot):
             resampled = pd.concat([by_pair[p] for p in rng.choice(pairs, len(pairs))])
-            draws.append((n, replicate, *logistic_fit(resampled.temperature, resampled.coupled.astype(float))))
+            fit = _rising_fit(resampled)
+            if resampled.coupled.nunique() == 1 and resampled.temperature.nunique() > 1:
+                # no transition in this resample: every pair met (boundary below the grid) or none did (above)
+                fit = (-math.inf if resampled.coupled.all() else math.inf, math.nan)
+            draws.append((n, replicate, *fit))
         draws = pd.DataFrame(draws, columns=["n", "replicate", "midpoint", "scale"])
         boots.append(draws)
         row = {"n": n, "pairs": len(pairs), "midpoint": midpoint, "scale": scale, "width": 2 * math.log(9) * scale}
         for name in ("midpoint", "scale"):
-            low, high = np.nanquantile(draws[name], [alpha, 1 - alpha]) if draws[name].notna().any() else (
-                math.nan, math.nan)
-            row[f"{name}_low"], row[f"{name}_high"] = low, high
+            row[f"{name}_low"], row[f"{name}_high"], _ = draws_interval(draws[name], level, max_undefined=1.0)
         row["width_low"], row["width_high"] = 2 * math.log(9) * row["scale_low"], 2 * math.log(9) * row["scale_high"]
         row["boot_undefined"] = int(draws.midpoint.isna().sum())
         rows.append(row)
@@ -139,15 +214,17 @@ def hitting_times(distances, steps, radius: float) -> torch.Tensor:
 SCALING_FORMS = {"n log n": lambda n: n * np.log(n), "n": lambda n: n * 1.0, "n^2": lambda n: n**2.0}
 
 
-def scaling_fits(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Fit median hitting time T(n) = C f(n) for f in n log n, n, n^2 (Fig. 3b), by least squares on
-    log T, so log C is the mean of log T - log f(n) over lengths. Ranked by AIC (one parameter each, so by
+def scaling_fits(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95,
+                 forms: dict | None = None) -> pd.DataFrame:
+    """Fit median hitting time T(n) = C f(n) for f in n log n, n, n^2 (Fig. 3b; or the given `forms`), by least
+    squares on log T, so log C is the mean of log T - log f(n) over lengths. Ranked by AIC (one parameter each, so by
     the residual sum of squares), with the leave-one-length-out error in log T beside it. Chains that never
     hit count as infinite; a length whose median is infinite is left out. C's interval: percentile bootstrap
     over chains within each length. Also a free power law c n^beta (two parameters) for reference."""
     n, times = np.asarray(n, dtype=float), np.asarray(times, dtype=float)
     if n.shape != times.shape or n.ndim != 1 or (n < 2).any():
         raise ValueError("n and times must be equal-length 1-d arrays with every n >= 2")
+    forms = SCALING_FORMS if forms is None else forms
     times = np.where(times >= 0, times, np.inf)
     lengths = np.unique(n)
 
@@ -158,7 +235,7 @@ def scaling_fits(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95
     med = medians(groups)
     keep = np.isfinite(med) & (med > 0)
     if keep.sum() < 3:  # too few lengths hit within the budget to tell the forms apart: an all-NaN table
-        table = pd.DataFrame({"form": list(SCALING_FORMS), "C": math.nan, "C_low": math.nan, "C_high": math.nan,
+        table = pd.DataFrame({"form": list(forms), "C": math.nan, "C_low": math.nan, "C_high": math.nan,
                               "rss_log": math.nan, "aic": math.nan, "loo_mse_log": math.nan,
                               "lengths": int(keep.sum()), "best_aic": False})
         table.attrs["power_law"] = {"beta": math.nan, "c": math.nan}
@@ -170,12 +247,14 @@ def scaling_fits(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95
     boot_meds = np.array([medians(b)[keep] for b in boot_groups])
     alpha = (1 - level) / 2
     m = len(x)
-    for form, f in SCALING_FORMS.items():
+    for form, f in forms.items():
         resid = logt - np.log(f(x))
         log_c = resid.mean()
         rss = ((resid - log_c) ** 2).sum()
         loo = np.mean([(resid[k] - np.delete(resid, k).mean()) ** 2 for k in range(m)])
-        boot_c = np.exp(np.nanmean(np.log(boot_meds) - np.log(f(x)), 1))
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # a resample may have no finite median
+            warnings.simplefilter("ignore", RuntimeWarning)
+            boot_c = np.exp(np.nanmean(np.log(boot_meds) - np.log(f(x)), 1))
         boot_c = boot_c[np.isfinite(boot_c)]
         low, high = np.quantile(boot_c, [alpha, 1 - alpha]) if len(boot_c) else (math.nan, math.nan)
         rows.append({"form": form, "C": math.exp(log_c), "C_low": low, "C_high": high, "rss_log": rss,
@@ -253,8 +332,14 @@ def convergence_diagnostics(distances, burn_in: float = 0.5) -> dict:
     kept = draws[:, int(burn_in * draws.shape[1]):]
     if kept.shape[1] < 4:
         raise ValueError(f"only {kept.shape[1]} records left after burn-in; need at least 4")
-    return {"chains": kept.shape[0], "draws": kept.shape[1], "rhat": float(arviz.rhat(kept)),
-            "ess_bulk": float(arviz.ess(kept, method="bulk")), "ess_tail": float(arviz.ess(kept, method="tail"))}
+    if np.ptp(kept) == 0:  # constant traces (every chain stuck, or the distance never moves): undefined
+        return {"chains": kept.shape[0], "draws": kept.shape[1], "rhat": math.nan, "ess_bulk": math.nan,
+                "ess_tail": math.nan}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {"chains": kept.shape[0], "draws": kept.shape[1], "rhat": float(arviz.rhat(kept)),
+                "ess_bulk": float(arviz.ess(kept, method="bulk")),
+                "ess_tail": float(arviz.ess(kept, method="tail"))}
 
 
 def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, count: int = 4) -> pd.DataFrame:
@@ -264,3 +349,304 @@ def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, c
     picks = np.unique(np.linspace(0, len(trajectory.steps) - 1, check_count(count, "count", 1)).round().astype(int))
     return pd.DataFrame({label: cond.decode_batch(trajectory.tokens[b, picks]) for b, label in enumerate(labels)},
                         index=[f"step {int(trajectory.steps[k])}" for k in picks])
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's bookkeeping: tables naming their model, NaN-safe intervals, sentences for every case
+# --------------------------------------------------------------------------------------------
+
+
+def save_table(frame: pd.DataFrame, folder, name: str, model: str, index: bool = False) -> None:
+    """Write `frame` to folder/name with a `model` column naming the model that made it."""
+    import pathlib
+
+    frame.assign(model=model).to_csv(pathlib.Path(folder) / name, index=index)
+
+
+def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> tuple[float, float, float]:
+    """(low, high, undefined share) of a percentile bootstrap interval from `draws`, NaN-safe: a draw is
+    undefined (NaN) when its resample had no transition inside the grid and no side can be told (an infinite
+    draw is kept: it orders). When more than
+    `max_undefined` of the draws are undefined, one tail of the interval is unknown and (nan, nan) is
+    returned; never a numpy warning."""
+    draws = np.asarray(draws, dtype=float).reshape(-1)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    defined = draws[~np.isnan(draws)]
+    undefined = 1 - len(defined) / len(draws) if len(draws) else 1.0
+    if not len(defined) or undefined > max_undefined:
+        return math.nan, math.nan, undefined
+    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(low), float(high), undefined
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if _ok(a, b) and b != 0 else math.nan
+
+
+def _ok(*values) -> bool:
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
+    """The boundary shift midpoint(large) - midpoint(small) and the width ratio scale(large) / scale(small),
+    each with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs);
+    NaN with the share of undefined draws where a length has no transition inside the grid."""
+    boot = fits.attrs["boot"].pivot(index="replicate", columns="n")
+    by_n = fits.set_index("n")
+    out = {}
+    for name, column, combine in (("shift", "midpoint", np.subtract), ("ratio", "scale", np.divide)):
+        with np.errstate(all="ignore"):
+            draws = combine(boot[column][large].to_numpy(), boot[column][small].to_numpy())
+            estimate = float(combine(by_n[column][large], by_n[column][small]))
+        low, high, undefined = draws_interval(draws, level)
+        out[name] = estimate if math.isfinite(estimate) else math.nan
+        out[f"{name}_low"], out[f"{name}_high"], out[f"{name}_undefined"] = low, high, undefined
+    return out
+
+
+def scaled_budget_grid(grid: pd.DataFrame, budget: int) -> pd.DataFrame:
+    """The coupling grid with the budget removed as a cause of the boundary's shift: a pair counts as
+    coupled only if it met within budget * n log n / (n_max log n_max) steps, the same allowance per unit of
+    the fast-mixing time C n log n at every length (the largest n keeps the whole budget)."""
+    large = grid.n.max()
+    allowance = budget * grid.n * np.log(grid.n) / (large * math.log(large))
+    return grid.assign(coupled=(grid.time >= 0) & (grid.time <= allowance), allowance=allowance.round().astype(int))
+
+
+def boundary_text(cells: pd.DataFrame, n: int) -> str:
+    """Where at least half the pairs of length n met, in words, for every case a model can produce."""
+    sub = cells[cells.n == n]
+    hot = sub[sub.share >= 0.5].temperature
+    if sub.coupled.sum() == 0:
+        return "beyond the grid: no pair met within the budget at any temperature"
+    if not len(hot):
+        return f"beyond the grid (at most {sub.share.max():.0%} of the pairs met in any cell)"
+    if hot.min() == sub.temperature.min() and (sub.share >= 0.5).all():
+        return f"at or below the coldest grid temperature, tau = {hot.min():g} (half or more met in every cell)"
+    return f"tau = {hot.min():g}"
+
+
+def coupling_overview(cells: pd.DataFrame, budget: int) -> str:
+    """One sentence on the grid as a whole: no coupling, coupling everywhere, or a transition."""
+    total, met = int(cells.pairs.sum()), int(cells.coupled.sum())
+    if met == 0:
+        return (f"No pair met within the {budget}-step budget anywhere in the grid, so this run shows no "
+                "transition; the fits and claims below are inconclusive for that reason.")
+    if met == total:
+        return ("Every pair met within the budget in every cell, down to the coldest temperature: the "
+                "transition lies below the grid, and the fits below have nothing to locate.")
+    share = cells.groupby("temperature").share.mean()
+    return (f"{met} of {total} pairs met within the {budget}-step budget; averaged over lengths, the coupled "
+            f"share is {share.iloc[0]:.0%} at the coldest temperature and {share.iloc[-1]:.0%} at the hottest.")
+
+
+def estimate_text(estimate: float, low: float, high: float, missing: str, signed: bool = False,
+                  digits: int = 2) -> str:
+    """"estimate [low, high]" or, without an estimate, the reason in words (never "nan")."""
+    if not _ok(estimate):
+        return missing
+    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
+    if not all(v is not None and not math.isnan(float(v)) for v in (low, high)):
+        return f"{fmt.format(estimate)} (no interval: {missing})"
+    return f"{fmt.format(estimate)} [{fmt.format(low)}, {fmt.format(high)}]"
+
+
+def direction_text(low: float, high: float, null: float, above: str, below: str, between: str) -> str:
+    """Which side of `null` an interval lies on, in the words given (or that it has none)."""
+    if not _ok(low, high):
+        return "not estimable in this run"
+    return above if low > null else below if high < null else between
+
+
+# --------------------------------------------------------------------------------------------
+# Fig. 3a and Fig. 7: the saturation and crossover rules, and the section 7 comparison
+# --------------------------------------------------------------------------------------------
+
+GROWTH_FORMS = {"log n": lambda n: np.log(n), "n": lambda n: n * 1.0}
+
+
+def growth_fits(n, distances) -> pd.DataFrame:
+    """Fig. 3a: the median distance d(x_T, x_0) per length fitted by c log n and by c n (least squares on
+    log d, one parameter each), ranked by AIC as in scaling_fits. NaN rows with fewer than 3 lengths of
+    positive median distance."""
+    return scaling_fits(n, distances, n_boot=1, forms=GROWTH_FORMS)
+
+
+def rise_with_temperature(peaks, rows: pd.DataFrame, radius: float) -> dict:
+    """Fig. 7 summarised: chains (pooled over lengths) whose distance reached `radius` at the hottest and at
+    the coldest temperature of `rows`, for bt.rule_against_chance (the cold chains are the control)."""
+    peaks = np.asarray(torch.as_tensor(peaks).max(1).values if torch.as_tensor(peaks).dim() == 2 else peaks)
+    if len(peaks) != len(rows):
+        raise ValueError(f"need one peak per row, got {len(peaks)} and {len(rows)}")
+    hot, cold = rows.temperature.max(), rows.temperature.min()
+    reached = peaks >= radius
+    is_hot, is_cold = (rows.temperature == hot).to_numpy(), (rows.temperature == cold).to_numpy()
+    return {"hot": float(hot), "cold": float(cold), "hot_reached": int(reached[is_hot].sum()),
+            "hot_chains": int(is_hot.sum()), "cold_reached": int(reached[is_cold].sum()),
+            "cold_chains": int(is_cold.sum())}
+
+
+def paired_difference(before, after, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of before - after over paired contexts with Student's t interval (honest with a handful of
+    contexts, where a bootstrap is too narrow); NaN interval with fewer than 2 finite pairs."""
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if before.shape != after.shape or before.ndim != 1:
+        raise ValueError(f"need paired 1-d arrays, got {before.shape} and {after.shape}")
+    diff = (before - after)[np.isfinite(before - after)]
+    if not len(diff):
+        return math.nan, math.nan, math.nan
+    if len(diff) < 2:
+        return float(diff.mean()), math.nan, math.nan
+    from scipy.stats import t as student
+
+    half = student.ppf((1 + level) / 2, len(diff) - 1) * diff.std(ddof=1) / math.sqrt(len(diff))
+    return float(diff.mean()), float(diff.mean() - half), float(diff.mean() + half)
+
+
+# --------------------------------------------------------------------------------------------
+# Claims rows: one function per claim, each with the rule the chapter states before the run
+# --------------------------------------------------------------------------------------------
+
+
+def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str = "BBC News") -> dict:
+    """coupling_boundary_tau (model-specific): tau_1/2 at length n, shown beside RoBERTa's band, never judged
+    off the paper's model and protocol (the setup lists budget, pairs per cell, n and passages)."""
+    text = estimate_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high,
+                         missing=f"no transition inside the temperature grid at n = {n}")
+    return bt.model_specific_row(
+        "coupling_boundary_tau", f"tau where half the pairs couple, n = {n}", fit.midpoint, text, model=model,
+        setup={"budget": budget, "pairs": pairs, "n": n, "passages": passages},
+        low=fit.midpoint_low, high=fit.midpoint_high)
+
+
+def one_sided(low: float, high: float, null: float, direction: str = "above", *,
+              events: int | None = None) -> tuple[str, str]:
+    """bt.rule_one_sided, also for an interval with an infinite end (a bootstrap whose resamples put the
+    boundary beyond the grid): the end is replaced by a finite stand-in beyond every other number."""
+    far = 1e300
+    clip = [max(-far, min(far, v)) if v is not None and not math.isnan(float(v)) else v for v in (low, high)]
+    verdict, reason = bt.rule_one_sided(clip[0], clip[1], null, direction, events=events)
+    return verdict, reason.replace("1e+300", "inf")
+
+
+def _undefined_reason(summary: dict, name: str) -> str:
+    return (f"the transition falls outside the temperature grid in {summary[f'{name}_undefined']:.0%} of the "
+            "bootstrap resamples, so the interval has an unknown tail")
+
+
+def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict:
+    """boundary_shift_with_n (general), judged with the budget effect removed (scaled_budget_grid). Null: no
+    shift. Reproduced when the 95% interval of tau_1/2(n_max) - tau_1/2(n_min) lies above 0, differs when at or
+    below 0, inconclusive otherwise, with zero coupled pairs or no interval."""
+    verdict, reason = one_sided(shift["shift_low"], shift["shift_high"], 0.0, "above", events=events)
+    why = (_undefined_reason(shift, "shift") if _ok(shift["shift"])
+           else "no transition inside the grid at one of the two lengths")
+    if small == large:
+        verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
+    elif events and verdict == bt.INCONCLUSIVE and "no interval" in reason:
+        reason = why
+    text = estimate_text(shift["shift"], shift["shift_low"], shift["shift_high"], signed=True,
+                         missing=why if events else "zero pairs met within the scaled budget")
+    return bt.claim_row("boundary_shift_with_n", f"tau_1/2(n={large}) - tau_1/2(n={small}), budget scaled by n log n",
+                        shift["shift"], text, verdict, f"null: no shift; {reason}")
+
+
+def transition_width_row(width: dict, small: int, large: int) -> dict:
+    """transition_width (general): the width ratio s(n_max) / s(n_min) of the logistic fits. Null: the
+    sharpening of an Ising-like transition, whose window narrows like n^-1/2, a ratio sqrt(n_min / n_max).
+    Reproduced (smoother than Ising) when the 95% interval lies above that ratio, differs when at or below it,
+    inconclusive otherwise."""
+    null = math.sqrt(small / large)
+    verdict, reason = bt.rule_one_sided(width["ratio_low"], width["ratio_high"], null, "above")
+    why = (_undefined_reason(width, "ratio") if _ok(width["ratio"])
+           else "no transition inside the grid at one of the two lengths")
+    if small == large:
+        verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
+    elif not _ok(width["ratio_low"], width["ratio_high"]):
+        reason = why
+    text = estimate_text(width["ratio"], width["ratio_low"], width["ratio_high"], missing=why)
+    return bt.claim_row("transition_width", f"width ratio n={large} / n={small} (Ising-like n^-1/2: {null:.2f})",
+                        width["ratio"], text, verdict, f"null: Ising-like sharpening, ratio {null:.2f}; {reason}")
+
+
+def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:
+    """nlogn_fit (general): AIC of C n log n against c n and c n^2 on the median hitting times (Fig. 3b), by
+    bt.rule_preferred_form (null: another form fits as well; margin 2 in AIC); zero hits: inconclusive."""
+    table = scaling.set_index("form")
+    fit = table.loc["n log n"]
+    if events == 0:
+        verdict, reason = bt.INCONCLUSIVE, f"zero events: no chain reached d >= {radius:g} within the cutoff"
+    elif not table.aic.notna().all():
+        verdict, reason = bt.INCONCLUSIVE, (f"only {int(fit.lengths)} length(s) had half their chains reach "
+                                            f"d >= {radius:g}; three are needed to compare the forms")
+    else:
+        verdict, reason = bt.rule_preferred_form(table.aic.to_dict(), "n log n", margin)
+    text = estimate_text(fit.C, fit.C_low, fit.C_high, missing="no fit: too few lengths reached the radius")
+    if table.aic.notna().all():
+        text += "; AIC " + ", ".join(f"{form} {aic:.1f}" for form, aic in table.aic.items())
+    return bt.claim_row("nlogn_fit", f"C of C n log n at tau = {tau:g}, R = {radius:g}", fit.C, text, verdict,
+                        f"null: c n or c n^2 fits as well (AIC margin {margin:g}); {reason}")
+
+
+def saturation_row(growth: pd.DataFrame, tau: float, steps: int, margin: float = 2.0) -> dict:
+    """distance_saturates (general, Fig. 3a): the median d(x_T, x_0) per length fitted by c log n against
+    c n; null: linear growth. Reproduced when c log n wins by more than the AIC margin, differs when c n
+    wins, inconclusive otherwise (or with fewer than 3 lengths of positive distance)."""
+    table = growth.set_index("form")
+    medians = growth.attrs["medians"]
+    if table.aic.notna().all():
+        verdict, reason = bt.rule_preferred_form(table.aic.to_dict(), "log n", margin)
+        gap = float(table.aic["n"] - table.aic["log n"])
+    else:
+        verdict, reason, gap = bt.INCONCLUSIVE, "fewer than 3 lengths moved away from their start", math.nan
+    ends = medians.iloc[[0, -1]]
+    text = ("median d " + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_time))
+            + (f"; AIC(c n) - AIC(c log n) = {gap:+.1f}" if _ok(gap) else ""))
+    return bt.claim_row("distance_saturates", f"AIC(c n) - AIC(c log n), median d(x_T, x_0), tau = {tau:g}, "
+                        f"T = {steps}", gap, text, verdict, f"null: linear growth in n; {reason}")
+
+
+def crossover_row(rise: dict, radius: float) -> dict:
+    """crossover_fractions (general, Fig. 7): the share of chains reaching d >= radius at the hottest
+    temperature against the coldest (pooled over lengths), by bt.rule_against_chance; null: equal shares."""
+    verdict, reason, (low, high) = bt.rule_against_chance(rise["hot_reached"], rise["hot_chains"],
+                                                          rise["cold_reached"], rise["cold_chains"])
+    diff = (rise["hot_reached"] / rise["hot_chains"] - rise["cold_reached"] / rise["cold_chains"]
+            if rise["hot_chains"] and rise["cold_chains"] else math.nan)
+    text = (f"{rise['hot_reached']}/{rise['hot_chains']} at tau = {rise['hot']:g} vs {rise['cold_reached']}/"
+            f"{rise['cold_chains']} at tau = {rise['cold']:g}: "
+            + estimate_text(diff, low, high, signed=True, missing="no chains to compare"))
+    return bt.claim_row("crossover_fractions", f"share reaching d >= {radius:g}, hottest minus coldest tau",
+                        diff, text, verdict, f"null: the same share at both temperatures; {reason}")
+
+
+def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
+    """The per-context alpha on the seed passages and on the visited states at temperature tau, paired by
+    context (visited chain c started from seed passage c), same candidates and contexts on both sides."""
+    at = alpha[alpha.temperature == tau].pivot(index="context", columns="states", values="alpha")
+    return at.dropna() if {"seed passages", "visited"} <= set(at.columns) else at.iloc[:0]
+
+
+def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
+    """context_averaged_alpha (general, beyond the paper): at the first drift temperature at or above the
+    coupling boundary, the mean over contexts of alpha(seed passage) - alpha(visited state), paired, with
+    Student's t interval over contexts. Null: no difference. Reproduced (visited states less coupled) when the
+    interval lies above 0, differs when at or below 0, inconclusive otherwise."""
+    above = [t for t in sorted(temperatures) if _ok(boundary) and t >= boundary]
+    if not above:
+        why = ("no coupling boundary inside the grid" if not _ok(boundary)
+               else f"no drift temperature at or above the boundary {boundary:.2f}")
+        return bt.claim_row("context_averaged_alpha", "mean alpha(seed) - alpha(visited) past the boundary",
+                            math.nan, why, bt.INCONCLUSIVE, f"null: no difference; {why}")
+    tau = above[0]
+    pairs = alpha_pairs(alpha, tau)
+    diff, low, high = paired_difference(pairs["seed passages"], pairs["visited"]) if len(pairs) \
+        else (math.nan, math.nan, math.nan)
+    verdict, reason = bt.rule_one_sided(low, high, 0.0, "above")
+    text = estimate_text(diff, low, high, signed=True, missing="no paired contexts")
+    if len(pairs):
+        text += (f" at tau = {tau:g} over {len(pairs)} contexts (means: seeds "
+                 f"{pairs['seed passages'].mean():.2f}, visited {pairs['visited'].mean():.2f})")
+    return bt.claim_row("context_averaged_alpha", f"mean alpha(seed) - alpha(visited) at tau = {tau:g}",
+                        diff, text, verdict, f"null: no difference; {reason}")

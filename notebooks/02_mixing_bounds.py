@@ -20,7 +20,7 @@
 #
 # ```{admonition} This chapter at a glance
 # :class: tip
-# - **Claim** (paper, section 5 and appendix A.1): the chain provably mixes in $O(n \log n)$ steps once the influence sum $\alpha(\tau)$ drops below 1, which for BERT needs $\tau > 10$ ($\alpha(10) \approx 1.04$, $\alpha(11) \approx 0.94$); at low temperature, score margins and a positive drift into the '!'-basin certify slow mixing.
+# - **Claim** (paper, section 5 and appendix A.1): the chain provably mixes in $O(n \log n)$ steps once the influence sum $\alpha(\tau)$ drops below 1, which for BERT needs $\tau > 10$ ($\alpha(10) \gtrsim$ {glue:text}`paper_alpha_tau10_value`, $\alpha(11) \gtrsim$ {glue:text}`paper_alpha_tau11_value`); at low temperature, score margins and a positive drift into the '!'-basin certify slow mixing.
 # - **Look at**: the $\alpha(\tau)$ figure, the Lemma 6 table, the exact Potts tables (how loose Theorems 5 and 8 are), the drift table, and the stationary law against the pseudo-likelihood law.
 # - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/02_mixing_bounds.ipynb), or `papermill notebooks/02_mixing_bounds.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
@@ -37,6 +37,10 @@
 # bundled model, and, beyond the paper, check both theorems *exactly* on
 # Potts chains small enough to enumerate, where the true mixing time is a
 # matrix computation {cite}`levin2017markov`.
+# The paper's numbers on BERT are shown beside ours and judged only on
+# BERT with the paper's protocol (elsewhere: *other setup*); the two claims
+# beyond the paper are judged by rules stated before their runs, each with
+# its null.
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core and bundled model) and install it.
@@ -60,6 +64,7 @@ n_contexts: int = 0  # base contexts for c_ij; 0: the profile's value
 top_k: int = 0  # model's top-k candidates per site; 0: the profile's
 drift_states: int = 0  # boundary states of the '!'-basin; 0: profile's
 window_tokens: int = 0  # K, tokens per free site of the window chain
+windows: int = 0  # enumerable windows (contexts) for mu vs pseudo-likelihood
 seed: int = 0
 
 # %%
@@ -71,45 +76,57 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
-from scipy.stats import spearmanr
 
 import glauber_core as gc
 import book_tools as bt
 from chapters import bounds as ch
 
+# the paper's protocol (appendix A.1, section 5.4), read from paper_claims.csv
+A1 = bt.paper_protocol("alpha_tau10")
+TABLE2 = bt.paper_protocol("basin_drift_positive")
 PROFILES = {
-    "smoke": dict(seq_len=14, n_contexts=1, top_k=2, drift_states=2,
-                  drift_n=100, window_tokens=5, chains=2, chain_steps=20),
+    "smoke": dict(seq_len=14, n_contexts=2, top_k=2, drift_states=2,
+                  drift_n=100, window_tokens=4, windows=2, chains=2,
+                  chain_steps=20),
     "quick": dict(seq_len=14, n_contexts=8, top_k=4, drift_states=16,
-                  drift_n=100, window_tokens=12, chains=4, chain_steps=300),
-    "paper": dict(seq_len=14, n_contexts=20, top_k=15, drift_states=200,
-                  drift_n=100, window_tokens=16, chains=30,
-                  chain_steps=10_000),
+                  drift_n=100, window_tokens=8, windows=6, chains=4,
+                  chain_steps=300),
+    "paper": dict(seq_len=int(A1["seed_tokens"]), n_contexts=20, top_k=15,
+                  drift_states=int(TABLE2["states"]),
+                  drift_n=int(TABLE2["N"]), window_tokens=12, windows=20,
+                  chains=30, chain_steps=10_000),
 }
 cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_contexts=n_contexts, top_k=top_k,
-                          drift_states=drift_states,
+                          drift_states=drift_states, windows=windows,
                           window_tokens=window_tokens)
 bt.set_book_style()
+bt.glue_paper(ch.NOTEBOOK)
 cond = gc.load_mlm(model or None)
 model_name = Path(cond.name_or_path).name if not model else model
-out = bt.results_dir("02_mixing_bounds")
 # one log grid from 0.5 to 30, with the paper's 10 and 11 on it
 taus = np.unique(np.r_[np.geomspace(0.5, 30, 13), 1, 2, 10, 11]).round(3)
 cfg
 
 # %% [markdown]
-# | profile | contexts $\times$ candidates | '!' boundary states | window chain | low-$\tau$ chains |
+# | profile | contexts $\times$ candidates | '!' boundary states | windows | low-$\tau$ chains |
 # |---|---|---|---|---|
-# | smoke | 1 $\times$ 3 | 2 | $K = 5$ ($5^3$ states) | 2 $\times$ 20 steps |
-# | quick | 8 $\times$ 5 | 16 | $K = 12$ ($12^3$ states) | 4 $\times$ 300 steps |
-# | paper | 20 $\times$ 16 | 200 | $K = 16$ ($16^3$ states) | 30 $\times$ 10,000 steps |
+# | smoke | 2 $\times$ 3 | 2 | 2, $K = 4$ ($4^3$ states) | 2 $\times$ 20 steps |
+# | quick | 8 $\times$ 5 | 16 | 6, $K = 8$ ($8^3$ states) | 4 $\times$ 300 steps |
+# | paper | 20 $\times$ 16 | {glue:text}`paper_basin_drift_positive_of` | 20, $K = 12$ ($12^3$ states) | 30 $\times$ 10,000 steps |
 #
 # Every profile uses 14-token contexts (the paper's seed length in A.1),
-# the same 17 temperatures from 0.5 to 30, $N = 100$ for the '!'-basin and
-# the same exactly solvable Potts chains. A context's candidates at site
-# $j$ are its own token plus the model's top-$k$ tokens there (the paper
-# does not say how many it tried). The paper's profile is sized for a GPU.
+# the same 17 temperatures from 0.5 to 30, $N = 100$ sites with 90% '!'
+# for the '!'-basin and the same exactly solvable Potts chains; the
+# `paper` profile reads the seed length and Table 2's $N$ and number of
+# boundary states from the paper's protocol. Where it still differs from
+# the paper: the model (pass `model="bert-base-uncased"`), the contexts
+# (held-out BBC paragraphs, not the paper's seed sentence), how many
+# contexts and candidate tokens (the paper states neither; ours: a
+# context's own token plus the model's top-$k$ at each site), what fills
+# the 10 non-'!' sites and Table 2's two temperatures (both missing from
+# our copy of the paper; we use $\tau = 1$ and $2$). The paper's profile is
+# sized for a GPU.
 #
 # ## 1. Influence coefficients and $\alpha(\tau)$
 #
@@ -134,28 +151,28 @@ pd.DataFrame({"context": contexts.texts}).head(4)
 # true $\alpha(\tau)$, a supremum over every context.
 
 # %%
-alpha = pd.DataFrame({
-    "tau": taus,
-    "alpha_mean": gc.alpha_from_influence(influence.mean(1)).numpy(),
-    "alpha_max": gc.alpha_from_influence(influence.amax(1)).numpy(),
-})
-alpha.to_csv(out / "alpha.csv", index=False)
-below = alpha[alpha.alpha_mean < 1]
-tau_star = float(below.tau.min()) if len(below) else math.inf
-at_10, at_11 = (alpha[np.isclose(alpha.tau, t)].iloc[0] for t in (10, 11))
-bt.glue("ch2_tau_star", f"{tau_star:g}")
-for key, row in (("ch2_alpha10", at_10), ("ch2_alpha11", at_11)):
-    bt.glue(key, f"{row.alpha_mean:.2f} (max {row.alpha_max:.2f})")
+alpha = ch.alpha_table(influence, taus, seed=seed)
+tau_star = ch.crossing_temperature(alpha)
+alpha_rows = ch.alpha_rows(alpha, model_name, dict(
+    seed_tokens=cfg.seq_len, contexts=cfg.n_contexts,
+    candidates=cfg.top_k + 1))
+bt.glue_all({"ch2_crossing": ch.crossing_text(tau_star, taus),
+             "ch2_alpha10": alpha_rows[0]["ours_text"],
+             "ch2_alpha11": alpha_rows[1]["ours_text"]})
 alpha.round(3).set_index("tau").T
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(alpha.tau, alpha.alpha_mean, "o-", label="mean over contexts")
 ax.plot(alpha.tau, alpha.alpha_max, "s--", label="max over contexts")
-ax.plot([10, 11], [1.04, 0.94], "k*", ms=12, label="paper, BERT")
+ax.fill_between(alpha.tau, alpha.low, alpha.high, alpha=0.2,
+                label="95% bootstrap interval over contexts")
+ax.plot([10, 11], [bt.paper_number(f"alpha_tau{t}", "value")
+                   for t in (10, 11)], "k*", ms=12, label="paper, BERT")
 ax.axhline(1, color="grey", lw=1)
-ax.axvline(tau_star, color="C2", ls=":",
-           label=rf"ours: $\alpha < 1$ from $\tau$ = {tau_star:g}")
+if math.isfinite(tau_star):
+    ax.axvline(tau_star, color="C2", ls=":",
+               label=rf"ours: $\alpha < 1$ from $\tau$ = {tau_star:g}")
 ax.set(xscale="log", yscale="log", xlabel=r"temperature $\tau$",
        ylabel=r"$\hat\alpha(\tau)$ (lower bound)",
        title=rf"Influence sum, {model_name}, n = {cfg.seq_len}")
@@ -163,11 +180,16 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Averaged over contexts, our $\hat\alpha$ first drops below 1 at
-# $\tau$ = {glue:text}`ch2_tau_star` on this grid (the dotted line). At
-# $\tau = 10$ and $11$ it is {glue:text}`ch2_alpha10` and
-# {glue:text}`ch2_alpha11` (the maximum over contexts in brackets), against
-# the paper's 1.04 and 0.94 on BERT (the stars).
+# Averaged over contexts, our $\hat\alpha$ {glue:text}`ch2_crossing` on
+# this grid (the dotted line, where there is one). At $\tau = 10$ it is
+# {glue:text}`ch2_alpha10`, and at $\tau = 11$ {glue:text}`ch2_alpha11`
+# (95% bootstrap intervals over contexts), against the paper's
+# {glue:text}`paper_alpha_tau10_value` and
+# {glue:text}`paper_alpha_tau11_value` on BERT (the stars). These are
+# lower bounds measured on another model with other contexts and
+# candidates, so the claims table shows them beside the paper's numbers
+# without a verdict (*other setup*); only BERT with the paper's protocol
+# could be judged.
 #
 # The heatmap shows the context-averaged $c_{ij}$ at $\tau = 10$: row $i$
 # is the site whose conditional moves, column $j$ the site that changes.
@@ -187,7 +209,7 @@ influence_table = pd.DataFrame(
      for k, t in enumerate(taus) for c in range(cfg.n_contexts)
      for i in range(cfg.seq_len) for j in range(cfg.seq_len) if i != j],
     columns=["tau", "context", "i", "j", "c_ij"])
-influence_table.to_csv(out / "influence.csv", index=False)
+ch.save_table(influence_table, "influence", model_name)
 
 # %% [markdown]
 # ## 2. Score oscillation and Lemma 6
@@ -200,21 +222,11 @@ influence_table.to_csv(out / "influence.csv", index=False)
 # temperature and report the slack.
 
 # %%
-bound6 = oscillation / (4 * torch.tensor(taus)).view(-1, 1, 1, 1)
-off = ~torch.eye(cfg.seq_len, dtype=torch.bool)
-lemma6 = pd.DataFrame({
-    "tau": taus,
-    "pairs": int(off.sum()) * cfg.n_contexts,
-    "violations": (influence > bound6 + 1e-9)[:, :, off].sum((1, 2)),
-    "min_slack": (bound6 - influence)[:, :, off].amin((1, 2)),
-    "median_ratio": (influence / bound6)[:, :, off].flatten(1)
-    .median(1).values,
-})
-lemma6.to_csv(out / "lemma6.csv", index=False)
-bt.glue("ch2_lemma6_violations", f"{int(lemma6.violations.sum())}")
-bt.glue("ch2_lemma6_checks", f"{int(lemma6.pairs.sum()):,}")
-bt.glue("ch2_lemma6_ratio", f"{lemma6.median_ratio.min():.2f} to "
-        f"{lemma6.median_ratio.max():.2f}")
+lemma6 = ch.save_table(ch.lemma6_table(influence, oscillation, taus),
+                       "lemma6", model_name)
+bt.glue_all({"ch2_lemma6_violations": f"{int(lemma6.violations.sum())}",
+             "ch2_lemma6_checks": f"{int(lemma6.pairs.sum()):,}",
+             "ch2_lemma6_ratio": ch.range_text(lemma6.median_ratio)})
 lemma6.round(4)
 
 # %% [markdown]
@@ -225,8 +237,7 @@ lemma6.round(4)
 tau7 = {name: gc.alpha_from_influence(reduce(oscillation)).item() / 4
         for name, reduce in [("mean over contexts", lambda d: d.mean(0)),
                              ("max over contexts", lambda d: d.amax(0))]}
-bt.glue("ch2_tau7", f"{tau7['mean over contexts']:.1f}")
-bt.glue("ch2_tau7_factor", f"{tau7['mean over contexts'] / tau_star:.1f}")
+bt.glue_all(ch.corollary7_texts(tau7["mean over contexts"], tau_star))
 pd.Series(tau7, name="Corollary 7 temperature").round(1)
 
 # %% [markdown]
@@ -238,8 +249,9 @@ pd.Series(tau7, name="Corollary 7 temperature").round(1)
 # {glue:text}`ch2_lemma6_ratio` across temperatures, measures how much of
 # the bound the influence actually uses. Corollary 7 (from the
 # context-averaged $\Delta_{ij}$) asks for $\tau >$ {glue:text}`ch2_tau7`,
-# {glue:text}`ch2_tau7_factor` times the temperature where the same
-# contexts give $\hat\alpha < 1$.
+# {glue:text}`ch2_tau7_factor` the temperature where the same contexts
+# give $\hat\alpha < 1$. Lemma 6 and Corollary 7 are theorems: this table
+# checks our code, not the paper, so it is not a row of the claims table.
 #
 # ## 3. Theorem 5's bound where $\hat\alpha < 1$
 #
@@ -253,15 +265,17 @@ alpha["bound_mean"] = [gc.mixing_time_bound(a, cfg.seq_len)
                        for a in alpha.alpha_mean]
 alpha["bound_max"] = [gc.mixing_time_bound(a, cfg.seq_len)
                       for a in alpha.alpha_max]
-alpha.to_csv(out / "alpha.csv", index=False)
+ch.save_table(alpha, "alpha", model_name)
 finite = alpha[np.isfinite(alpha.bound_mean)]
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.plot(finite.tau, finite.bound_mean, "o-", label="mean over contexts")
 ax.plot(finite.tau, finite.bound_max, "s--", label="max over contexts")
-ax.set(xscale="log", yscale="log", xlabel=r"temperature $\tau$",
+ax.set(xscale="log", xlabel=r"temperature $\tau$",
        ylabel=r"bound on $t_{\mathrm{mix}}(1/4)$ (steps)",
        title=f"Theorem 5 with the estimated alpha, n = {cfg.seq_len}")
-ax.legend()
+if len(finite):
+    ax.set_yscale("log")
+    ax.legend()
 plt.show()
 
 # %% [markdown]
@@ -274,6 +288,17 @@ plt.show()
 # contexts, the kernel $P_\tau$, its stationary law and
 # $t_{\mathrm{mix}}(1/4)$ from matrix powers. A symmetric $J$ gives
 # compatible conditionals; the asymmetric one does not.
+#
+# The paper calls the bound loose at natural temperatures on BERT. Our
+# rule for the Potts chains, fixed before the run: the null is a *tight*
+# bound, within a factor 2 of the exact $t_{\mathrm{mix}}(1/4)$. Over
+# every (chain, temperature) on the grid $\tau \in [0.5, 8]$ with
+# $\alpha < 1$, the claim is *reproduced* when every ratio bound / exact
+# exceeds 2, *differs* when none does, and is *inconclusive* when the
+# ratios straddle 2 or no case has $\alpha < 1$. (As $\tau \to \infty$
+# the ratio tends to $n(\log n + \log 4) / t_{\mathrm{mix}}(\infty)$, so
+# far above the grid the bound does become tight: the looseness lives at
+# moderate temperatures.)
 
 # %%
 rng = torch.Generator().manual_seed(seed)
@@ -291,7 +316,7 @@ for name, potts in chains.items():
                          t_mix=gc.exact_mixing_time(potts, 5, tau),
                          bound=gc.mixing_time_bound(a, 5)))
 potts_mixing = pd.DataFrame(rows).assign(ratio=lambda d: d.bound / d.t_mix)
-potts_mixing.to_csv(out / "potts_mixing.csv", index=False)
+ch.save_table(potts_mixing, "potts_mixing", "Potts, 5 sites, 3 colours")
 potts_mixing.round(3)
 
 # %%
@@ -307,21 +332,23 @@ ax.set(xscale="log", yscale="log", xlabel=r"temperature $\tau$",
 ax.legend(fontsize=8)
 plt.show()
 tight = potts_mixing[potts_mixing.alpha < 1]
-bound_holds = bool((tight.bound >= tight.t_mix).all())
-bt.glue("ch2_t5_cases", f"{len(tight)} of {len(potts_mixing)}")
-bt.glue("ch2_t5_holds", "holds in every case, as it must" if bound_holds
-        else "FAILS in some case (a bug)")
-bt.glue("ch2_t5_ratio", f"{tight.ratio.median():.1f} (range "
-        f"{tight.ratio.min():.1f}-{tight.ratio.max():.1f})")
-bt.glue("ch2_t5_unbounded_tmix",
-        f"{int(potts_mixing[potts_mixing.alpha >= 1].t_mix.max())}")
+unbounded = potts_mixing[potts_mixing.alpha >= 1]
+theorem5 = ch.theorem5_row(potts_mixing)
+bt.glue_all({
+    "ch2_t5_cases": f"{len(tight)} of {len(potts_mixing)}",
+    "ch2_t5_holds": ch.theorem_phrase(bool((tight.bound >= tight.t_mix)
+                                           .all())),
+    "ch2_t5_ratio": theorem5["ours_text"],
+    "ch2_t5_unbounded_tmix": f"{unbounded.t_mix.max():.0f}",
+    "ch2_t5_verdict": f"{theorem5['verdict']} ({theorem5['reason']})"})
 
 # %% [markdown]
 # $\alpha < 1$ in {glue:text}`ch2_t5_cases` (chain, temperature) cases.
 # There the bound {glue:text}`ch2_t5_holds`, and it overshoots the exact
-# mixing time by a median factor {glue:text}`ch2_t5_ratio`. Below the
-# temperature where $\alpha$ reaches 1 the theorem says nothing, yet there
-# these chains mix within {glue:text}`ch2_t5_unbounded_tmix` steps: the
+# mixing time by a factor with {glue:text}`ch2_t5_ratio`. By the rule
+# above the claim is *{glue:text}`ch2_t5_verdict`*. Below the temperature
+# where $\alpha$ reaches 1 the theorem says nothing, yet there these
+# chains mix within {glue:text}`ch2_t5_unbounded_tmix` steps: the
 # condition is sufficient, far from necessary.
 #
 # Theorem 8 on a low-temperature basin. Take the ferromagnetic Ising chain
@@ -339,14 +366,13 @@ theorem8 = pd.DataFrame([gc.theorem8_check(ising, 6, tau, basin)
                          for tau in (0.5, 0.6, 0.75, 1.0, 1.5, 2.0)])
 theorem8["escape_looseness"] = theorem8.escape_bound / theorem8.escape
 theorem8["t_mix_looseness"] = theorem8.t_mix / theorem8.t_mix_lower
-theorem8.to_csv(out / "theorem8.csv", index=False)
+ch.save_table(theorem8, "theorem8", "Ising, 6 sites")
 t8_holds = bool((theorem8.escape <= theorem8.escape_bound).all()
                 and (theorem8.t_mix >= theorem8.t_mix_lower).all())
-bt.glue("ch2_t8_holds", "Both bounds hold" if t8_holds
-        else "A bound FAILS (a bug)")
-for key, col in (("ch2_t8_escape", "escape_looseness"),
-                 ("ch2_t8_tmix", "t_mix_looseness")):
-    bt.glue(key, f"{theorem8[col].min():.3g} to {theorem8[col].max():.3g}")
+bt.glue_all({
+    "ch2_t8_holds": ch.theorem_phrase(t8_holds, "Both bounds hold"),
+    "ch2_t8_escape": ch.range_text(theorem8.escape_looseness, 3, "g"),
+    "ch2_t8_tmix": ch.range_text(theorem8.t_mix_looseness, 3, "g")})
 theorem8[["temperature", "delta_star", "mu_basin", "escape",
           "escape_bound", "t_mix", "t_mix_lower", "escape_looseness",
           "t_mix_looseness"]].round(4)
@@ -358,7 +384,8 @@ theorem8[["temperature", "delta_star", "mu_basin", "escape",
 # site), and the mixing-time bound by a factor from {glue:text}`ch2_t8_tmix`,
 # largest at the lowest $\tau$ (see the last column): the true escape
 # needs a whole run of unlikely moves, not one, so $t_{\mathrm{mix}}$
-# grows much faster than $e^{\Delta_\star/\tau}$.
+# grows much faster than $e^{\Delta_\star/\tau}$. Like Lemma 6, this is
+# a check of a theorem (a failure would be a bug), not a claims row.
 #
 # ## 5. Score margins of real states
 #
@@ -392,10 +419,10 @@ for tau in (1.0, tau_cold):
     margins[f"bound_tau_{tau:g}"] = np.where(
         margins.perfect_trap, np.exp(delta_min.numpy() / tau) / (4 * size_v),
         np.nan)
-margins.to_csv(out / "margins.csv", index=False)
-bt.glue("ch2_perfect_traps", f"{int(margins.perfect_trap.sum())} of "
-        f"{len(margins)}")
-bt.glue("ch2_size_v", f"{size_v:,}")
+ch.save_table(margins, "margins", model_name)
+bt.glue_all({"ch2_perfect_traps": f"{int(margins.perfect_trap.sum())} of "
+                                  f"{len(margins)}",
+             "ch2_size_v": f"{size_v:,}"})
 margins.round(3)
 
 # %% [markdown]
@@ -403,8 +430,9 @@ margins.round(3)
 # columns are Theorem 8's lower bound $e^{\Delta_\star/\tau}/(4|V|)$ on the
 # mixing time, for perfect traps only. With $|V|$ =
 # {glue:text}`ch2_size_v` it stays below one step unless
-# $\Delta_\star/\tau > \ln(4|V|)$; the paper meets the same wall (its best
-# trap predicts 0.014 steps and lasted 4,950).
+# $\Delta_\star/\tau > \ln(4|V|)$; the paper meets the same wall in
+# appendix A.1 (its best trap's bound is a small fraction of one step,
+# while the trap lasted thousands of steps; chapter 5 quotes the numbers).
 #
 # ## 6. The '!'-basin drift certificate
 #
@@ -416,39 +444,35 @@ margins.round(3)
 # the first 10 tokens of a held-out BBC paragraph there, in order, at
 # random positions. Our copy of the paper lacks Table 2's values and
 # temperatures, so we use $\tau = 1$ and $\tau = 2$. All $N$ site
-# conditionals of a state come from one batched set of forwards.
+# conditionals of a state come from one batched set of forwards. The
+# paper's count is a number measured on BERT: ours stands beside it in
+# the claims table, with each difference of setup listed, unjudged.
 
 # %%
-bang = cond.encode("!")
-assert len(bang) == 1, "the model has no single '!' token"
-boundary = ch.drift_boundary_states(cond, int(bang[0]), cfg.drift_n,
-                                    cfg.drift_states, seed=seed)
+bang, no_bang = ch.single_token(cond, "!", cfg.drift_n)
 drift_taus = [1.0, 2.0]
-drift = gc.basin_drifts(cond, boundary, int(bang[0]), drift_taus)
-drift_table = pd.DataFrame([
-    dict(tau=tau, states=cfg.drift_states, min=d.min().item(),
-         median=d.median().item(), share_positive=(d > 0).double()
-         .mean().item()) for tau, d in zip(drift_taus, drift)])
-pd.DataFrame({"tau": np.repeat(drift_taus, cfg.drift_states),
-              "delta": drift.flatten().numpy()}).to_csv(
-    out / "drift.csv", index=False)
-drift_table.to_csv(out / "drift_summary.csv", index=False)
-all_positive = bool((drift > 0).all())
-bt.glue("ch2_drift_states", f"{cfg.drift_states}")
-for tau, d in zip(drift_taus, drift):
-    bt.glue(f"ch2_drift_tau{tau:g}", f"{int((d > 0).sum())} of {len(d)} "
-            f"positive, median {d.median().item():.2f}")
-bt.glue("ch2_drift_phrase", "holds" if all_positive else "fails")
-print(cond.decode(boundary[0]))
-drift_table.round(4)
+drift = drift_table = None
+if bang is not None:
+    boundary = ch.drift_boundary_states(cond, bang, cfg.drift_n,
+                                        cfg.drift_states, seed=seed)
+    drift = gc.basin_drifts(cond, boundary, bang, drift_taus)
+    drift_table = ch.save_table(ch.drift_summary(drift, drift_taus),
+                                "drift_summary", model_name)
+    ch.save_table(pd.DataFrame({
+        "tau": np.repeat(drift_taus, cfg.drift_states),
+        "delta": drift.flatten().numpy()}), "drift", model_name)
+    print(cond.decode(boundary[0]))
+else:
+    print(f"No drift certificate for this model: {no_bang}.")
+bt.glue_all(ch.drift_texts(drift_table, no_bang))
+drift_table
 
 # %% [markdown]
-# The paper finds all 200 boundary states pulled inwards at both of its
-# temperatures. Over our {glue:text}`ch2_drift_states` boundary states:
-# at $\tau = 1$, {glue:text}`ch2_drift_tau1`; at $\tau = 2$,
-# {glue:text}`ch2_drift_tau2`. The certificate (every sampled state with
-# $\delta_\tau > 0$) therefore {glue:text}`ch2_drift_phrase` for this
-# model. A drift near $-0.9$ would mean that almost every '!' site gets
+# The paper finds {glue:text}`paper_basin_drift_positive`. Over our
+# boundary states: {glue:text}`ch2_drift_result`. The certificate (every
+# sampled state with $\delta_\tau > 0$) therefore
+# {glue:text}`ch2_drift_phrase` for this model. A drift near $-0.9$ would
+# mean that almost every '!' site gets
 # resampled to something else; a model trained on news text, where '!' is
 # rare, has little reason to keep runs of it. The certificate is a
 # property of the model, not of Glauber dynamics.
@@ -464,58 +488,72 @@ drift_table.round(4)
 # tokens (the context's own and the model's most likely ones there), and
 # renormalise the model's conditionals over those $K$. The chain then has
 # $K^3$ states and its kernel is exact.
+#
+# But the two laws differ even for a *compatible* model: its chain samples
+# the joint $\pi$ exactly, and $\prod_i \pi(x_i \mid x_{-i})$ is not
+# $\pi$. So a large TV alone says nothing about incompatibility. What
+# incompatibility adds is measured through one computation on each
+# window: TV($\mu_\tau$, pseudo-likelihood law of the model's
+# conditionals) minus TV($\mu_\tau$, pseudo-likelihood law of $\mu_\tau$'s
+# own conditionals). The second term is what a compatible chain with the
+# same stationary law shows, so this *excess* is 0 for every compatible
+# model (the symmetric Potts chain below checks it through the same code).
+# Our rule, fixed before the run: the null is excess 0; over the windows
+# (one per context, $\tau = 1$), the claim that incompatibility moves the
+# pseudo-likelihood law away from $\mu_\tau$ is *reproduced* when the 95%
+# bootstrap interval of the mean excess lies above 0 (beyond a $10^{-9}$
+# rounding floor), *differs* when it lies at or below it, and is
+# *inconclusive* otherwise or with fewer than 5 windows (the smoke
+# profile's 2 give no interval).
 
 # %%
 free = [5, 6, 7]
-token_set = ch.window_token_set(cond, contexts.tokens[0], free,
-                                cfg.window_tokens)
-window = ch.RestrictedConditionals(cond, contexts.tokens[0], free,
-                                   token_set)
-laws = {}
-for tau in (1.0, 2.0):
-    laws[tau] = (gc.exact_stationary(window, 3, tau),
-                 ch.pseudo_likelihood_law(window, 3, tau))
-compare = pd.DataFrame([
-    dict(tau=tau, states=len(mu),
-         tv=float(gc.total_variation(mu.log(), pl.log())),
-         spearman=spearmanr(mu, pl).statistic,
-         top_state_same=bool(mu.argmax() == pl.argmax()))
-    for tau, (mu, pl) in laws.items()])
-compare.to_csv(out / "stationary_vs_pl.csv", index=False)
-for row in compare.itertuples():
-    bt.glue(f"ch2_window_tau{row.tau:g}",
-            f"TV {row.tv:.2f}, Spearman {row.spearman:.2f}, "
-            f"{'same' if row.top_state_same else 'different'} top state")
-print(f"{window.forwards} model rows for {len(token_set)}^3 states; "
-      f"context: {cond.decode(contexts.tokens[0])!r}")
-compare.round(4)
+window_rows, window_laws = [], []
+for w in range(min(cfg.windows, cfg.n_contexts)):
+    token_set = ch.window_token_set(cond, contexts.tokens[w], free,
+                                    cfg.window_tokens)
+    window = ch.RestrictedConditionals(cond, contexts.tokens[w], free,
+                                       token_set)
+    window_rows.append(dict(
+        window=w, context=contexts.texts[w],
+        **ch.stationary_vs_pseudo_likelihood(window, 3, 1.0)))
+    window_laws.append((token_set, gc.exact_stationary(window, 3, 1.0),
+                        ch.pseudo_likelihood_law(window, 3, 1.0)))
+windows_table = ch.save_table(pd.DataFrame(window_rows),
+                              "stationary_vs_pl", model_name)
+bt.glue_all(ch.window_texts(windows_table))
+windows_table.drop(columns="context").round(4)
 
 # %% [markdown]
-# How the two laws compare on the window: at $\tau = 1$,
-# {glue:text}`ch2_window_tau1`; at $\tau = 2$, {glue:text}`ch2_window_tau2`.
-# Below, the most likely window fillings under each law at $\tau = 1$ (the
+# Over {glue:text}`ch2_window_count` windows at $\tau = 1$, $\mu_\tau$ lies
+# {glue:text}`ch2_window_tv_model` in TV from the model's
+# pseudo-likelihood law (Spearman {glue:text}`ch2_window_spearman`), and
+# {glue:text}`ch2_window_tv_own` from the pseudo-likelihood law of its own
+# conditionals; the excess ranges from {glue:text}`ch2_window_excess`.
+# Below, the most likely fillings of the first window under each law (the
 # union of each law's top five). The two laws need not agree even on the
 # most likely state: the pseudo-likelihood rewards fillings whose every
 # token is well predicted by the others, while $\mu_\tau$ also weighs how
 # the chain flows between fillings.
 
 # %%
-mu, pl = laws[1.0]
+token_set, mu, pl = window_laws[0]
 window_states = gc.all_states(len(token_set), 3)
 top = torch.cat([mu.topk(5).indices, pl.topk(5).indices]).unique()
 top_states = pd.DataFrame({
     "filling": [cond.decode(token_set[window_states[s]]) for s in top],
     "mu_tau": mu[top].numpy(), "pseudo_likelihood": pl[top].numpy(),
 }).sort_values("mu_tau", ascending=False)
-top_states.to_csv(out / "window_top_states.csv", index=False)
+ch.save_table(top_states, "window_top_states", model_name)
 top_states.round(4)
 
 # %% [markdown]
 # The same comparison on Potts chains, where we can dial the
 # incompatibility: $J = S + a A$ with $S$ symmetric and $A$ antisymmetric.
 # At $a = 0$ the chain samples the Gibbs law of $S$ exactly, and even then
-# that law is not the pseudo-likelihood law; the figure follows both
-# distances as $a$ grows.
+# that law is not the pseudo-likelihood law; the excess, computed by the
+# same function as on the windows, is 0 there. The figure follows the
+# distances and the excess as $a$ grows.
 
 # %%
 sym, anti = (raw + raw.T) / 2, (raw - raw.T) / 2
@@ -523,121 +561,82 @@ gibbs = gc.PottsConditionals(sym, field, 3).joint_log_probs(1.0)[1].exp()
 rows = []
 for a in np.linspace(0, 2, 9):
     potts = gc.PottsConditionals(sym + a * anti, field, 3)
+    laws_a = ch.stationary_vs_pseudo_likelihood(potts, 5, 1.0)
     mu_a = gc.exact_stationary(potts, 5, 1.0)
     rows.append(dict(
-        asymmetry=a,
-        tv_pseudo_likelihood=float(gc.total_variation(
-            mu_a.log(), ch.pseudo_likelihood_law(potts, 5, 1.0).log())),
+        asymmetry=a, tv_pseudo_likelihood=laws_a["tv_model_pl"],
+        excess=laws_a["excess"],
         tv_gibbs_of_symmetric_part=float(
             gc.total_variation(mu_a.log(), gibbs.log()))))
-asymmetry = pd.DataFrame(rows)
-asymmetry.to_csv(out / "potts_asymmetry.csv", index=False)
+asymmetry = ch.save_table(pd.DataFrame(rows), "potts_asymmetry",
+                          "Potts, 5 sites, 3 colours")
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.plot(asymmetry.asymmetry, asymmetry.tv_pseudo_likelihood, "o-",
         label=r"TV($\mu_\tau$, pseudo-likelihood law)")
 ax.plot(asymmetry.asymmetry, asymmetry.tv_gibbs_of_symmetric_part, "s--",
         label=r"TV($\mu_\tau$, Gibbs law of $S$)")
+ax.plot(asymmetry.asymmetry, asymmetry.excess, "^:",
+        label="excess (incompatibility's share)")
 ax.set(xlabel=r"asymmetry $a$ in $J = S + aA$",
        ylabel="total variation", ylim=(0, None),
        title=r"Potts chain, 5 sites, 3 colours, $\tau = 1$")
 ax.legend()
 plt.show()
-for a in (0, 2):
-    row = asymmetry[np.isclose(asymmetry.asymmetry, a)].iloc[0]
-    bt.glue(f"ch2_potts_a{a}",
-            f"{row.tv_gibbs_of_symmetric_part:.2g} from the Gibbs law of S "
-            f"and {row.tv_pseudo_likelihood:.2f} from the pseudo-likelihood")
+ends = asymmetry.set_index("asymmetry").iloc[[0, -1]]
+bt.glue_all({f"ch2_potts_a{int(a)}": (
+    f"{row.tv_gibbs_of_symmetric_part:.2g} from the Gibbs law of S and "
+    f"{row.tv_pseudo_likelihood:.2f} from the pseudo-likelihood law "
+    f"(excess {row.excess:.2g})") for a, row in ends.iterrows()})
 
 # %% [markdown]
-# In total variation $\mu_\tau$ lies {glue:text}`ch2_potts_a0` law at
-# $a = 0$, and {glue:text}`ch2_potts_a2` law at $a = 2$.
+# In total variation $\mu_\tau$ lies {glue:text}`ch2_potts_a0` at
+# $a = 0$, and {glue:text}`ch2_potts_a2` at $a = 2$: on Potts chains the
+# excess grows with the asymmetry, as the claim expects of an
+# incompatible model.
 #
 # ## Claims checked in this chapter
 #
-# Verdict rules, applied in the code below:
-# - $\alpha(10)$ and $\alpha(11)$: *reproduced* if the smallest temperature
-#   on our grid with context-averaged $\hat\alpha < 1$ lies within a factor
-#   2 of the paper's threshold (10.5, so between 5.25 and 21), else
-#   *differs*.
-# - '!'-basin drift: *reproduced* if every sampled boundary state has
-#   $\delta_\tau > 0$ (the paper: all 200), else *differs*.
-# - Tightness of Theorem 5 (beyond the paper): *reproduced* if the bound is
-#   at least the exact $t_{\mathrm{mix}}$ on every Potts chain and
-#   temperature with $\alpha < 1$; the number is the median ratio.
-# - $\mu_\tau$ against the pseudo-likelihood law (beyond the paper):
-#   *reproduced* if the total variation at $\tau = 1$ exceeds 0.05, that
-#   is, if the law the chain samples is measurably not the law its
-#   conditionals suggest.
+# Each row is one claim of `book/paper_claims.csv`. The paper's numbers on
+# BERT ($\alpha(10)$, $\alpha(11)$ and the '!'-basin count) are written
+# beside ours with every difference of setup listed; they would be judged
+# only on BERT with the paper's protocol. The two claims beyond the paper
+# are judged by the rules stated in sections 4 and 7.
 
 # %%
-PAPER_THRESHOLD = 10.5
-alpha_ok = PAPER_THRESHOLD / 2 <= tau_star <= 2 * PAPER_THRESHOLD
+claims = bt.write_claims(
+    [*alpha_rows,
+     ch.drift_row(drift, model_name, dict(
+         N=cfg.drift_n, inside=0.9, states=cfg.drift_states,
+         tau="1 and 2", filler="first tokens of held-out BBC paragraphs"),
+         missing=no_bang),
+     theorem5,
+     ch.pseudo_likelihood_row(windows_table.excess)],
+    ch.NOTEBOOK, model_name, cfg.profile)
+claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 
-
-def verdict(ok):
-    return "reproduced" if ok else "differs"
-
-
-claims = []
-for tau, paper in [(10.0, 1.04), (11.0, 0.94)]:
-    row = alpha[np.isclose(alpha.tau, tau)].iloc[0]
-    claims.append(dict(
-        claim=f"alpha_tau{tau:g}", table="paper",
-        quantity=f"alpha({tau:g}), context-averaged (paper {paper})",
-        ours=row.alpha_mean,
-        ours_text=f"{row.alpha_mean:.2f} (max over contexts "
-                  f"{row.alpha_max:.2f})",
-        verdict=verdict(alpha_ok),
-        reason=f"ours crosses 1 at tau {tau_star:g}, paper at 10-11"))
-for tau, d in zip(drift_taus, drift):
-    share = (d > 0).double().mean().item()
-    claims.append(dict(
-        claim=f"basin_drift_tau{tau:g}", table="paper",
-        quantity=f"share of '!' boundary states with drift > 0, tau {tau:g}",
-        ours=share,
-        ours_text=f"{int((d > 0).sum())}/{len(d)} positive, median "
-                  f"{d.median().item():.3f}",
-        verdict=verdict(share == 1.0),
-        reason="paper: 200/200 positive"))
-claims.append(dict(
-    claim="exact_bound_tightness", table="beyond",
-    quantity="median Theorem 5 bound / exact t_mix(1/4), Potts, alpha < 1",
-    ours=tight.ratio.median(),
-    ours_text=f"{tight.ratio.median():.1f} ({tight.ratio.min():.1f}-"
-              f"{tight.ratio.max():.1f}, {len(tight)} cases)",
-    verdict=verdict(bound_holds),
-    reason=f"bound >= exact t_mix in every case: {bound_holds}"))
-tv1 = compare.set_index("tau").tv[1.0]
-claims.append(dict(
-    claim="mu_vs_pseudolikelihood_tv", table="beyond",
-    quantity="TV(mu_tau, pseudo-likelihood law), window chain, tau 1",
-    ours=tv1, ours_text=f"{tv1:.3f} over {len(mu)} states",
-    verdict=verdict(tv1 > 0.05),
-    reason=f"Spearman {compare.spearman.iloc[0]:.2f} between the laws"))
-claims = bt.claims_frame(claims, model_name, cfg.profile)
-claims.to_csv(out / "claims.csv", index=False)
-for row in claims.itertuples():
-    bt.glue(f"ch2_verdict_{row.claim}", row.verdict)
-bt.glue("ch2_window_phrase", "is measurably not" if tv1 > 0.05
-        else "is within 0.05 in total variation of")
-claims[["claim", "ours_text", "verdict", "reason"]]
+# %% tags=["remove-input"]
+bt.glue_all(ch.verdict_texts(claims))
 
 # %% [markdown]
 # ## What this shows
 #
 # The paper's influence estimate on BERT crosses 1 between $\tau = 10$ and
-# 11; ours crosses at $\tau$ = {glue:text}`ch2_tau_star`, so by the
-# factor-2 rule the verdict is *{glue:text}`ch2_verdict_alpha_tau10`*. The
-# bundled model is a small encoder trained on news, not BERT; rerun with
-# `model="bert-base-uncased"` to test the paper's own numbers. Lemma 6 has
+# 11; ours {glue:text}`ch2_crossing`. Both rows are
+# *{glue:text}`ch2_verdict_alpha_tau10`*: the bundled model is a small
+# encoder trained on news, not BERT, and the paper does not state how many
+# contexts and candidates it tried; rerun with `model="bert-base-uncased"`
+# to put the paper's own model beside its numbers. Lemma 6 has
 # {glue:text}`ch2_lemma6_violations` violations (any would be a bug). The
 # exact Potts checks put numbers on what the paper could only call loose:
-# Theorem 5 overshoots the true mixing time by a median factor
-# {glue:text}`ch2_t5_ratio` where it applies at all, and Theorem 8's
+# Theorem 5 overshoots the true mixing time where it applies at all
+# (ratio {glue:text}`ch2_t5_ratio`; looseness
+# *{glue:text}`ch2_verdict_theorem5_bound_loose`*), and Theorem 8's
 # mixing-time bound falls short by a factor from {glue:text}`ch2_t8_tmix`.
 # The '!'-basin drift certificate {glue:text}`ch2_drift_phrase` for our
-# model (verdict *{glue:text}`ch2_verdict_basin_drift_tau1`*; the paper:
-# 200 of 200 positive). Finally, the law the chain samples
-# {glue:text}`ch2_window_phrase` the pseudo-likelihood law of its
-# conditionals: on the real model's window at $\tau = 1$,
-# {glue:text}`ch2_window_tau1`; for the Potts chains, see the figure above.
+# model (*{glue:text}`ch2_verdict_basin_drift_positive`* against the
+# paper's {glue:text}`paper_basin_drift_positive`). Finally, the law the
+# chain samples is far from the pseudo-likelihood law of its conditionals
+# (TV {glue:text}`ch2_window_tv_model` on the model's windows), but a
+# compatible chain with the same stationary law is about as far
+# ({glue:text}`ch2_window_tv_own`): whether incompatibility adds to the
+# gap is *{glue:text}`ch2_verdict_mu_vs_pseudolikelihood_tv`* here.

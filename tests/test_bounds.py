@@ -4,6 +4,7 @@ mixing times, each against brute force on Potts chains small enough to enumerate
 import itertools
 import math
 
+import pandas as pd
 import pytest
 import torch
 
@@ -307,11 +308,134 @@ def test_drift_boundary_states_and_window_tokens(tiny_bert):
     assert tiny_bert.allowed[tokens].all()
 
 
-def test_claims_frame_checks_columns_and_verdicts():
-    row = dict(claim="alpha_tau10", table="paper", quantity="q", ours=0.2, ours_text="0.20", verdict="differs",
-               reason="r")
-    frame = bt.claims_frame([row], "tiny", "smoke")
-    assert list(frame.columns) == ["claim", "table", "quantity", "ours", "ours_text", "verdict", "reason", "model",
-                                   "profile"]
-    with pytest.raises(ValueError, match="verdicts"):
-        bt.claims_frame([row | {"verdict": "sort of"}], "tiny", "smoke")
+def test_alpha_table_mean_max_and_bootstrap_over_contexts():
+    generator = torch.Generator().manual_seed(0)
+    influence = torch.rand(3, 5, 4, 4, generator=generator, dtype=torch.float64) * (1 - torch.eye(4))
+    table = ch.alpha_table(influence, [1.0, 2.0, 3.0])
+    assert torch.allclose(torch.tensor(table.alpha_mean.values), gc.alpha_from_influence(influence.mean(1)))
+    assert torch.allclose(torch.tensor(table.alpha_max.values), gc.alpha_from_influence(influence.amax(1)))
+    assert (table.low <= table.alpha_mean + 1e-12).all() and (table.low < table.high).all()
+    one = ch.alpha_table(influence[:, :1], [1.0, 2.0, 3.0])
+    assert one.low.isna().all() and one.high.isna().all()
+    with pytest.raises(ValueError, match="temperatures"):
+        ch.alpha_table(influence, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([2.0, 1.5, 0.9, 0.5], 3.0),           # crosses between the 2nd and 3rd grid points
+    ([2.0, 0.9, 1.1, 0.5], 4.0),           # dips below 1 and back: the crossing is where it stays below
+    ([0.5, 0.4, 0.3, 0.2], 1.0),           # below 1 on the whole grid
+    ([3.0, 2.0, 1.5, 1.2], math.inf),      # never below 1 on the grid
+])
+def test_crossing_temperature(values, expected):
+    table = pd.DataFrame({"tau": [1.0, 2.0, 3.0, 4.0], "alpha_mean": values})
+    assert ch.crossing_temperature(table) == expected
+    assert "τ" in ch.crossing_text(expected, table.tau)
+
+
+def test_alpha_rows_compare_each_temperature_and_are_never_judged_off_the_paper_setup():
+    table = pd.DataFrame({"tau": [10.0, 11.0], "alpha_mean": [1.2, 0.9], "alpha_max": [1.5, 1.1],
+                          "low": [1.1, 0.8], "high": [1.3, 1.0]})
+    rows = ch.alpha_rows(table, "bundled", dict(seed_tokens=14, contexts=8, candidates=5))
+    assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11"]
+    assert [r["ours"] for r in rows] == [1.2, 0.9] and rows[0]["ours_text"] != rows[1]["ours_text"]
+    for row in rows:
+        assert row["verdict"] == bt.OTHER_SETUP and "model bundled" in row["setup"] and "candidates 5" in row["setup"]
+    # even on BERT with the paper's seed length: the paper states neither contexts nor candidates
+    bert = ch.alpha_rows(table, "bert-base-uncased", dict(seed_tokens=14, contexts=8, candidates=5))
+    assert all(r["verdict"] == bt.OTHER_SETUP and "contexts 8 (paper: several" in r["setup"] for r in bert)
+    single = ch.alpha_rows(table.assign(low=math.nan, high=math.nan), "bundled", {})
+    assert "one context" in single[0]["ours_text"] and "nan" not in single[0]["ours_text"]
+
+
+def potts_mixing_table(ratios, alphas=None):
+    ratios = list(ratios)
+    alphas = alphas or [0.5] * len(ratios)
+    return pd.DataFrame({"chain": "c", "tau": range(len(ratios)), "alpha": alphas, "t_mix": 10,
+                         "bound": [10 * r for r in ratios]})
+
+
+@pytest.mark.parametrize("ratios, alphas, verdict", [
+    ([3.0, 5.0, 40.0], None, bt.REPRODUCED),          # loose everywhere
+    ([1.2, 1.5, 2.0], None, bt.DIFFERS),              # tight (within the factor 2) everywhere
+    ([1.5, 3.0, 9.0], None, bt.INCONCLUSIVE),         # straddles the null
+    ([math.inf, math.inf], [1.5, 1.2], bt.INCONCLUSIVE),  # no case with alpha < 1
+])
+def test_theorem5_rule_reaches_every_outcome(ratios, alphas, verdict):
+    row = ch.theorem5_row(potts_mixing_table(ratios, alphas))
+    assert row["claim"] == "theorem5_bound_loose" and row["verdict"] == verdict
+    assert "nan" not in row["ours_text"].lower()
+
+
+def test_theorem5_rule_on_exact_potts_chains():
+    cond = potts(4, 2, seed=3, symmetric=True)
+    rows = []
+    for tau in (1.0, 2.0, 4.0):
+        a = gc.alpha_from_influence(ch.exact_influence_coefficients(cond, 4, [tau])[0]).item()
+        rows.append(dict(chain="s", tau=tau, alpha=a, t_mix=gc.exact_mixing_time(cond, 4, tau),
+                         bound=gc.mixing_time_bound(a, 4)))
+    mixing = pd.DataFrame(rows)
+    assert (mixing[mixing.alpha < 1].bound >= mixing[mixing.alpha < 1].t_mix).all()  # Theorem 5 holds
+    assert ch.theorem5_row(mixing)["verdict"] in bt.VERDICTS
+
+
+def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
+    cond = potts(4, 3, seed=4, symmetric=True, scale=1.5)
+    joint = cond.joint_log_probs(1.0)[1].exp()
+    assert torch.allclose(ch.pseudo_likelihood_from_joint(joint, 3, 4), ch.pseudo_likelihood_law(cond, 4, 1.0))
+    compatible = ch.stationary_vs_pseudo_likelihood(cond, 4, 1.0)
+    assert abs(compatible["excess"]) < 1e-9 and compatible["tv_model_pl"] > 0.01  # PL is not mu, yet no excess
+    skew = torch.tensor([[0, 2.0, -2.0, 0], [-2.0, 0, 2.0, 0], [2.0, -2.0, 0, 0], [0, 0, 0, 0]])
+    incompatible = ch.stationary_vs_pseudo_likelihood(gc.PottsConditionals(skew, q=3), 4, 1.0)
+    assert abs(incompatible["excess"]) > 1e-3
+    with pytest.raises(ValueError, match="law over"):
+        ch.pseudo_likelihood_from_joint(torch.ones(5), 3, 4)
+
+
+@pytest.mark.parametrize("excess, verdict", [
+    ([0.02, 0.03, 0.05, 0.01, 0.04, 0.03], bt.REPRODUCED),
+    ([-0.02, -0.03, -0.01, -0.02, -0.04, -0.01], bt.DIFFERS),
+    ([-0.02, 0.03, -0.01, 0.02, 0.01, -0.03], bt.INCONCLUSIVE),
+    ([0.02, 0.03], bt.INCONCLUSIVE),       # too few windows for an interval
+    ([], bt.INCONCLUSIVE),
+])
+def test_pseudo_likelihood_rule_reaches_every_outcome(excess, verdict):
+    row = ch.pseudo_likelihood_row(excess)
+    assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
+    assert "nan" not in row["ours_text"].lower().split()
+
+
+def test_drift_row_is_other_setup_and_says_why_when_missing():
+    drift = torch.tensor([[0.1, -0.2, 0.3], [0.2, 0.1, 0.4]])
+    row = ch.drift_row(drift, "bundled", dict(N=100, inside=0.9, states=3, tau="1 and 2"))
+    assert row["verdict"] == bt.OTHER_SETUP and row["ours"] == 2 and "states 3" in row["setup"]
+    assert "Table 2" in row["setup"]
+    summary = ch.drift_summary(drift, [1.0, 2.0])
+    assert summary.positive.tolist() == [2, 3] and ch.drift_texts(summary)["ch2_drift_phrase"] == "fails"
+    missing = ch.drift_row(None, "tiny", {}, missing="no single '!' token")
+    assert missing["verdict"] == bt.OTHER_SETUP and missing["ours_text"] == "no single '!' token"
+    assert "could not" in ch.drift_texts(None, "why")["ch2_drift_result"]
+
+
+def test_lemma6_table_and_sentences():
+    cond = potts(4, 3, seed=5, symmetric=False, scale=1.5)
+    contexts = torch.randint(0, 3, (2, 4), generator=torch.Generator().manual_seed(6))
+    candidates = torch.arange(3).expand(2, 4, 3)
+    influence, oscillation = gc.influence_and_oscillation(cond, contexts, candidates, [0.5, 2.0])
+    table = ch.lemma6_table(influence, oscillation, [0.5, 2.0])
+    assert (table.violations == 0).all() and (table.median_ratio <= 1).all() and (table.pairs == 24).all()
+    assert ch.range_text([math.nan]) == "undefined (no finite value)"
+    assert ch.range_text([1, 2.5], 1) == "1.0 to 2.5"
+    assert "not comparable" in ch.corollary7_texts(12.0, math.inf)["ch2_tau7_factor"]
+    assert ch.theorem_phrase(False).startswith("FAILS")
+
+
+def test_save_table_names_the_model_and_single_token(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
+    ch.save_table(pd.DataFrame({"a": [1]}), "t", "tiny")
+    assert pd.read_csv(tmp_path / ch.NOTEBOOK / "t.csv").model.tolist() == ["tiny"]
+    token, why = ch.single_token(tiny_bert, "!")
+    assert (token is None) == bool(why)
+    assert ch.single_token(tiny_bert, "the market rose")[0] is None
+    too_long = ch.single_token(tiny_bert, "!", tiny_bert.max_sites + 1)
+    assert too_long[0] is None and "at most" in too_long[1]

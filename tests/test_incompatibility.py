@@ -322,3 +322,146 @@ def test_incompatibility_summary_row(tiny_bert):
     assert row["rectangles"] == 12 and row["mean_abs_delta"] == pytest.approx(frame.abs_delta.mean())
     assert row["ci_low"] <= row["mean_abs_delta"] <= row["ci_high"]
     assert row["above_floor"] == int((frame.abs_delta > 1e-4).sum())
+
+
+def test_summary_with_nan_or_zero_deltas_says_so_without_warnings():
+    import pandas as pd
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zeros = ch.incompatibility_summary(pd.DataFrame({"abs_delta": np.zeros(10)}), floor=1e-4, resamples=200)
+        assert zeros["above_floor"] == 0 and zeros["share_above"] == 0 and zeros["max_abs_delta"] == 0
+        empty = ch.incompatibility_summary(pd.DataFrame({"abs_delta": [np.nan, np.nan]}), floor=1e-4)
+    assert empty["finite"] == 0 and math.isnan(empty["mean_abs_delta"]) and math.isnan(empty["max_abs_delta"])
+    assert ch.detected_verdict(zeros)[0] == bt.INCONCLUSIVE  # zero events
+    assert ch.detected_verdict(empty) == (bt.INCONCLUSIVE, "no rectangle gave a finite delta")
+
+
+# ---------------------------------------------------------------------------------------------
+# One code path for every model; the references of the control
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rectangle_frame_takes_delta_from_the_cores_rectangle_delta(tiny_bert, monkeypatch):
+    rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 4, 8, 11), 10, seed=3)
+    calls = []
+    original = ch.rectangle_delta
+
+    def spy(*args, **kwargs):
+        calls.append(len(args[1]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ch, "rectangle_delta", spy)
+    frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
+    assert calls == [4, 4, 2]
+    assert ch.rectangle_delta is spy and gc.rectangle_delta is original
+    np.testing.assert_array_equal(frame.delta[:4], original(tiny_bert, *rectangles.take([0, 1, 2, 3]).args()).numpy())
+
+
+def test_potts_references_sit_at_and_off_the_floor_through_the_same_path():
+    references = ch.potts_references(12, q=3, seed=2)
+    symmetric, asymmetric = references["Potts, symmetric J"], references["Potts, asymmetric J"]
+    assert torch.equal(symmetric.coupling, symmetric.coupling.T)
+    assert not torch.equal(asymmetric.coupling, asymmetric.coupling.T)
+    rectangles = ch.random_rectangles(asymmetric, 12, 200, seed=1)
+    rows = torch.arange(200)
+    x = rectangles.tokens
+    assert (rectangles.a_new != x[rows, rectangles.i]).all() and (rectangles.b_new != x[rows, rectangles.j]).all()
+    assert len(set(rectangles.passage.tolist())) == 200
+    sym = ch.rectangle_frame(symmetric, rectangles)
+    asym = ch.rectangle_frame(asymmetric, rectangles)
+    assert sym.abs_delta.max() < 1e-12
+    assert asym.abs_delta.max() > 0.1 and (asym.abs_delta > 1e-4).mean() > 0.2
+    assert list(sym.A[:3]) == [str(int(x[r, rectangles.i[r]])) for r in range(3)]
+    assert ch.batching_jitter(symmetric, rectangles) < 1e-12
+
+
+def test_control_through_one_path_reproduces_with_tiny_models(tiny_bert, tiny_gpt2):
+    floor = 1e-4
+    mlm_rects = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 6, 8, 12), 12, seed=1)
+    causal_rects = ch.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 6, 8, 13), 12, seed=1)
+    frames = {"mlm": ch.rectangle_frame(tiny_bert, mlm_rects), "causal": ch.rectangle_frame(tiny_gpt2, causal_rects)}
+    for name, model in ch.potts_references(8, seed=0).items():
+        frames[name] = ch.rectangle_frame(model, ch.random_rectangles(model, 8, 12, seed=0))
+    summaries = {name: ch.incompatibility_summary(f, floor, resamples=200) for name, f in frames.items()}
+    verdict, reason = ch.control_verdict(summaries, ["causal", "Potts, symmetric J"], floor)
+    assert verdict == bt.REPRODUCED, reason
+    assert ch.batching_jitter(tiny_gpt2, causal_rects) < floor / 100
+    with pytest.raises(ValueError, match="compatible"):
+        ch.control_verdict(summaries, list(summaries), floor)
+    with pytest.raises(ValueError, match="compatible"):
+        ch.control_verdict(summaries, ["no such model"], floor)
+
+
+def summary(max_abs=1.0, above=290, finite=300):
+    low, high = bt.share_intervals([above], [finite])
+    return {"rectangles": finite, "finite": finite, "mean_abs_delta": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+            "median_abs_delta": 0.3, "max_abs_delta": max_abs, "above_floor": above,
+            "share_above": above / finite, "share_low": float(low[0]), "share_high": float(high[0]),
+            "sign_test_p": 1e-20}
+
+
+@pytest.mark.parametrize("above, expected", [
+    (290, bt.REPRODUCED), (150, bt.INCONCLUSIVE), (5, bt.DIFFERS), (0, bt.INCONCLUSIVE)])
+def test_detected_rule_reaches_every_outcome(above, expected):
+    verdict, reason = ch.detected_verdict(summary(above=above))
+    assert verdict == expected and f"{above} of 300" in reason
+
+
+@pytest.mark.parametrize("compatible, reference, expected", [
+    (1e-12, 0.5, bt.REPRODUCED), (3e-3, 0.5, bt.DIFFERS), (1e-12, 1e-6, bt.INCONCLUSIVE),
+    (float("nan"), 0.5, bt.INCONCLUSIVE)])
+def test_control_rule_reaches_every_outcome(compatible, reference, expected):
+    summaries = {"causal": summary(max_abs=compatible), "potts sym": summary(max_abs=0.0),
+                 "potts asym": summary(max_abs=reference), "mlm": summary(max_abs=2.0)}
+    assert ch.control_verdict(summaries, ["causal", "potts sym"], 1e-4)[0] == expected
+
+
+def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rho, low, high, why = ch.rank_correlation_ci(np.zeros(10), np.arange(10.0))
+        assert math.isnan(rho) and "same for every" in why
+        assert "fewer than 3" in ch.rank_correlation_ci([1.0, np.nan, 2.0], [1.0, 2.0, 3.0])[3]
+        rho, low, high, why = ch.rank_correlation_ci(np.arange(30.0), np.arange(30.0) ** 2, resamples=200)
+    assert rho == pytest.approx(1.0) and low <= rho <= high and why == ""
+    assert ch.distance_phrase(low, high) == "farther sites show more incompatibility"
+    assert ch.distance_phrase(-0.5, -0.1) == "closer sites show more incompatibility"
+    assert ch.distance_phrase(-0.5, 0.1).startswith("the interval includes 0")
+    assert "no interval" in ch.distance_phrase(math.nan, math.nan, why)
+    assert [ch.range_phrase(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
+        "lies below", "lies above", "overlaps"]
+
+
+@pytest.mark.parametrize("influence, expected", [
+    ((0.4, 0.2, 0.6, ""), bt.REPRODUCED), ((-0.4, -0.6, -0.2, ""), bt.DIFFERS),
+    ((0.1, -0.1, 0.3, ""), bt.INCONCLUSIVE), ((math.nan,) * 3 + ("one side is constant",), bt.INCONCLUSIVE)])
+def test_chapter_verdicts_rows(influence, expected):
+    summaries = {"minilm-l4-bbc-mlm": summary(), "causal": summary(max_abs=0.0),
+                 "potts sym": summary(max_abs=0.0), "potts asym": summary(max_abs=1.0)}
+    rows, words = ch.chapter_verdicts(summaries, mlm="minilm-l4-bbc-mlm", compatible=["causal", "potts sym"],
+                                      influence=influence, floor=1e-4,
+                                      setup={"rectangles": 300, "top_k": 50, "passages": "BBC News"})
+    by_claim = {row["claim"]: row for row in rows}
+    assert list(by_claim) == ["incompatibility_detected", "causal_control_zero", "influence_amplifies_delta",
+                              "incompatibility_mean_abs_delta"]
+    assert by_claim["incompatibility_detected"]["verdict"] == bt.REPRODUCED
+    assert by_claim["causal_control_zero"]["verdict"] == bt.REPRODUCED
+    assert by_claim["influence_amplifies_delta"]["verdict"] == expected
+    specific = by_claim["incompatibility_mean_abs_delta"]
+    assert specific["verdict"] == bt.OTHER_SETUP and "passages BBC News (paper: MS MARCO)" in specific["setup"]
+    assert "minilm-l4-bbc-mlm" in specific["setup"]
+    assert all("nan" not in row["ours_text"].lower() for row in rows)
+    assert words["ch1_size_phrase"] == "lies below"
+    assert set(words) >= {"ch1_mean_text", "ch1_share_text", "ch1_control_reason", "ch1_rho_influence"}
+
+
+def test_small_mean_abs_delta_keeps_two_significant_digits():
+    small = dict(summary(), mean_abs_delta=1.8e-4, ci_low=1.1e-4, ci_high=2.7e-4)
+    summaries = {"m": small, "c": summary(max_abs=0.0), "r": summary()}
+    rows, words = ch.chapter_verdicts(summaries, mlm="m", compatible=["c"], influence=(0.5, 0.2, 0.7, ""),
+                                      floor=1e-4, setup={"rectangles": 16})
+    assert words["ch1_mean_text"] == "0.00018 [0.00011, 0.00027]"

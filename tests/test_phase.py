@@ -208,3 +208,202 @@ def test_seed_passages_do_not_warn_about_long_paragraphs(tiny_bert, capfd):
     trajectory = gc.glauber(tiny_bert, passages.tokens[:2], 4, progress=False)
     table = ch.chain_excerpts(tiny_bert, trajectory, ["a", "b"], count=3)
     assert list(table.columns) == ["a", "b"] and table.index[-1] == "step 4"
+
+
+# ---------------------------------------------------------------------------------------------
+# Every case a model can produce, and each claim's rule driven to each of its outcomes
+# ---------------------------------------------------------------------------------------------
+
+
+def constructed_grid(shares_by_n, taus=(1.0, 1.5, 2.0, 2.5, 3.0), pairs=10, budget=100):
+    """A coupling grid where, at length n and temperature taus[k], the first shares_by_n[n][k] pairs met
+    (at step 10)."""
+    frames = []
+    for n, met in shares_by_n.items():
+        for tau, k in zip(taus, met):
+            time = np.where(np.arange(pairs) < k, 10, -1)
+            frames.append(pd.DataFrame({"n": n, "temperature": tau, "pair": np.arange(pairs), "time": time,
+                                        "coupled": time >= 0}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_draws_interval_is_nan_safe_and_keeps_infinite_draws(recwarn):
+    low, high, undefined = ch.draws_interval([np.nan] * 10)
+    assert math.isnan(low) and math.isnan(high) and undefined == 1
+    low, high, undefined = ch.draws_interval(np.r_[np.arange(100.0), [np.inf] * 5])
+    assert low == 2 and high == np.inf and undefined == 0
+    low, high, undefined = ch.draws_interval(np.r_[np.arange(90.0), [np.nan] * 10])
+    assert math.isnan(low) and undefined == pytest.approx(0.1)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_no_coupling_everything_coupled_and_a_transition_each_get_a_sentence():
+    none = ch.coupling_summary(constructed_grid({8: [0] * 5, 16: [0] * 5}))
+    every = ch.coupling_summary(constructed_grid({8: [10] * 5, 16: [10] * 5}))
+    some = ch.coupling_summary(constructed_grid({8: [0, 2, 6, 9, 10], 16: [0, 0, 3, 6, 10]}))
+    assert "No pair met" in ch.coupling_overview(none, 100)
+    assert "Every pair met" in ch.coupling_overview(every, 100)
+    assert "pairs met" in ch.coupling_overview(some, 100)
+    assert ch.boundary_text(none, 8).startswith("beyond the grid: no pair")
+    assert ch.boundary_text(every, 8).startswith("at or below the coldest")
+    assert ch.boundary_text(some, 8) == "tau = 2" and ch.boundary_text(some, 16) == "tau = 2.5"
+
+
+def test_transition_fits_mark_resamples_beyond_the_grid():
+    grid = constructed_grid({8: [9, 10, 10, 10, 10], 16: [0, 0, 0, 1, 2]})
+    fits = ch.transition_fits(grid, n_boot=60, seed=0).set_index("n")
+    boot = fits.attrs["boot"]
+    assert (boot[boot.n == 8].midpoint == -np.inf).any()  # resamples where every pair met at every tau
+    assert (boot[boot.n == 16].midpoint == np.inf).any()  # resamples where no pair met
+    assert fits.midpoint_low[8] == -np.inf and fits.midpoint_high[16] == np.inf
+
+
+def comparison(shift, low, high, ratio=1.0, ratio_low=0.8, ratio_high=1.2, undefined=0.0):
+    return {"shift": shift, "shift_low": low, "shift_high": high, "shift_undefined": undefined,
+            "ratio": ratio, "ratio_low": ratio_low, "ratio_high": ratio_high, "ratio_undefined": undefined}
+
+
+@pytest.mark.parametrize("summary, events, verdict", [
+    (comparison(0.5, 0.2, 0.8), 30, bt.REPRODUCED),
+    (comparison(0.5, 0.2, np.inf), 30, bt.REPRODUCED),  # the boundary leaves the grid upward in some resamples
+    (comparison(-0.5, -0.8, -0.2), 30, bt.DIFFERS),
+    (comparison(0.1, -0.3, 0.5), 30, bt.INCONCLUSIVE),
+    (comparison(0.5, math.nan, math.nan, undefined=0.2), 30, bt.INCONCLUSIVE),
+    (comparison(math.nan, math.nan, math.nan), 30, bt.INCONCLUSIVE),
+    (comparison(math.nan, math.nan, math.nan), 0, bt.INCONCLUSIVE),
+])
+def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
+    row = ch.boundary_shift_row(summary, events, 8, 32)
+    assert row["verdict"] == verdict and "null: no shift" in row["reason"]
+    assert "nan" not in row["ours_text"].lower()
+
+
+@pytest.mark.parametrize("low, high, verdict", [(0.7, 1.6, bt.REPRODUCED), (0.1, 0.45, bt.DIFFERS),
+                                                (0.3, 1.2, bt.INCONCLUSIVE), (math.nan, math.nan, bt.INCONCLUSIVE)])
+def test_transition_width_rule_reaches_each_outcome(low, high, verdict):
+    # Ising-like null for n = 8 -> 32: sqrt(8 / 32) = 0.5
+    row = ch.transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
+    assert row["verdict"] == verdict and "0.50" in row["reason"]
+
+
+def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):
+    n = np.repeat(lengths, chains)
+    times = law(n) * np.exp(np.random.default_rng(0).normal(0, noise, len(n)))
+    return ch.scaling_fits(n, times, n_boot=20)
+
+
+@pytest.mark.parametrize("law, events, verdict", [
+    (lambda n: 2.0 * n * np.log(n), 45, bt.REPRODUCED),
+    (lambda n: 0.5 * n**2, 45, bt.DIFFERS),
+    (lambda n: 2.0 * n * np.log(n), 0, bt.INCONCLUSIVE),
+])
+def test_nlogn_rule_reaches_each_outcome(law, events, verdict):
+    assert ch.nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
+
+
+def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
+    noisy = scaling_table(lambda n: 2.0 * n * np.log(n), lengths=(8, 9, 10), noise=0.3)
+    assert ch.nlogn_row(noisy, 27, 1.4, 0.7)["verdict"] == bt.INCONCLUSIVE
+    empty = ch.scaling_fits([8, 8, 16, 16, 32, 32], [-1] * 6)
+    row = ch.nlogn_row(empty, 0, 1.4, 0.7)
+    assert row["verdict"] == bt.INCONCLUSIVE and "zero events" in row["reason"] and "nan" not in row["ours_text"]
+
+
+@pytest.mark.parametrize("law, verdict", [(lambda n: 0.2 * np.log(n), bt.REPRODUCED),
+                                          (lambda n: 0.01 * n, bt.DIFFERS),
+                                          (lambda n: 0.0 * n, bt.INCONCLUSIVE)])
+def test_saturation_rule_reaches_each_outcome(law, verdict):
+    n = np.repeat([8, 16, 32, 64, 128], 5)
+    d = law(n) * np.exp(np.random.default_rng(1).normal(0, 0.01, len(n)))
+    row = ch.saturation_row(ch.growth_fits(n, d), 1.0, 300)
+    assert row["verdict"] == verdict and "null: linear growth" in row["reason"]
+
+
+@pytest.mark.parametrize("hot, cold, verdict", [(28, 3, bt.REPRODUCED), (2, 27, bt.DIFFERS),
+                                                (15, 13, bt.INCONCLUSIVE), (0, 0, bt.INCONCLUSIVE)])
+def test_crossover_rule_reaches_each_outcome(hot, cold, verdict):
+    peaks = np.r_[np.where(np.arange(30) < hot, 0.9, 0.1), np.where(np.arange(30) < cold, 0.9, 0.1)]
+    rows = pd.DataFrame({"temperature": [2.5] * 30 + [0.3] * 30})
+    rise = ch.rise_with_temperature(peaks, rows, 0.7)
+    assert (rise["hot_reached"], rise["cold_reached"]) == (hot, cold)
+    assert ch.crossover_row(rise, 0.7)["verdict"] == verdict
+
+
+def alpha_frame(seed_values, visited_values, tau=2.5):
+    rows = [dict(temperature=tau, states="seed passages", context=c, alpha=a) for c, a in enumerate(seed_values)]
+    rows += [dict(temperature=tau, states="visited", context=c, alpha=a) for c, a in enumerate(visited_values)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seeds, visited, boundary, verdict", [
+    ([1.2, 1.3, 1.1, 1.25, 1.2, 1.3], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5], 1.7, bt.REPRODUCED),
+    ([0.5, 0.6, 0.55, 0.5, 0.6, 0.5], [1.2, 1.3, 1.1, 1.25, 1.2, 1.3], 1.7, bt.DIFFERS),
+    ([1.0, 0.5, 1.1, 0.6, 0.9, 0.7], [0.8, 0.9, 0.7, 0.8, 0.9, 0.8], 1.7, bt.INCONCLUSIVE),
+    ([1.2, 1.3], [0.5, 0.6], math.nan, bt.INCONCLUSIVE),  # no boundary inside the grid
+    ([1.2, 1.3], [0.5, 0.6], 3.0, bt.INCONCLUSIVE),  # no drift temperature past the boundary
+])
+def test_context_alpha_rule_reaches_each_outcome(seeds, visited, boundary, verdict):
+    row = ch.alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
+    assert row["verdict"] == verdict and "null: no difference" in row["reason"]
+    assert "nan" not in row["ours_text"].lower()
+
+
+def test_two_contexts_are_not_enough_to_decide():
+    # a bootstrap over two contexts would call this decided; Student's t with one degree of freedom does not
+    row = ch.alpha_row(alpha_frame([0.37, 0.38], [0.50, 0.64]), 1.7, [2.5])
+    assert row["verdict"] == bt.INCONCLUSIVE
+
+
+def test_boundary_row_is_never_judged_off_the_papers_setup():
+    fit = pd.Series({"midpoint": 1.7, "midpoint_low": 1.5, "midpoint_high": 1.9})
+    row = ch.boundary_row(fit, 16, model="minilm-l4-bbc-mlm", budget=400, pairs=8)
+    assert row["verdict"] == bt.OTHER_SETUP
+    for item in ("budget 400", "pairs 8", "n 16", "passages BBC News", "model minilm"):
+        assert item in row["setup"]
+    empty = ch.boundary_row(pd.Series({"midpoint": math.nan, "midpoint_low": math.nan,
+                                       "midpoint_high": math.nan}), 16, model="x", budget=400, pairs=8)
+    assert empty["verdict"] == bt.OTHER_SETUP and "no transition" in empty["ours_text"]
+
+
+def test_the_paper_profile_follows_the_papers_protocol():
+    paper = ch.PROFILES["paper"]
+    fig2 = bt.paper_protocol("coupling_boundary_tau")
+    fig3a, fig3b = bt.paper_protocol("distance_saturates"), bt.paper_protocol("nlogn_fit")
+    fig7 = bt.paper_protocol("crossover_fractions")
+    assert paper["budget"] == int(fig2["budget"])
+    assert (paper["saturation_tau"], paper["saturation_steps"], paper["saturation_chains"]) == (
+        float(fig3a["tau"]), int(fig3a["steps"]), int(fig3a["trials"]))
+    assert (paper["hit_tau"], paper["hit_steps"], paper["hit_chains"], paper["hit_radius"]) == (
+        float(fig3b["tau"]), int(fig3b["cutoff"]), int(fig3b["trials"]), float(fig3b["radius"]))
+    assert (paper["crossover_steps"], paper["crossover_chains"], paper["record_every"]) == (
+        int(fig7["cutoff"]), int(fig7["chains"]), int(fig7["record_every"]))
+    assert paper["crossover_radius"] in ch.crossover_radii()
+    for profile in ch.PROFILES.values():  # every protocol fits inside the shared drift run
+        assert max(profile["saturation_steps"], profile["hit_steps"], profile["crossover_steps"]) <= \
+            profile["drift_steps"]
+        assert max(profile["saturation_chains"], profile["hit_chains"], profile["crossover_chains"]) <= \
+            profile["drift_chains"]
+        assert profile["alpha_length"] in profile["drift_lengths"]
+        assert profile["alpha_contexts"] <= profile["drift_chains"]
+
+
+def test_protocol_slice_and_save_table(tmp_path):
+    rows = pd.DataFrame({"start": [0, 1, 2, 0, 1, 2]})
+    chains, records = ch.protocol_slice(rows, torch.tensor([0, 5, 10, 15]), 2, 10)
+    assert chains.tolist() == [True, True, False, True, True, False]
+    assert records.tolist() == [True, True, True, False]
+    ch.save_table(pd.DataFrame({"a": [1]}), tmp_path, "t.csv", "tiny")
+    assert pd.read_csv(tmp_path / "t.csv").model.tolist() == ["tiny"]
+
+
+def test_constant_traces_have_no_rhat_and_no_warning(recwarn):
+    result = ch.convergence_diagnostics(np.ones((3, 20)))
+    assert math.isnan(result["rhat"]) and result["chains"] == 3
+    assert ch.range_text([math.nan]) == "undefined" and ch.range_text([1.0, 2.0]) == "1.00-2.00"
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_a_share_that_falls_with_temperature_has_no_boundary():
+    grid = constructed_grid({8: [10, 10, 8, 6, 5]})
+    fits = ch.transition_fits(grid, n_boot=20, seed=0)
+    assert math.isnan(fits.midpoint.iloc[0]) and math.isnan(fits.scale.iloc[0])
