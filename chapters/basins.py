@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+import book_tools as bt
 from glauber_core import (
     MaskedLMConditionals,
     Trajectory,
@@ -168,7 +169,7 @@ def trajectory_topic_scores(cond: MaskedLMConditionals, trajectory: Trajectory, 
         picks = torch.cat([picks, torch.tensor([len(trajectory.steps) - 1])])
     tokens = trajectory.tokens[:, picks, skip:]
     batch, records, n = tokens.shape
-    scores = topic_scores(cond.decode_batch(tokens.reshape(-1, n)), labels, **scorer)
+    scores = scores_or_uniform(cond.decode_batch(tokens.reshape(-1, n)), labels, **scorer)
     return scores.reshape(batch, records, -1), trajectory.steps[picks]
 
 
@@ -258,3 +259,267 @@ def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     signs = np.sign(vt[:2, np.abs(vt[:2]).argmax(1)].diagonal())  # a fixed sign per component
     total = (s**2).sum()
     return (u[:, :2] * s[:2]) * signs, (s[:2] ** 2 / total if total > 0 else np.zeros(2))
+
+
+# --------------------------------------------------------------------------------------------
+# Chance controls and the verdict rules of section 6.2 (stated in the chapter before the run)
+# --------------------------------------------------------------------------------------------
+
+
+def scores_or_uniform(texts, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tensor:
+    """topic_scores of texts, where a text that decodes to nothing visible (a chain of blank tokens)
+    carries no topic and gets the uniform score 1/L on every label."""
+    texts, names = list(texts), list(topic_descriptions(labels))
+    scores = torch.full((len(texts), len(names)), 1.0 / len(names))
+    visible = [k for k, t in enumerate(texts) if isinstance(t, str) and t.strip()]
+    if visible:
+        scores[visible] = topic_scores([texts[k] for k in visible], labels, **scorer).float()
+    return scores
+
+
+def shuffled_null(tokens: torch.Tensor, replicas: int = 1, *, seed: int = 0) -> torch.Tensor:
+    """The chance control: the chains' own states [B, R, n] with, at every record and every position,
+    the tokens dealt out afresh among the B chains (an independent random permutation per record and
+    position), `replicas` times: [replicas * B, R, n], replica-major. Every position keeps the model's
+    own tokens there; only what ties a chain's tokens to each other (the text's structure, its basin)
+    is gone. Chains with no such structure are exchangeable with their shuffles."""
+    tokens = torch.as_tensor(tokens).cpu()
+    if tokens.dim() != 3 or tokens.shape[0] < 1:
+        raise ValueError(f"tokens must be chain states [B, R, n], got shape {tuple(tokens.shape)}")
+    replicas = check_count(replicas, "replicas", 1)
+    batch, records, n = tokens.shape
+    generator = torch.Generator().manual_seed(int(seed))
+    order = torch.rand(replicas, batch, records, n, generator=generator).argsort(1)
+    return tokens.unsqueeze(0).expand(replicas, -1, -1, -1).gather(1, order).reshape(-1, records, n)
+
+
+def state_topic_scores(cond, tokens: torch.Tensor, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tensor:
+    """Topic scores [B, R, L] of chain states [B, R, n], in one batched call."""
+    batch, records, n = tokens.shape
+    scores = scores_or_uniform(cond.decode_batch(tokens.reshape(-1, n)), labels, **scorer)
+    return scores.reshape(batch, records, -1)
+
+
+def control_labels(seed_labels, labels, target: str = "politics") -> list[str]:
+    """Per chain, one control label that is neither `target` nor the chain's own seed label: the k-th
+    chain of a seed label gets the k-th such label in label order, cycling."""
+    names = list(topic_descriptions(labels))
+    if target not in names:
+        raise ValueError(f"target {target!r} is not among the labels {names}")
+    seen: dict[str, int] = {}
+    picks = []
+    for label in seed_labels:
+        others = [k for k in names if k not in (target, label)]
+        if not others:
+            raise ValueError(f"no label other than {target!r} and {label!r} to serve as a control")
+        picks.append(others[seen.get(label, 0) % len(others)])
+        seen[label] = seen.get(label, 0) + 1
+    return picks
+
+
+def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "politics",
+                   seed_labels: dict | None = None) -> pd.DataFrame:
+    """Per chain seeded outside `target`'s topic, from a topic_frame: whether `target` scores above
+    `baseline` at some record after the start, and whether the chain's control label (control_labels)
+    does, on the same records. Columns chain, seed_topic, control_label, target_peak, target_crossed,
+    control_crossed."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    if baseline is None or not 0 < baseline < 1:
+        raise ValueError(f"baseline must be a number in (0, 1) (1/L for L labels), got {baseline!r}")
+    labels = list(topic_descriptions(labels))
+    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(f"frame must be non-empty with columns chain, step, seed_topic and the labels; "
+                         f"missing {missing}")
+    later = frame[(frame.step > frame.step.min()) & (frame.seed_topic.map(seed_labels) != target)]
+    if later.empty:
+        return pd.DataFrame(columns=["chain", "seed_topic", "control_label", "target_peak", "target_crossed",
+                                     "control_crossed"])
+    peaks = later.groupby("chain", sort=True)[labels].max()
+    topics = later.groupby("chain", sort=True).seed_topic.first()
+    controls = control_labels([seed_labels[t] for t in topics], labels, target)
+    control_peak = np.array([peaks.loc[c, k] for c, k in zip(peaks.index, controls)])
+    return pd.DataFrame({"chain": peaks.index, "seed_topic": topics.to_numpy(), "control_label": controls,
+                         "target_peak": peaks[target].to_numpy(),
+                         "target_crossed": peaks[target].to_numpy() > baseline,
+                         "control_crossed": control_peak > baseline}).reset_index(drop=True)
+
+
+def recurrence_rule(crossed: int, chains: int, label_crossed: int, free_crossed: int,
+                    free_chains: int) -> tuple[str, str, tuple[float, float]]:
+    """The politics-recurrence rule: `crossed` of `chains` chains cross the politics baseline; against
+    chance twice, with rule_against_chance: (a) the same chains' control label crossing the same
+    baseline on the same records (label_crossed of chains), (b) shuffled chains (shuffled_null: the
+    same looks, tokens dealt out among the chains per position) crossing it (free_crossed of
+    free_chains). Reproduced when politics beats both; differs when either comparison lies at or below
+    0; inconclusive otherwise.
+    Returns (verdict, reason, (estimate, low, high) of the weaker difference: the lower interval)."""
+    label = bt.rule_against_chance(crossed, chains, label_crossed, chains)
+    free = bt.rule_against_chance(crossed, chains, free_crossed, free_chains)
+    reason = f"vs another label: {label[1]}; vs shuffled chains: {free[1]}"
+    compared = [(label, label_crossed, chains), (free, free_crossed, free_chains)]
+    finite = [(v[2][0], v[2][1], crossed / chains - k / m) for v, k, m in compared if math.isfinite(v[2][0])]
+    low, high, estimate = min(finite) if finite else (math.nan, math.nan, math.nan)
+    interval = (estimate, low, high)
+    if bt.DIFFERS in (label[0], free[0]):
+        return bt.DIFFERS, reason, interval
+    if label[0] == free[0] == bt.REPRODUCED:
+        return bt.REPRODUCED, reason, interval
+    return bt.INCONCLUSIVE, reason, interval
+
+
+def seed_loss_intervals(start, end, null_end, resamples: int = 2_000, *, seed: int = 0) -> dict:
+    """Per chain, its seed label's score at the start and at the last step, and null_end [r, C]: the
+    same label's score on r shuffles of the final states (shuffled_null), at the chain's place. Returns
+    {"fall": (estimate, low, high) of mean(start - end), "beyond_null": (estimate, low, high) of the
+    mean over chains of the share of its shuffles that score higher than the chain (ties count half;
+    0.5 when the chain is exchangeable with its shuffles, whatever the skew of the scores)}, percentile
+    bootstrap over chains; NaNs with fewer than two chains or a non-finite score."""
+    start, end, null_end = (np.asarray(v, dtype=float) for v in (start, end, null_end))
+    if start.ndim != 1 or start.shape != end.shape or null_end.ndim != 2 or null_end.shape[1] != len(end):
+        raise ValueError(f"need start and end [C] and null_end [r, C] of one length C, got {start.shape}, "
+                         f"{end.shape}, {null_end.shape}")
+    nothing = (math.nan, math.nan, math.nan)
+    if len(start) < 2 or not np.isfinite(np.concatenate([start, end, null_end.ravel()])).all():
+        return {"fall": nothing, "beyond_null": nothing}
+    above = ((null_end > end) + 0.5 * (null_end == end)).mean(0)
+    intervals = {}
+    for name, values in (("fall", start - end), ("beyond_null", above)):
+        if np.ptp(values) == 0:
+            intervals[name] = (float(values[0]),) * 3
+        else:
+            intervals[name] = (float(values.mean()), *bt.bootstrap_ci(values, resamples=resamples, seed=seed))
+    return intervals
+
+
+def seed_loss_rule(fall: tuple, beyond_null: tuple) -> tuple[str, str]:
+    """The seed-topic-loss rule. The paper says the seed label's score falls; a fall that word salad
+    explains does not count. Null: a chain ends no further from its topic than its shuffles (the same
+    final tokens per position dealt out among the chains): a share 0.5 of them score higher.
+    Reproduced when the interval of that share lies above 0.5; differs when the interval of
+    mean(start - final) lies at or below 0 (no fall at all); inconclusive otherwise or without
+    intervals."""
+    if not all(math.isfinite(v) for v in (*fall, *beyond_null)):
+        return bt.INCONCLUSIVE, "too few chains for an interval"
+    words = (f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; shuffles "
+             f"scoring higher {beyond_null[0]:.2f} [{beyond_null[1]:.2f}, {beyond_null[2]:.2f}] (null 0.5)")
+    if fall[2] <= 0:
+        return bt.DIFFERS, words + ": the seed score does not fall"
+    if beyond_null[1] > 0.5:
+        return bt.REPRODUCED, words + ": the chains end further from their topic than their shuffles"
+    return bt.INCONCLUSIVE, words + ": not clearly further from the topic than their shuffles"
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's claims rows and the words its prose quotes (kept out of the notebook's visible cells)
+# --------------------------------------------------------------------------------------------
+
+
+def scorer_check_words(check: pd.DataFrame, accuracy: pd.DataFrame, cut_name: str,
+                       target: str = "politics") -> dict:
+    """Glue values for the scorer check: accuracy on snippets and whole paragraphs, the share of the
+    scorer's mistakes on non-`target` snippets that go to `target`, and where its misses on `target`
+    snippets went."""
+    snips = check[check.length == cut_name]
+    wrong = snips[snips.predicted != snips.label]
+    others_wrong = wrong[wrong.label != target]
+    misses = wrong[wrong.label == target].predicted.value_counts()
+    return {"ch4_acc_cut": f"{accuracy.accuracy[cut_name]:.0%}",
+            "ch4_acc_whole": f"{accuracy.accuracy['whole paragraph']:.0%}",
+            "ch4_errors_to_politics": ("none (it made none)" if others_wrong.empty
+                                       else f"{(others_wrong.predicted == target).mean():.0%}"),
+            "ch4_politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none"}
+
+
+def trajectory_words(records: int, distinct: int, every: int) -> dict:
+    """Glue values for the PCA section: records drawn, distinct states among them, and what repeats mean."""
+    repeats = records - distinct
+    return {"ch4_pca_records": f"{records:,}", "ch4_pca_distinct": f"{distinct:,}",
+            "ch4_pca_every": f"{every}",
+            "ch4_pca_repeats": ("no recorded state repeats: at this temperature the chains do not sit in exact "
+                                "traps between records") if not repeats else
+                               (f"{repeats} records repeat an earlier state of their chain: exact traps, drawn "
+                                "as dark, tight clusters")}
+
+
+def chapter_verdicts(crossings: pd.DataFrame, recurrence: tuple, loss: tuple, loss_verdict: tuple, *,
+                     setup: dict, model: str, free: tuple[int, int]) -> tuple[list[dict], dict]:
+    """The chapter's claims rows and the verdict words its prose quotes.
+
+    crossings: crossing_table of the run; recurrence: recurrence_rule's (verdict, reason, interval);
+    loss: seed_loss_intervals' {"fall", "beyond_null"} and loss_verdict seed_loss_rule's (verdict, reason);
+    setup: our protocol items (keys as in paper_claims.csv's protocol column); free: (shuffled
+    chains crossing, shuffled chains)."""
+    chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
+    label_crossed = int(crossings.control_crossed.sum()) if chains else 0
+    share = crossed / chains if chains else math.nan
+    if chains:
+        low, high = (float(v[0]) for v in bt.share_intervals([crossed], [chains]))
+        difference = bt.interval_text(*recurrence[2], missing="no difference estimable (zero events)")
+        recurrence_text = f"{crossed} of {chains} ({share:.2f}); minus chance (weaker control): {difference}"
+    else:
+        low = high = math.nan
+        recurrence_text = "no chain seeded outside politics in this run"
+    missing = "fewer than two chains: no estimate"
+    excess_text = (f"{bt.interval_text(*loss['beyond_null'], digits=2, missing=missing)} (fall from the start "
+                   f"{bt.interval_text(*loss['fall'], digits=3, missing=missing)})")
+    peak = float(crossings.target_peak.max()) if chains else math.nan
+    peak_text = f"{peak:.3f}" if chains else "no chain seeded outside politics was scored after its start"
+    rows = [
+        bt.claim_row("politics_recurrence",
+                     "share of non-politics chains ever above 1/9 politics, against a control label on the "
+                     "same looks and against the chains' shuffles", share, recurrence_text, recurrence[0],
+                     recurrence[1]),
+        bt.claim_row("seed_topic_loss",
+                     "share of shuffled final states scoring the seed label higher than their chain "
+                     "(mean over chains; null 0.5)", loss["beyond_null"][0], excess_text, *loss_verdict),
+        bt.model_specific_row("politics_recurrence_count", "non-politics chains ever above 1/9 politics",
+                              crossed, f"{crossed} of {chains} non-politics chains" if chains else
+                              recurrence_text, model=model, setup=setup,
+                              low=low * chains, high=high * chains),
+        bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
+                              peak, peak_text, model=model, setup=setup),
+    ]
+    below = {bt.REPRODUCED: "clearly below theirs", bt.DIFFERS: "no lower than at the start"}.get(
+        loss_verdict[0], "not clearly below theirs")
+    strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
+    words = {"ch4_verdict_politics_recurrence": recurrence[0], "ch4_verdict_seed_topic_loss": loss_verdict[0],
+             "ch4_crossed": f"{crossed} of {chains}", "ch4_label_crossed": f"{label_crossed} of {chains}",
+             "ch4_free_crossed": f"{free[0]} of {free[1]}", "ch4_peak": peak_text,
+             "ch4_strong": f"{strong} of {chains}",
+             "ch4_seed_loss": f"{below} (share of shuffles scoring higher: {excess_text})"}
+    return rows, words
+
+
+def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.DataFrame, *, q: float,
+                  looks: int, by_chance: float, run: str, target: str = "politics") -> dict:
+    """Glue values for the chapter's closing section: seed-topic falls, politics at the start, the
+    chance of a crossing, the leading labels over all chains and the prefix shifts."""
+    names = list(topic_descriptions(labels))
+    rest = table3.drop(index=target, errors="ignore")
+    falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
+    own_start = table3.loc[target, "seed score at start"] if target in table3.index else math.nan
+    other_start = rest["seed score at start"].mean()
+    overall = leading_label_shares(frame[frame.step > frame.step.min()].assign(chains="all"), names,
+                                   by="chains").loc["all"].sort_values(ascending=False)
+    rank = list(overall.index).index(target) + 1
+    shift = (mix - mix.loc["(none)"]).drop(index="(none)")
+    kid = [p for p in shift.index if "little kid" in p.lower()]
+    return {
+        "ch4_run": run,
+        "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-politics seed topics "
+                          f"({', '.join(falls) or 'none'})",
+        "ch4_politics_seed_start": f"{own_start:.2f}", "ch4_other_seed_start": f"{other_start:.2f}",
+        "ch4_politics_seed_note": "lower, as its seed passages are often about policy areas (health, "
+                                  "schools, the environment) that the scorer files elsewhere"
+                                  if own_start < other_start else "not lower",
+        "ch4_false_alarm": f"{q:.0%}", "ch4_records": f"{looks}", "ch4_by_chance": f"{by_chance:.2f}",
+        "ch4_top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
+        "ch4_politics_lead": f"{overall[target]:.0%}",
+        "ch4_politics_rank": "the label that leads most often" if rank == 1
+                             else f"number {rank} of {len(names)} labels",
+        "ch4_prefix_gains": "; ".join(f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
+                                      for p in shift.index) or "no prefix run",
+        "ch4_kid_politics": f"{shift.loc[kid[0], target]:+.2f}" if kid
+                            else "not measured (no such prefix in this run)",
+    }

@@ -170,7 +170,6 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
         raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, pair, coupled)")
     rng, rows, boots = np.random.default_rng(seed), [], []
-    alpha = (1 - level) / 2
     for n, sub in grid.groupby("n"):
         pairs = np.sort(sub.pair.unique())
         by_pair = {p: cell for p, cell in sub.groupby("pair")}

@@ -17,7 +17,15 @@ from glauber_core import (
     check_count,
     score_gaps,
 )
-from book_tools import rank_correlation, share_intervals
+from book_tools import (
+    DIFFERS,
+    INCONCLUSIVE,
+    REPRODUCED,
+    bootstrap_ci,
+    rank_correlation,
+    rule_one_sided,
+    share_intervals,
+)
 
 
 TRAP_COLUMNS = ("chain", "start", "end", "duration", "start_record", "end_record", "from_start", "censored")
@@ -247,3 +255,481 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
     return summary | dict(rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min,
                           difference_low=float(low), difference_high=float(high))
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's verdict rules, each fixed before the run and able to reach reproduced, differs and
+# inconclusive (tests/test_traps.py drives each to every outcome with constructed inputs)
+# --------------------------------------------------------------------------------------------
+
+
+def _counts(*values) -> None:
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in values):
+        raise ValueError(f"counts must be non-negative integers, got {values}")
+
+
+def rule_both_kinds(perfect: int, count: int, rare: float = 0.1) -> tuple[str, str]:
+    """trap_split: the paper says the detected traps include perfect and approximate ones.
+
+    Null: one kind is absent. Reproduced when each kind occurs at least once (its share's 95% Wilson
+    interval then excludes 0); differs when one kind is absent although the run has enough traps for
+    the 95% upper bound on that kind's share to fall below `rare`; inconclusive otherwise (zero traps,
+    or too few traps to tell an absent kind from a rare one).
+    """
+    _counts(perfect, count)
+    if perfect > count or not 0 < rare < 1:
+        raise ValueError(f"need 0 <= perfect <= count and 0 < rare < 1, got {perfect}, {count}, {rare}")
+    if count == 0:
+        return INCONCLUSIVE, "zero traps: nothing to split"
+    approximate = count - perfect
+    if perfect and approximate:
+        return REPRODUCED, f"{perfect} perfect and {approximate} approximate of {count}: both kinds occur"
+    missing = "perfect" if perfect == 0 else "approximate"
+    high = float(share_intervals([0], [count])[1][0])
+    if high < rare:
+        return DIFFERS, (f"no {missing} trap among {count}: its share is below {high:.2f} (95% upper bound), "
+                         f"under {rare:.0%}")
+    return INCONCLUSIVE, (f"no {missing} trap among {count}: too few traps to rule out a share of "
+                          f"{rare:.0%} (95% upper bound {high:.2f})")
+
+
+def rule_all_below(values, bound: float, what: str = "value") -> tuple[str, str]:
+    """A bound the paper says every observed case respects (delta_star_below_lnv: Delta*/tau < ln|V| for
+    every perfect trap). The values are exact for the cases observed (a gap is computed, not sampled).
+    Reproduced when every value lies below `bound`, differs when one reaches it, inconclusive with none."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if not math.isfinite(bound):
+        raise ValueError(f"bound must be finite, got {bound}")
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return INCONCLUSIVE, f"zero cases: no {what} to compare with {bound:.3g}"
+    worst = float(values.max())
+    over = int((values >= bound).sum())
+    if over:
+        return DIFFERS, f"{over} of {len(values)} reach the bound: largest {what} {worst:.3g} >= {bound:.3g}"
+    return REPRODUCED, f"{len(values)} of {len(values)} below the bound: largest {what} {worst:.3g} < {bound:.3g}"
+
+
+def rule_share_above(hits: int, trials: int, chance: float) -> tuple[str, str, float, float]:
+    """A share the paper says beats chance (escape_weakest_site: escapes at the weakest site against the
+    share a uniformly chosen site gives). Null: the chance share. The share's 95% Wilson interval must lie
+    above it (reproduced), at or below it (differs), or it contains it (inconclusive; also with zero trials).
+    Returns (verdict, reason, low, high)."""
+    _counts(hits, trials)
+    if hits > trials or not 0 <= chance <= 1:
+        raise ValueError(f"need 0 <= hits <= trials and a chance share in [0, 1], got {hits}, {trials}, {chance}")
+    if trials == 0:
+        return INCONCLUSIVE, "zero events: no escape to count", math.nan, math.nan
+    low, high = (float(v[0]) for v in share_intervals([hits], [trials]))
+    verdict, reason = rule_one_sided(low, high, chance, "above", events=trials)
+    return verdict, f"{hits} of {trials} against chance {chance:.2f}: {reason}", low, high
+
+
+def rule_mean_above(values, null: float, what: str = "mean", *, seed: int = 0
+                    ) -> tuple[str, str, float, float, float]:
+    """A mean the paper says exceeds `null`: a 95% percentile bootstrap interval (values resampled) must lie
+    above it (reproduced), at or below it (differs), or it contains it (inconclusive; also with fewer than two
+    values). Returns (verdict, reason, mean, low, high)."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return (INCONCLUSIVE, f"{len(values)} value(s): too few for an interval on the {what}",
+                float(values.mean()) if len(values) else math.nan, math.nan, math.nan)
+    low, high = bootstrap_ci(values, seed=seed)
+    verdict, reason = rule_one_sided(low, high, null, "above")
+    return verdict, f"{what}: {reason}", float(values.mean()), low, high
+
+
+def combine_verdicts(verdicts) -> str:
+    """One verdict for a claim checked in several parts: differs if any part differs, reproduced if all are
+    reproduced, inconclusive otherwise."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        return INCONCLUSIVE
+    if DIFFERS in verdicts:
+        return DIFFERS
+    return REPRODUCED if all(v == REPRODUCED for v in verdicts) else INCONCLUSIVE
+
+
+# --------------------------------------------------------------------------------------------
+# The chapter's tables, figure, claims rows and sentences (the notebook shows them; they handle every case a
+# model can produce: zero traps, no escape, constant or missing statistics)
+# --------------------------------------------------------------------------------------------
+
+
+def weakest_site_chance(gaps) -> float:
+    """The share of escapes a uniformly chosen site would put at a weakest site: the mean, over traps, of
+    (number of sites tied at the minimum gap) / n. NaN with no traps."""
+    shares = [float(np.mean(np.asarray(g, float) == np.min(g))) for g in gaps if len(g)]
+    return float(np.mean(shares)) if shares else math.nan
+
+
+def pooled_gap_summary(traps: pd.DataFrame, *, draws: int = 2000, seed: int = 0) -> dict:
+    """Spearman correlations of duration with the mean and the minimum gap over traps of every temperature,
+    gaps in units of tau (Delta / tau is what the chain's law depends on), with trap_summary's bootstrap
+    interval on their difference (NaN with fewer than 3 traps)."""
+    scaled = traps.assign(mean_gap=traps.mean_gap / traps.temperature, min_gap=traps.min_gap / traps.temperature)
+    return trap_summary(scaled, 1, 1, draws=draws, seed=seed)
+
+
+def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
+    """Appendix C.3's comparison, one row per (cold temperature, chain): the cold chain's embedding distance
+    from its start after the cold run, and the warm (reference) chain's distance from the same start after
+    the same number of steps. warm: FloatTensor[B]; cold: {tau: FloatTensor[B]}."""
+    warm = torch.as_tensor(warm, dtype=torch.float64).reshape(-1)
+    frames = []
+    for tau, distance in cold.items():
+        distance = torch.as_tensor(distance, dtype=torch.float64).reshape(-1)
+        if distance.shape != warm.shape:
+            raise ValueError(f"cold run tau={tau} has {len(distance)} chains, the warm run {len(warm)}")
+        frames.append(pd.DataFrame({"temperature": float(tau), "chain": np.arange(len(warm)),
+                                    "distance": distance.numpy(), "warm_distance": warm.numpy()}))
+    columns = ["temperature", "chain", "distance", "warm_distance"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def counts_table(summaries: dict, paper: dict, chains: int, steps: int, n: int) -> pd.DataFrame:
+    """The counts beside the paper's: one row for the paper (numbers from paper_claims.csv, in `paper`:
+    count, perfect, mean, min, max, chains, steps) and one per temperature of this run."""
+    def row(label, count, rate, perfect, mean, low, high, sweeps):
+        none = count == 0
+        return {"run": label, "traps": int(count), "per chain per 10k steps": round(rate, 2),
+                "perfect": "0" if none else f"{perfect:.0f} ({perfect / count:.0%})",
+                "mean duration": "-" if none else f"{mean:.0f}",
+                "in sweeps": "-" if none or not sweeps else f"{mean / sweeps:.1f}",
+                "range": "-" if none else f"{low:.0f}-{high:.0f}"}
+
+    exposure = paper["chains"] * paper["steps"] / 10_000
+    rows = [row(f"paper: tau 1, {paper['chains']:.0f} x {paper['steps']:,.0f} (n not stated)", paper["count"],
+                paper["count"] / exposure, paper["perfect"], paper["mean"], paper["min"], paper["max"], None)]
+    rows += [row(f"ours: tau {tau:g}, {chains} x {steps:,}", s["count"], s["rate_per_10k"], s["perfect"],
+                 s["mean_duration"], s["min_duration"], s["max_duration"], n) for tau, s in summaries.items()]
+    return pd.DataFrame(rows)
+
+
+def plot_gap_scatter(traps: pd.DataFrame, summaries: dict):
+    """Duration against the mean and the minimum score gap, one panel each, coloured by temperature, with
+    each temperature's Spearman correlation in the title. With no trap, says so and draws nothing
+    (returns None)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if traps.empty:
+        print("No trap was detected, so there is no duration to set against a gap.")
+        return None
+    long = traps.melt(id_vars=["temperature", "duration"], value_vars=["mean_gap", "min_gap"], var_name="gap",
+                      value_name="value")
+    grid = sns.relplot(data=long, x="value", y="duration", hue="temperature", col="gap", kind="scatter",
+                       palette="viridis", height=3.4, facet_kws=dict(sharex=False))
+    grid.set_axis_labels("score gap (logit units)", "trap duration (steps)")
+    for ax, name, key in zip(grid.axes.flat, ["mean gap", "min gap"], ["rho_mean", "rho_min"]):
+        rho = ", ".join(f"τ={tau:g}: " + ("n/a" if math.isnan(s[key]) else f"{s[key]:.2f}")
+                        for tau, s in summaries.items())
+        ax.set_title(f"{name} vs duration\nSpearman {rho}", fontsize=10)
+    plt.show()
+    return grid
+
+
+def weakest_table(traps: pd.DataFrame) -> pd.DataFrame | None:
+    """Escapes per temperature: how many, how many at a weakest site, their share and the chance share
+    (weakest_site_chance), and the median probability of the escaping token (None, with a sentence, when no
+    trap ended inside the run)."""
+    columns = ["escapes", "at_weakest", "share", "chance", "median_prob"]
+    escaped = traps[traps.escaped]
+    if escaped.empty:
+        print("No escape to count: no trap ended inside the run.")
+        return None
+    rows = {}
+    for tau, group in escaped.groupby("temperature"):
+        hits = int(group.at_weakest.sum())
+        rows[tau] = dict(escapes=len(group), at_weakest=hits, share=hits / len(group),
+                         chance=weakest_site_chance(group.gaps), median_prob=float(group.escape_prob.median()))
+    return pd.DataFrame.from_dict(rows, orient="index")[columns].rename_axis("temperature").round(3)
+
+
+def _count_text(count: int, what: str) -> str:
+    return f"{count} {what}" + ("" if count == 1 else "s")
+
+
+def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, reference_tau: float, model: str,
+               setup: dict, log_vocab: float, window: int, seed: int = 0) -> list[dict]:
+    """Every claims row of the chapter (book_tools.claim_row / model_specific_row), by the rules the chapter
+    states before its run. General claims pool the traps of every temperature of the run; the model-specific
+    rows are the reference temperature's counts, shown beside the paper's and never judged here."""
+    from book_tools import claim_row, interval_text, model_specific_row
+
+    count = len(traps)
+    pooled = (_count_text(count, "trap") if count else "no trap") + f" at τ {', '.join(f'{t:g}' for t in summaries)}"
+    rows = []
+    perfect = int((traps.kind == "perfect").sum())
+    verdict, reason = rule_both_kinds(perfect, count)
+    rows.append(claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan,
+                          f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}"
+                          if count else "no trap was detected", verdict, reason))
+    approximate = traps[traps.kind == "approximate"]
+    verdict, reason, mean, low, high = rule_mean_above(approximate.duration / window, 1.0,
+                                                       "mean duration in detection windows", seed=seed)
+    kept = _count_text(len(approximate), "approximate trap")
+    text = (interval_text(mean, low, high, missing="one value, no interval") + f" windows ({kept})"
+            if len(approximate) else "no approximate trap was detected")
+    rows.append(claim_row("approximate_trap_duration", f"mean approximate-trap duration / window ({window} steps)",
+                          mean, text, verdict,
+                          f"{reason}; null: one window, about what a stretch flagged by chance lasts"))
+    ratios = (traps.min_gap / traps.temperature)[traps.kind == "perfect"]
+    verdict, reason = rule_all_below(ratios, log_vocab, "Δ*/τ")
+    rows.append(claim_row("delta_star_below_lnv", "largest Δ*/τ of a perfect trap", ratios.max()
+                          if len(ratios) else math.nan,
+                          f"largest {ratios.max():.2f} over {_count_text(len(ratios), 'perfect trap')}; "
+                          f"ln|V| = {log_vocab:.2f}"
+                          if len(ratios) else f"no perfect trap (ln|V| = {log_vocab:.2f})",
+                          verdict, reason + ("; approximate traps (Δ* < 0) satisfy it trivially and are "
+                                             "left out")))
+    s = pooled_gap_summary(traps, seed=seed) if count else None
+    if s is None or math.isnan(s["rho_difference"]):
+        verdict, reason = INCONCLUSIVE, f"{pooled}: a rank correlation needs at least 3 traps with varying values"
+        text, value = f"not estimated: {pooled}", math.nan
+    else:
+        verdict, reason = rule_one_sided(s["difference_low"], s["difference_high"], 0.0, "above", events=count)
+        value = s["rho_difference"]
+        text = (f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = "
+                + interval_text(value, s["difference_low"], s["difference_high"],
+                                missing="the bootstrap gave no interval"))
+        reason = f"{pooled}, gaps in units of τ; null 0: {reason}"
+    rows.append(claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
+                          verdict, reason))
+    escaped = traps[traps.escaped]
+    hits, tries = int(escaped.at_weakest.sum()), len(escaped)
+    chance = weakest_site_chance(escaped.gaps)
+    verdict, reason, low, high = rule_share_above(hits, tries, 0.0 if math.isnan(chance) else chance)
+    rows.append(claim_row("escape_weakest_site", "share of escapes at a weakest-gap site",
+                          hits / tries if tries else math.nan,
+                          interval_text(hits / tries if tries else math.nan, low, high,
+                                        missing="no trap ended inside the run")
+                          + (f" ({hits} of {tries}; chance {chance:.2f})" if tries else ""),
+                          verdict, reason if tries else "zero events: no trap ended inside the run"))
+    parts, texts, reasons = [], [], []
+    for tau, group in cold.groupby("temperature", sort=False):
+        verdict, reason, mean, low, high = rule_mean_above(group.warm_distance - group.distance, 0.0,
+                                                           "warm minus cold distance", seed=seed)
+        parts.append(verdict)
+        texts.append(f"τ={tau:g}: {group.distance.mean():.3f} (warm {group.warm_distance.mean():.3f})")
+        reasons.append(f"τ={tau:g}: {verdict} ({reason})")
+    rows.append(claim_row("cold_chains_stay", "mean cosine distance from the start after the cold run",
+                          float(cold.distance.mean()) if len(cold) else math.nan,
+                          "; ".join(texts) if texts else "no cold run", combine_verdicts(parts),
+                          "null: the τ = 1 chains from the same starts after as many steps; "
+                          + ("; ".join(reasons) if reasons else "no cold run")))
+    s = summaries[reference_tau]
+    found = s["count"]
+    none = f"no trap in {setup['chains']} chains of {setup['steps']} steps"
+    rows.append(model_specific_row("trap_count", "traps detected", found,
+                                   f"{found} (rate {s['rate_per_10k']:.2f} [{s['rate_low']:.2f}, "
+                                   f"{s['rate_high']:.2f}] per chain per 10k steps)", model=model, setup=setup))
+    rows.append(model_specific_row("perfect_trap_share", "perfect / all traps", s["perfect_share"],
+                                   interval_text(s["perfect_share"], s["perfect_low"], s["perfect_high"],
+                                                 missing=none) + (f" ({s['perfect']} of {found})" if found else ""),
+                                   model=model, setup=setup, low=s["perfect_low"], high=s["perfect_high"]))
+    rows.append(model_specific_row("trap_mean_duration", "mean trap duration (steps)", s["mean_duration"],
+                                   interval_text(s["mean_duration"], s["duration_low"], s["duration_high"],
+                                                 digits=0, missing=none), model=model, setup=setup,
+                                   low=s["duration_low"], high=s["duration_high"]))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# The notebook's settings, tables and sentences
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_window(cfg) -> int:
+    """The drift window in steps: the profile's (or the caller's) if set, else 15 sweeps of the sequence
+    (15 n steps, the paper's 300 steps if its passages had 20 tokens, which the paper does not state),
+    rounded to a multiple of the record spacing."""
+    window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
+    return max(cfg.record_every, round(window / cfg.record_every) * cfg.record_every)
+
+
+def cold_budget(cfg) -> int:
+    """Steps of the cold chains: at most the warm run's, a multiple of its record spacing (so the warm chain's
+    distance after as many steps is a recorded one)."""
+    steps = min(cfg.cold_steps, cfg.steps)
+    return max(cfg.record_every, steps - steps % cfg.record_every)
+
+
+def claims_setup(cfg) -> dict:
+    """Our protocol for the model-specific rows, keyed as paper_claims.csv's `protocol` column."""
+    return dict(chains=cfg.n_chains, steps=cfg.steps, tau=f"{cfg.temperatures[0]:g}", window=cfg.window,
+                threshold=f"{cfg.threshold:g}", n=cfg.seq_len)
+
+
+def paper_counts() -> dict:
+    """The paper's Table 4 counts, read from paper_claims.csv (the only place they are typed)."""
+    from book_tools import paper_number, paper_protocol
+
+    protocol = paper_protocol("trap_count")
+    return dict(count=paper_number("trap_count", "value"), perfect=paper_number("perfect_trap_share", "perfect"),
+                mean=paper_number("trap_mean_duration", "value"), min=paper_number("trap_mean_duration", "min"),
+                max=paper_number("trap_mean_duration", "max"), chains=float(protocol["chains"]),
+                steps=float(protocol["steps"]))
+
+
+def trap_table(runs: dict, found: dict) -> pd.DataFrame:
+    """Every temperature's catalogue joined with its escape events, one row per trap (index `trap`)."""
+    tables = []
+    for tau, catalogue in found.items():
+        events = escape_events(runs[tau][0], catalogue, catalogue.state.tolist(), catalogue.gaps.tolist())
+        tables.append(catalogue.join(events))
+    traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
+    return traps.astype({"escaped": bool, "at_weakest": bool, "temperature": float, "duration": int})
+
+
+def site_table(traps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (trap, site): the held token and its score gap (model and profile columns kept)."""
+    keep = [c for c in ("trap", "temperature", "model", "profile") if c in traps]
+    rows = [dict(zip(keep, values), site=site, token=token, gap=gap)
+            for values, state, gaps in zip(traps[keep].itertuples(index=False), traps.state, traps.gaps)
+            for site, (token, gap) in enumerate(zip(state, gaps))]
+    return pd.DataFrame(rows, columns=[*keep, "site", "token", "gap"])
+
+
+def catalogue_view(traps: pd.DataFrame, per_temperature: int = 8):
+    """Table 4's shape: the longest traps of each temperature (None, with a sentence, when there is none)."""
+    if traps.empty:
+        print("No trap was detected at any temperature of this run.")
+        return None
+    table = traps.sort_values(["temperature", "duration"], ascending=False).rename(
+        columns={"temperature": "tau", "mean_gap": "mean gap", "min_gap": "min gap (Δ*)", "kind": "type"})
+    columns = ["tau", "chain", "start", "duration", "mean gap", "min gap (Δ*)", "type", "text"]
+    return table.groupby("tau", sort=False).head(per_temperature)[columns].round(2)
+
+
+def theorem8_table(traps: pd.DataFrame) -> pd.DataFrame:
+    """The paper's strongest trap (its numbers from paper_claims.csv), then our perfect traps by Delta*."""
+    from book_tools import paper_number
+
+    columns = ["temperature", "duration", "min_gap", "theorem8_bound", "text"]
+    paper = pd.DataFrame([dict(temperature=1.0, duration=paper_number("delta_star_below_lnv", "trap1_duration"),
+                               min_gap=paper_number("delta_star_below_lnv", "trap1_gap"),
+                               theorem8_bound=paper_number("delta_star_below_lnv", "trap1_bound"),
+                               text="paper's trap 1: a string of periods (BERT)")])
+    ours = traps[traps.kind == "perfect"][columns].sort_values("min_gap", ascending=False)
+    return pd.concat([paper, ours], ignore_index=True) if len(ours) else paper
+
+
+def correlation_table(traps: pd.DataFrame, summaries: dict, *, seed: int = 0) -> pd.DataFrame:
+    """Spearman correlations of duration with the mean and the minimum gap, per temperature and pooled."""
+    keys = ("count", "rho_mean", "rho_min", "rho_difference", "difference_low", "difference_high")
+    table = {f"tau {tau:g}": {k: s[k] for k in keys} for tau, s in summaries.items()}
+    if len(summaries) > 1:
+        pooled = pooled_gap_summary(traps, seed=seed)
+        table["pooled (gaps / tau)"] = {k: pooled[k] for k in keys}
+    return pd.DataFrame(table)
+
+
+def escape_view(traps: pd.DataFrame, tokenizer, rows: int = 8):
+    """The longest traps that ended inside the run: where and how each escaped (None, with a sentence, when no
+    trap ended)."""
+    escaped = traps[traps.escaped].sort_values("duration", ascending=False)
+    if escaped.empty:
+        print("No trap ended inside the run, so there is no escape to show.")
+        return None
+    names = tokenizer.convert_ids_to_tokens
+    escaped = escaped.assign(change=[f"{names(int(a))} → {names(int(b))}"
+                                     for a, b in zip(escaped.old_token, escaped.new_token)])
+    return escaped[["temperature", "duration", "escape_step", "escape_site", "change", "escape_prob", "escape_gap",
+                    "site_rank", "at_weakest", "text"]].head(rows).round(3)
+
+
+def distance_at(vectors, steps, step: int) -> torch.Tensor:
+    """d(x_step, x_0) = 1 - cos(phi(x_step), phi(x_0)) per chain, from unit-norm embeddings [B, R, d] recorded
+    at `steps`; `step` must be a recorded step."""
+    steps = torch.as_tensor(steps)
+    where = (steps == step).nonzero()
+    if len(where) != 1:
+        raise ValueError(f"step {step} is not one of the recorded steps")
+    k = int(where[0, 0])
+    return 1.0 - (vectors[:, k] * vectors[:, 0]).sum(-1)
+
+
+def cold_view(cold: pd.DataFrame, warm_tau: float, *, seed: int = 0) -> pd.DataFrame:
+    """Per cold temperature: mean distance from the start, the warm chains' over as many steps, the mean
+    difference with its 95% bootstrap interval, and the paper's distance for that temperature (BERT)."""
+    from book_tools import paper_claim, parse_pairs
+
+    paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
+    rows = []
+    for tau, group in cold.groupby("temperature", sort=False):
+        difference = (group.warm_distance - group.distance).to_numpy()
+        low, high = bootstrap_ci(difference, seed=seed) if len(group) > 1 else (math.nan, math.nan)
+        rows.append({"tau": tau, "chains": len(group), "distance": group.distance.mean(),
+                     f"warm (tau {warm_tau:g})": group.warm_distance.mean(), "warm - cold": difference.mean(),
+                     "95% interval": f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) else "too few chains",
+                     "paper (BERT)": paper.get("tau" + f"{tau:g}".replace(".", ""), "—")})
+    return pd.DataFrame(rows).round(3)
+
+
+def _traps_text(summary: dict) -> str:
+    count = summary["count"]
+    return f"{_count_text(count, 'trap')}" if count else "no trap"
+
+
+def paper_cold_temperatures() -> list[float]:
+    """Appendix C.3's cold temperatures, from paper_claims.csv's protocol of cold_chains_stay."""
+    from book_tools import paper_protocol
+
+    return [float(t) for t in paper_protocol("cold_chains_stay")["temperatures"].split()]
+
+
+def setup_phrases(protocol: dict, cfg, cond, cold_temperatures=()) -> dict:
+    """Sentences for the chapter's opening: the paper's Table 4 protocol, the vocabulary size and ln(4|V|)."""
+    from book_tools import paper_protocol
+
+    vocab = int(cond.allowed.sum())
+    return {"ch5_table4": f"{int(protocol['chains'])} chains of {int(protocol['steps']):,} steps at τ = "
+                          f"{protocol['tau']}, a {protocol['window']}-step window and a drift threshold of "
+                          f"{protocol['threshold']}",
+            "ch5_paper_cold_steps": f"{int(paper_protocol('cold_chains_stay')['steps']):,}",
+            "ch5_vocab": f"{vocab:,}", "ch5_log_4v": f"{math.log(4 * vocab):.1f}",
+            "ch5_cold_steps": f"{cfg.cold_steps:,}",
+            "ch5_cold_taus": " and ".join(f"{t:g}" for t in cold_temperatures) or "none"}
+
+
+def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, cold: pd.DataFrame,
+                claims: pd.DataFrame, cfg) -> dict:
+    """Every sentence the chapter's closing section quotes, one per case the run can produce."""
+    taus = list(summaries)
+    hot, coldest = taus[0], taus[-1]
+    phrases = {"ch5_run": f"{cfg.n_chains} chains of {cfg.steps:,} steps per temperature, n = {cfg.seq_len}, "
+                          f"window {cfg.window} steps, profile {cfg.profile}"}
+    for tag, tau in (("hot", hot), ("cold", coldest)):
+        s = summaries[tau]
+        phrases |= {f"ch5_{tag}_tau": f"{tau:g}", f"ch5_{tag}_drift": f"{median_drift[tau]:.2f}",
+                    f"ch5_{tag}_traps": _traps_text(s),
+                    f"ch5_{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none"}
+    verdicts = claims.set_index("claim").verdict
+    for claim, verdict in verdicts.items():
+        phrases[f"ch5_verdict_{claim}"] = verdict
+    setups = claims.set_index("claim").setup
+    phrases["ch5_setup_differences"] = setups.get("trap_count", "—")
+    perfect = traps[traps.kind == "perfect"]
+    if perfect.empty:
+        phrases["ch5_theorem8"] = "we found no perfect trap, so there is no bound to set against a lifetime"
+    else:
+        factor = (perfect.duration / perfect.theorem8_bound).min()
+        phrases["ch5_theorem8"] = (f"for our {_count_text(len(perfect), 'perfect trap')} the largest bound is "
+                                   f"{perfect.theorem8_bound.max():.2g} steps, and every observed duration "
+                                   f"exceeds its bound by a factor of at least {factor:.2g}")
+    again = traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated()) \
+        if len(traps) else pd.Series(dtype=bool)
+    phrases["ch5_repeat_traps"] = f"{int(again.sum())} of {len(traps)}"
+    escaped = traps[traps.escaped]
+    if escaped.empty:
+        phrases["ch5_weakest"] = "no trap ended inside the run, so there is no escape to place"
+    else:
+        hits, chance = int(escaped.at_weakest.sum()), weakest_site_chance(escaped.gaps)
+        phrases["ch5_weakest"] = (f"{hits} of {len(escaped)} escapes came at a weakest-gap site, against "
+                                  f"{chance:.0%} expected by chance")
+    row = claims.set_index("claim").loc["mean_gap_correlation"]
+    phrases["ch5_pooled_rho"] = row.ours_text
+    phrases["ch5_cold_summary"] = claims.set_index("claim").loc["cold_chains_stay"].ours_text
+    return phrases

@@ -22,10 +22,12 @@
 # :class: tip
 # - **Claim** (paper, section 6.2): long chains at $\tau = 1$ forget the topic
 #   they started from and keep re-entering recognisable semantic regions;
-#   for BERT, politics is one such recurrent basin (46 of 50 chains pass the
-#   politics baseline at least once, with peaks up to 0.979).
-# - **Look at**: the Table 3 counterpart, the leading-label shares per seed
-#   topic, the PCA trajectories (Figs. 1 and 4) and the prefix table (C.4).
+#   for BERT, politics is one such recurrent basin
+#   ({glue:text}`paper_politics_recurrence_count` pass the politics baseline
+#   at least once, with peaks up to {glue:text}`paper_politics_peak`).
+# - **Look at**: the Table 3 counterpart, the crossings against chance, the
+#   leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
+#   and the prefix table (C.4).
 # - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/04_basins.ipynb), or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
@@ -35,7 +37,8 @@
 # same with the bundled BBC-trained model, a topic scorer that works offline,
 # and BBC News {cite}`greene2006bbc` paragraphs as seeds. We first check that
 # the scorer reads topics correctly, then ask which basin *our* model returns
-# to, whichever it is.
+# to, whichever it is, and whether its chains enter politics more often than
+# chance allows.
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core and bundled model) and install it.
@@ -60,8 +63,9 @@ seq_len: int = 0  # tokens per chain; 0: the profile's value
 n_seeds: int = 0  # chains per seed topic; 0: the profile's value
 steps: int = 0  # Glauber steps per chain; 0: the profile's value
 record_every: int = 0  # topic scores every m steps; 0: the profile's
-prefixes: list = ["tony blair said that", "wayne rooney said that",
-                  "elvis presley said that", "the little kid said that"]
+prefixes: list = ["Albert Einstein said that", "Elvis Presley said that",
+                  "LeBron James said that", "The little kid said that"]
+extra_prefixes: list = []  # ours, shown as "(ours)" beside the paper's
 seed: int = 0
 
 # %%
@@ -79,19 +83,20 @@ from chapters import basins as ch
 
 PROFILES = {
     "smoke": dict(seq_len=20, n_seeds=1, steps=30, record_every=10,
-                  pca_every=5, n_check=5, prefix_chains=1,
-                  prefix_steps=10),
-    "quick": dict(seq_len=20, n_seeds=4, steps=1500, record_every=50,
-                  pca_every=10, n_check=60, prefix_chains=4,
-                  prefix_steps=500),
+                  pca_every=5, n_check=5, null_replicas=4,
+                  prefix_chains=1, prefix_steps=10),
+    "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50,
+                  pca_every=10, n_check=60, null_replicas=3,
+                  prefix_chains=4, prefix_steps=500),
     "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200,
-                  pca_every=10, n_check=200, prefix_chains=10,
-                  prefix_steps=3_500),
+                  pca_every=10, n_check=200, null_replicas=4,
+                  prefix_chains=10, prefix_steps=3_500),
 }
 cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
                           n_seeds=n_seeds, steps=steps,
                           record_every=record_every)
 bt.set_book_style()
+bt.glue_paper("04_basins")
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
 model_name = Path(cond.name_or_path).name if not model else model
@@ -99,15 +104,23 @@ out = bt.results_dir("04_basins")
 cfg
 
 # %% [markdown]
-# | profile | chains | steps | scores every | scorer check | prefix runs |
-# |---|---|---|---|---|---|
-# | smoke | 5 topics x 1 | 30 | 10 | 5 per topic | 5 x 1 chain, 10 steps |
-# | quick | 5 topics x 4 | 1,500 | 50 | 60 per topic | 5 x 4 chains, 500 steps |
-# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 5 x 10, 3,500 steps |
+# | profile | chains | steps | scores every | scorer check | shuffles | prefix runs |
+# |---|---|---|---|---|---|---|
+# | smoke | 5 topics x 1 | 30 | 10 | 5 per topic | 4 | 1 chain, 10 steps |
+# | quick | 5 topics x 6 | 1,500 | 50 | 60 per topic | 3 | 4 chains, 500 steps |
+# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 4 | 10 chains, 3,500 steps |
 #
-# All profiles use $n = 20$ tokens (the paper's seed length, B.2) and
-# $\tau = 1$. The paper does not give its prefix runs' length; we use 3,500
-# steps there, the length of its Fig. 4.
+# The `paper` profile follows the paper's Table 3 item by item: 50 chains
+# (five seed topics, ten seeds each), 10,000 steps at $\tau = 1$, topic
+# scores every 200 steps over nine labels, $n = 20$ tokens (the paper's seed
+# length, B.2). It still differs in four things, which no profile can
+# change offline: the model (the bundled one unless `model` names another),
+# the scorer (an embedding stand-in unless `scorer` names an NLI model),
+# the seed passages (BBC News, not MS MARCO) and their topics (BBC's five
+# sections, one of them politics, against the paper's five). The paper does
+# not give its prefix runs' length; we use 3,500 steps there, the length of
+# its Fig. 4, and the same number of chains per prefix as seeds per topic.
+# The shuffled controls are ours (see below).
 #
 # ## The topic scorer
 #
@@ -170,13 +183,11 @@ check = pd.DataFrame(rows)
 check_scores = ch.topic_scores(check.text.tolist(), labels, **score_with)
 check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
 check["predicted"] = check[labels].idxmax(axis=1)
-check.drop(columns="text").to_csv(out / "validation.csv", index=False)
+check.drop(columns="text").assign(model=model_name).to_csv(
+    out / "validation.csv", index=False)
 accuracy = (check.assign(correct=check.predicted == check.label)
             .groupby("length").correct.agg(["count", "mean"])
             .rename(columns={"count": "paragraphs", "mean": "accuracy"}))
-cut_name = f"first {cfg.seq_len} tokens"
-bt.glue("ch4_acc_cut", f"{accuracy.accuracy[cut_name]:.0%}")
-bt.glue("ch4_acc_whole", f"{accuracy.accuracy['whole paragraph']:.0%}")
 accuracy.round(3)
 
 # %%
@@ -191,15 +202,9 @@ for ax, (length, part) in zip(axes, check.groupby("length")):
 plt.tight_layout()
 plt.show()
 
-snips = check[check.length == cut_name]
-wrong = snips[snips.predicted != snips.label]
-others_wrong = wrong[wrong.label != "politics"]
-to_politics = (others_wrong.predicted == "politics").mean()
-politics_misses = wrong[wrong.label == "politics"].predicted.value_counts()
-bt.glue("ch4_errors_to_politics", "none (it made none)"
-        if others_wrong.empty else f"{to_politics:.0%}")
-bt.glue("ch4_politics_misread_as", ", ".join(
-    f"{k} ({v})" for k, v in politics_misses.head(3).items()) or "none")
+# %% tags=["remove-input"]
+cut_name = f"first {cfg.seq_len} tokens"
+bt.glue_all(ch.scorer_check_words(check, accuracy, cut_name))
 
 # %% [markdown]
 # The scorer names the right label for {glue:text}`ch4_acc_cut` of the
@@ -213,6 +218,49 @@ bt.glue("ch4_politics_misread_as", ", ".join(
 # snippets went to {glue:text}`ch4_politics_misread_as`: the section covers
 # policy on hospitals, schools and the environment, so some such readings
 # are fair.
+#
+# ## What we test, and against what
+#
+# The paper's evidence for a politics basin is that chains cross the
+# politics baseline $1/9$ at least once
+# ({glue:text}`paper_politics_recurrence_count`), and that every seed topic's
+# own score falls. Both can happen without any basin. A score that hovers
+# near $1/9$ crosses it at some look out of dozens by chance, and text that
+# dissolves into word salad loses its seed topic too: a masked LM with
+# random weights does both. So each general claim is judged against a chance
+# level, by a rule fixed here, before the run. The chance level comes from
+# *shuffled chains*: at every scored step and every position, the tokens our
+# chains hold there are dealt out afresh among the chains. Each position
+# keeps the model's own words, so a model that only favours some tokens
+# (a random one, say) is matched exactly; what the shuffle destroys is what
+# ties one chain's tokens together, its text and so its basin.
+#
+# - **Politics recurrence** (`politics_recurrence`). Over the chains seeded
+#   from the four non-politics topics, count those whose politics score
+#   exceeds $1/9$ at some scored step after the start. Two nulls, each
+#   compared with Newcombe's interval for a difference of two shares
+#   (`bt.rule_against_chance`): (a) *politics is no different from another
+#   label*: the same chains, each paired with one control label (neither
+#   politics nor its own seed label, cycled through the seven), crossing the
+#   same baseline at the same looks; (b) *the chains carry no basin*: their
+#   shuffles crossing it, at the same looks.
+#   *Reproduced* when politics crosses more often than both controls (both
+#   intervals above 0), *differs* when either interval lies at or below 0,
+#   *inconclusive* otherwise, including zero crossings on both sides.
+# - **Loss of the seed topic** (`seed_topic_loss`). For every chain, the
+#   share of the shuffles of the final states whose seed-label score (at the
+#   chain's place) is higher than the chain's own (ties count half). Null:
+#   0.5, the chain ends no further from its topic than a shuffle of the
+#   model's final words (a rank comparison, so the skew of topic scores on
+#   word salad cannot tip it). *Reproduced* when the
+#   bootstrap interval of the mean share (chains resampled) lies above 0.5:
+#   the chains end further from their topic than their own words shuffled,
+#   having moved on to other readable text. *Differs* when the seed score does not
+#   fall at all (the interval of the mean fall from the start lies at or
+#   below 0), *inconclusive* otherwise.
+# - The paper's own numbers for BERT (the crossing count and the peak
+#   politics score) are shown beside ours and not judged: our model, scorer
+#   and seeds differ from the paper's.
 #
 # ## Long chains from each topic
 #
@@ -231,8 +279,23 @@ every = max(1, round(cfg.record_every / cfg.pca_every))
 scores, score_steps = ch.trajectory_topic_scores(cond, run, labels, every,
                                                  **score_with)
 frame = ch.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
-frame.to_csv(out / "scores.csv", index=False)
+frame.assign(model=model_name).to_csv(out / "scores.csv", index=False)
 frame.head()
+
+# %% [markdown]
+# The chance control: `null_replicas` shuffles of the scored states.
+
+# %%
+scored = torch.isin(run.steps, score_steps)
+null_tokens = ch.shuffled_null(run.tokens[:, scored], cfg.null_replicas,
+                               seed=seed + 11)
+null_scores = ch.state_topic_scores(cond, null_tokens, labels, **score_with)
+null_frame = ch.topic_frame(null_scores, score_steps, labels,
+                            seed_topic=seed_topic * cfg.null_replicas)
+null_frame.assign(model=model_name).to_csv(out / "shuffled_scores.csv",
+                                           index=False)
+print("a final state and one of its shuffles:\n  "
+      f"{cond.decode(run.final[0])}\n  {cond.decode(null_tokens[0, -1])}")
 
 # %% [markdown]
 # ## Table 3: politics recurrence and loss of the seed topic
@@ -240,71 +303,70 @@ frame.head()
 # Per seed topic: the mean politics score at the first and last step, the
 # mean score of the seed topic's own label at both ends, how many chains
 # rise above the baseline $1/9$ at some recorded step after the start, and
-# the highest politics score seen after the start.
+# the highest politics score seen after the start. The last column is the
+# seed label's mean score on the shuffled final states: where the seed score
+# ends when the words stay and the text goes.
 
 # %%
 table3 = ch.recurrence_table(frame, "politics", baseline)
-table3.to_csv(out / "table3.csv")
-rest = table3.drop(index="politics")
-falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
-bt.glue("ch4_run", f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
-        f"profile {cfg.profile}")
-bt.glue("ch4_seed_falls", f"{len(falls)} of the {len(rest)} non-politics "
-        f"seed topics ({', '.join(falls) or 'none'})")
-bt.glue("ch4_politics_seed_start",
-        f"{table3.loc['politics', 'seed score at start']:.2f}")
-bt.glue("ch4_other_seed_start", f"{rest['seed score at start'].mean():.2f}")
-low_start = (table3.loc["politics", "seed score at start"]
-             < rest["seed score at start"].mean())
-bt.glue("ch4_politics_seed_note", "lower, as its seed passages are often "
-        "about policy areas (health, schools, the environment) that the "
-        "scorer files elsewhere" if low_start else "not lower")
+null_table = ch.recurrence_table(null_frame, "politics", baseline)
+table3["seed score at end, shuffled"] = null_table["seed score at end"]
+table3.assign(model=model_name).to_csv(out / "table3.csv")
 table3.round(3)
 
 # %% [markdown]
-# The paper's figures for BERT beside ours. The paper's five seed topics
-# (from MS MARCO, one of them food) are not BBC's, and politics is not among
-# them; so we count crossings over our chains seeded from the four
-# non-politics topics, whose politics score has to rise to cross.
+# The paper's five seed topics (from MS MARCO, one of them food) are not
+# BBC's, and politics is not among them; so we count crossings over our
+# chains seeded from the four non-politics topics, whose politics score has
+# to rise to cross. Beside each chain's politics crossing stands its control
+# label's crossing on the same looks, and the shuffled chains' politics
+# crossing:
 
 # %%
-others = frame[frame.seed_topic != "politics"]
-after = others[others.step > 0]
-crossed = after.groupby("chain").politics.max() > baseline
-share = crossed.mean()
-low, high = (float(v[0]) for v in bt.share_intervals(
-    [int(crossed.sum())], [len(crossed)]))
-peak = after.politics.max()
-strong = after.groupby("chain").politics.max() > 0.5
-bt.glue("ch4_crossed", f"{crossed.sum()} of {len(crossed)}")
-bt.glue("ch4_peak", f"{peak:.3f}")
-bt.glue("ch4_strong", f"{strong.sum()} of {len(strong)}")
+crossings = ch.crossing_table(frame, labels, baseline)
+chains = len(crossings)
+crossed = int(crossings.target_crossed.sum())
+label_crossed = int(crossings.control_crossed.sum())
+null_crossings = ch.crossing_table(null_frame, labels, baseline)
+free = (int(null_crossings.target_crossed.sum()), len(null_crossings))
+crossings.assign(model=model_name).to_csv(out / "crossings.csv",
+                                          index=False)
+recurrence = ch.recurrence_rule(crossed, chains, label_crossed, *free)
 pd.DataFrame({
-    "paper (BERT, BART-MNLI)": ["46 of 50 (0.92)", "0.979", "not given"],
-    "ours": [f"{crossed.sum()} of {len(crossed)} ({share:.2f}, 95% "
-             f"[{low:.2f}, {high:.2f}])", f"{peak:.3f}",
-             f"{strong.sum()} of {len(strong)}"],
-}, index=["chains ever above the politics baseline",
-          "peak politics score", "chains ever above 0.5 politics"])
+    "chains": [chains, chains, free[1]],
+    "crossing 1/9 at least once": [crossed, label_crossed, free[0]],
+}, index=["politics, our chains", "control label, same chains and looks",
+          "politics, shuffled chains, same looks"]).assign(
+    share=lambda t: (t.iloc[:, 1] / t.chains.clip(lower=1)).round(2))
 
 # %% [markdown]
-# How demanding is "ever above the baseline"? The held-out snippets of the
-# four non-politics topics give the scorer's false-alarm rate: the share of
-# ordinary, non-political 20-token texts whose politics score already
-# exceeds $1/9$. If records were independent, a chain with $R$ scored states
+# The same question asked of a single held-out snippet: the share of
+# ordinary, non-political 20-token BBC texts whose politics score already
+# exceeds $1/9$. If looks were independent, a chain with $R$ scored states
 # would cross at least once with probability $1 - (1 - q)^R$.
 
 # %%
 snippets = check[(check.length != "whole paragraph")
                  & (check.label != "politics")]
 q = (snippets.politics > baseline).mean()
-records = frame.step.nunique() - 1
-by_chance = 1 - (1 - q) ** records
-bt.glue("ch4_false_alarm", f"{q:.0%}")
-bt.glue("ch4_records", f"{records}")
-bt.glue("ch4_by_chance", f"{by_chance:.2f}")
+looks = len(score_steps) - 1
+by_chance = 1 - (1 - q) ** looks
 print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
-      f"1 - (1 - q)^{records} = {by_chance:.2f}")
+      f"1 - (1 - q)^{looks} = {by_chance:.2f}")
+
+# %% [markdown]
+# Loss of the seed topic against the shuffles, chain by chain:
+
+# %%
+own = [labels.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
+at = np.arange(len(own))
+start_score = scores[at, 0, own].numpy()
+end_score = scores[at, -1, own].numpy()
+null_end = null_scores[:, -1].reshape(cfg.null_replicas, len(own), -1)
+null_end = null_end[:, at, own].numpy()
+loss = ch.seed_loss_intervals(start_score, end_score, null_end, seed=seed)
+loss_verdict = ch.seed_loss_rule(loss["fall"], loss["beyond_null"])
+pd.DataFrame(loss, index=["mean", "95% low", "95% high"]).T.round(3)
 
 # %% [markdown]
 # ## Which basin does our model return to?
@@ -315,7 +377,7 @@ print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
 
 # %%
 shares = ch.leading_label_shares(frame[frame.step > 0], labels)
-shares.to_csv(out / "leading_shares.csv")
+shares.assign(model=model_name).to_csv(out / "leading_shares.csv")
 fig, ax = plt.subplots(figsize=(9, 3.6))
 sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
             vmax=1, ax=ax, cbar_kws={"label": "share of recorded states"})
@@ -344,13 +406,6 @@ for topic in shares.index:
           f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
 overall = ch.leading_label_shares(
     frame[frame.step > 0].assign(chains="all chains"), labels, by="chains")
-ranked = overall.loc["all chains"].sort_values(ascending=False)
-bt.glue("ch4_top_labels", ", ".join(
-    f"{k} ({v:.0%})" for k, v in ranked.head(3).items()))
-rank = list(ranked.index).index("politics") + 1
-bt.glue("ch4_politics_lead", f"{ranked['politics']:.0%}")
-bt.glue("ch4_politics_rank", "the label that leads most often"
-        if rank == 1 else f"number {rank} of {len(labels)} labels")
 overall.round(2)
 
 # %% [markdown]
@@ -385,14 +440,10 @@ for ax, chain in zip(axes, picks):
     print(f"chain {chain}\n  first: {texts[0]}\n  last:  {texts[-1]}")
 plt.tight_layout()
 plt.show()
-repeats = len(picks) * len(run.steps) - sum(distinct)
-bt.glue("ch4_pca_records", f"{len(picks) * len(run.steps):,}")
-bt.glue("ch4_pca_distinct", f"{sum(distinct):,}")
-bt.glue("ch4_pca_every", f"{cfg.pca_every}")
-bt.glue("ch4_pca_repeats", "no recorded state repeats: at this temperature"
-        " the chains do not sit in exact traps between records" if not
-        repeats else f"{repeats} records repeat an earlier state of their"
-        " chain: exact traps, drawn as dark, tight clusters")
+
+# %% tags=["remove-input"]
+bt.glue_all(ch.trajectory_words(len(picks) * len(run.steps), sum(distinct),
+                                cfg.pca_every))
 
 # %% [markdown]
 # The two chains show {glue:text}`ch4_pca_distinct` distinct states in
@@ -406,31 +457,36 @@ bt.glue("ch4_pca_repeats", "no recorded state repeats: at this temperature"
 #
 # Freeze a prefix "X said that" and let the chain resample only the rest.
 # The paper's examples suggest the speaker steers the chain into a basin
-# (and that even "the little kid said that" pulls towards news speech).
-# We run the same seed passages with each prefix and with none, and score
-# only the free part of the text.
+# (and that even "The little kid said that" pulls towards news speech). We
+# run the paper's four prefixes (any prefix we add is marked "(ours)") on
+# the same seed passages, and the passages with no prefix, and score only
+# the free part of the text.
 
 # %%
 base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
                         seed=seed + 7)
+runs = {"(none)": ""} | {p: p for p in prefixes} | {
+    f"{p} (ours)": p for p in extra_prefixes}
 prefix_rows, endpoints = [], []
-for prefix in ["(none)"] + list(prefixes):
-    if prefix == "(none)":
-        start, k = base.tokens, 0
-    else:
+for name, prefix in runs.items():
+    if prefix:
         start, k = ch.with_prefix(cond, prefix, base.tokens)
-    chains = gc.glauber(cond, start, cfg.prefix_steps, temperature,
-                        frozen=k, seed=seed, progress=False,
-                        record_every=max(1, cfg.prefix_steps // 10))
-    pscores, psteps = ch.trajectory_topic_scores(cond, chains, labels,
+    else:
+        start, k = base.tokens, 0
+    chains_k = gc.glauber(cond, start, cfg.prefix_steps, temperature,
+                          frozen=k, seed=seed, progress=False,
+                          record_every=max(1, cfg.prefix_steps // 10))
+    pscores, psteps = ch.trajectory_topic_scores(cond, chains_k, labels,
                                                  skip=k, **score_with)
     prefix_rows.append(ch.topic_frame(pscores, psteps, labels,
-                                      prefix=prefix))
-    endpoints += [dict(prefix=prefix, chain=c, endpoint=text)
-                  for c, text in enumerate(cond.decode_batch(chains.final))]
+                                      prefix=name))
+    endpoints += [dict(prefix=name, chain=c, endpoint=text) for c, text
+                  in enumerate(cond.decode_batch(chains_k.final))]
 prefix_frame = pd.concat(prefix_rows, ignore_index=True)
-prefix_frame.to_csv(out / "prefix_scores.csv", index=False)
-pd.DataFrame(endpoints).to_csv(out / "prefix_endpoints.csv", index=False)
+prefix_frame.assign(model=model_name).to_csv(out / "prefix_scores.csv",
+                                             index=False)
+pd.DataFrame(endpoints).assign(model=model_name).to_csv(
+    out / "prefix_endpoints.csv", index=False)
 
 # %% [markdown]
 # The topic mix of the free part over the second half of each run, and how
@@ -450,13 +506,6 @@ axes[1].set(title="change against no prefix", xlabel="label",
             ylabel="frozen prefix")
 plt.tight_layout()
 plt.show()
-shift = (mix - mix.loc["(none)"]).drop(index="(none)")
-bt.glue("ch4_prefix_gains", "; ".join(
-    f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
-    for p in shift.index))
-kid = [p for p in shift.index if "kid" in p]
-bt.glue("ch4_kid_politics", f"{shift.loc[kid[0], 'politics']:+.2f}"
-        if kid else "not measured (no such prefix in this run)")
 
 # %% [markdown]
 # Example endpoints, one per prefix (the prefix is part of the text):
@@ -468,62 +517,52 @@ pd.DataFrame(endpoints).groupby("prefix", sort=False).first().endpoint
 # %% [markdown]
 # ## Verdicts
 #
-# Rules, fixed before looking at the numbers:
-#
-# - `politics_recurrence`: *reproduced* if the paper's share (46/50 = 0.92)
-#   lies inside our 95% Wilson interval for the share of non-politics chains
-#   that ever pass the politics baseline, or ours is higher; else *differs*.
-# - `politics_peak`: *reproduced* if our peak politics score after the start
-#   is at least 0.9 (the paper's 0.979 is a near-certain political state);
-#   else *differs*.
-#
-# The scorers differ (embedding similarity against BART-MNLI), so the two
-# claims test whether our model's chains enter confidently political text,
-# not whether the scores match to the digit.
+# The rules stated before the run, applied to it (the reproduction page
+# collects these rows), with the paper's BERT numbers beside ours:
 
-# %%
-recurrence_ok = high >= 0.92  # 0.92 inside the interval, or below it
-claims = pd.DataFrame([
-    dict(claim="politics_recurrence", table="paper",
-         quantity="share of non-politics chains ever above 1/9 politics",
-         ours=share, ours_text=f"{share:.2f} [{low:.2f}, {high:.2f}] "
-                               f"({crossed.sum()} of {len(crossed)})",
-         verdict="reproduced" if recurrence_ok else "differs",
-         reason=f"paper 46/50 = 0.92; rule: 0.92 inside our 95% Wilson "
-                f"interval or below our share; caveat: {q:.0%} of plain "
-                f"held-out snippets already pass 1/9"),
-    dict(claim="politics_peak", table="paper",
-         quantity="peak politics score after step 0, non-politics chains",
-         ours=peak, ours_text=f"{peak:.3f}",
-         verdict="reproduced" if peak >= 0.9 else "differs",
-         reason="paper 0.979; reproduced if our peak is at least 0.9"),
-]).assign(model=model_name, profile=cfg.profile)
-claims.to_csv(out / "claims.csv", index=False)
-for row in claims.itertuples():
-    bt.glue(f"ch4_verdict_{row.claim}", row.verdict)
-claims[["claim", "ours_text", "verdict"]]
+# %% tags=["remove-input"]
+setup = {"n": cfg.seq_len, "chains": chains, "steps": cfg.steps,
+         "tau": f"{temperature:g}", "record_every": every * cfg.pca_every,
+         "scorer": Path(scorer).name if scorer else
+         "MiniLM embedding zero-shot", "labels": len(labels),
+         "passages": "BBC News"}
+claim_rows, words = ch.chapter_verdicts(
+    crossings, recurrence, loss, loss_verdict, setup=setup,
+    model=model_name, free=free)
+claims = bt.write_claims(claim_rows, "04_basins", model_name, cfg.profile)
+bt.glue_all({**words, **ch.summary_words(
+    table3, frame, labels, mix, q=q, looks=looks, by_chance=by_chance,
+    run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
+        f"profile {cfg.profile}")})
+claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 
 # %% [markdown]
 # ## What this shows
 #
 # In this run ({glue:text}`ch4_run`), the seed label's mean score falls
 # from start to end for {glue:text}`ch4_seed_falls`; the paper reports that
-# BERT's chains forget their seed topic. The politics row starts from a mean
-# politics score of {glue:text}`ch4_politics_seed_start`, against
+# BERT's seed-topic scores fall in every case. Against shuffles of the
+# final states, the chains' own seed scores sit
+# {glue:text}`ch4_seed_loss`, so the loss of the seed topic comes out
+# *{glue:text}`ch4_verdict_seed_topic_loss`*. The politics row starts from a
+# mean politics score of {glue:text}`ch4_politics_seed_start`, against
 # {glue:text}`ch4_other_seed_start` for the other topics' own labels:
 # {glue:text}`ch4_politics_seed_note`.
 #
 # Of the non-politics chains, {glue:text}`ch4_crossed` pass the politics
-# baseline at some recorded step (the paper: 46 of 50), and the highest
-# politics score is {glue:text}`ch4_peak` (the paper: 0.979); under our rules
-# the two claims come out *{glue:text}`ch4_verdict_politics_recurrence`* and
-# *{glue:text}`ch4_verdict_politics_peak`*. Crossing once is a weak test,
-# though: {glue:text}`ch4_false_alarm` of plain, non-political held-out
-# snippets already pass $1/9$, so with {glue:text}`ch4_records` scored
-# states per chain a chain that never settles in politics would still cross
-# with probability about {glue:text}`ch4_by_chance` if its records were
-# independent. A stricter count: {glue:text}`ch4_strong` chains ever score
-# politics above 0.5.
+# baseline at some scored step (the paper:
+# {glue:text}`paper_politics_recurrence_count`), against
+# {glue:text}`ch4_label_crossed` for their control labels on the same looks
+# and {glue:text}`ch4_free_crossed` for the shuffled chains; the highest
+# politics score is {glue:text}`ch4_peak` (the paper:
+# {glue:text}`paper_politics_peak`). Under the rule fixed above, politics
+# recurrence comes out *{glue:text}`ch4_verdict_politics_recurrence`*.
+# Crossing once is a weak test: {glue:text}`ch4_false_alarm` of plain,
+# non-political held-out snippets already pass $1/9$, so with
+# {glue:text}`ch4_records` scored states per chain a chain that never
+# settles in politics would still cross with probability about
+# {glue:text}`ch4_by_chance` if its looks were independent. A stricter
+# count: {glue:text}`ch4_strong` chains ever score politics above 0.5.
 #
 # The leading-label shares are the better read of where the chains go. Over
 # all chains the labels that lead most often are
@@ -534,11 +573,12 @@ claims[["claim", "ours_text", "verdict"]]
 # paper's BERT, which was trained on books and Wikipedia.
 #
 # With a frozen prefix, the label whose mean score rises most against no
-# prefix is, per prefix: {glue:text}`ch4_prefix_gains`. For "the little kid
+# prefix is, per prefix: {glue:text}`ch4_prefix_gains`. For "The little kid
 # said that", which pulled the paper's BERT towards news speech, the change
 # in our politics score is {glue:text}`ch4_kid_politics`. With a handful of
 # chains per prefix this is an illustration, not a measurement.
 #
 # The scorer is an embedding stand-in for the paper's NLI classifier; rerun
 # with `scorer="facebook/bart-large-mnli"` and `model="bert-base-uncased"`
-# online to put both sides on the paper's footing.
+# online to put both sides on the paper's footing (the seeds would still be
+# BBC's, not MS MARCO's).

@@ -225,3 +225,152 @@ def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
     assert torch.allclose(scores.sum(1), torch.ones(2), atol=1e-5)
     swapped = ch.topic_scores(["the minister resigned", "a late goal"], labels[::-1], model=str(tmp_path))
     assert torch.allclose(swapped, scores.flip(1), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chance controls and the chapter's verdict rules, driven to each outcome
+# ---------------------------------------------------------------------------------------------------------
+
+import book_tools as bt  # noqa: E402
+
+
+def test_shuffled_null_deals_each_position_out_among_the_chains():
+    tokens = torch.arange(5 * 3 * 4).reshape(5, 3, 4)
+    null = ch.shuffled_null(tokens, 3, seed=1)
+    assert null.shape == (15, 3, 4)
+    assert torch.equal(null, ch.shuffled_null(tokens, 3, seed=1))
+    for replica in null.reshape(3, 5, 3, 4):
+        # every (record, position) column holds the chains' own tokens there, in some order
+        assert torch.equal(replica.sort(0).values, tokens)
+    assert not torch.equal(null[:5], tokens)
+    with pytest.raises(ValueError, match="chain states"):
+        ch.shuffled_null(tokens[0])
+
+
+def test_chains_without_structure_are_exchangeable_with_their_shuffles():
+    """Chains whose positions are independent (a random model's word salad): the rank share of the
+    shuffles' scores against the chain's own stays at chance, so the seed-loss rule does not pass."""
+    rng = np.random.default_rng(4)
+    tokens = torch.as_tensor(rng.integers(0, 50, size=(300, 1, 6)))
+    score = (tokens[:, 0] < 10).float().mean(1).numpy()  # a skewed per-text score
+    null = ch.shuffled_null(tokens, 4, seed=2)[:, 0]
+    null_score = (null < 10).float().mean(1).numpy().reshape(4, 300)
+    loss = ch.seed_loss_intervals(np.ones(300), score, null_score, 500)
+    assert loss["beyond_null"][1] < 0.5 < loss["beyond_null"][2]
+
+
+def test_state_topic_scores_match_topic_scores(tiny_bert):
+    tokens = gc.seed_passages(tiny_bert, 6, 4, seed=0).tokens.reshape(2, 2, 6)
+    texts = tiny_bert.decode_batch(tokens.reshape(-1, 6))
+    fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(sorted(set(texts)
+                                                                                    | set(TWO_LABELS.values())))})
+    scores = ch.state_topic_scores(tiny_bert, tokens, TWO_LABELS, model=fixed)
+    assert scores.shape == (2, 2, 2)
+    assert torch.allclose(scores.reshape(-1, 2), ch.topic_scores(texts, TWO_LABELS, model=fixed))
+
+
+def test_blank_text_scores_uniform():
+    scores = ch.scores_or_uniform(["both", "  ", ""], TWO_LABELS, model=FIXED, scale=3.0)
+    assert torch.allclose(scores[1:], torch.full((2, 2), 0.5))
+    assert torch.allclose(scores[0], torch.tensor([0.5, 0.5]), atol=1e-6)
+
+
+def test_control_labels_cycle_and_skip_target_and_seed():
+    labels = ["politics", "finance", "sport", "food"]
+    picks = ch.control_labels(["finance", "finance", "finance", "sport"], labels)
+    assert picks == ["sport", "food", "sport", "finance"]
+    with pytest.raises(ValueError, match="no label"):
+        ch.control_labels(["finance"], ["politics", "finance"])
+    with pytest.raises(ValueError, match="target"):
+        ch.control_labels(["finance"], ["finance", "sport"])
+
+
+def test_crossing_table_counts_target_and_control_after_the_start():
+    frame = _frame()  # labels politics, finance, sport; chains 0, 1 business, chain 2 sports
+    table = ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=0.25)
+    assert table.chain.tolist() == [0, 1, 2]
+    assert table.control_label.tolist() == ["sport", "sport", "finance"]
+    assert table.target_crossed.tolist() == [True, False, False]
+    assert table.control_crossed.tolist() == [False, True, False]  # chain 1's sport reaches 0.40
+    assert table.target_peak.tolist() == pytest.approx([0.30, 0.20, 0.03])
+    politics_only = frame.assign(seed_topic="politics")
+    assert ch.crossing_table(politics_only, ["politics", "finance", "sport"], 0.25).empty
+    with pytest.raises(ValueError, match="baseline"):
+        ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=1.5)
+
+
+@pytest.mark.parametrize("counts, verdict", [
+    ((40, 40, 5, 10, 60), bt.REPRODUCED),      # politics beats another label and basin-free text
+    ((30, 40, 5, 58, 60), bt.DIFFERS),         # basin-free text crosses more often: no basin needed
+    ((5, 40, 35, 10, 60), bt.DIFFERS),         # another label crosses more often than politics
+    ((20, 40, 15, 20, 60), bt.INCONCLUSIVE),   # neither control is beaten nor beats politics
+    ((0, 40, 0, 0, 60), bt.INCONCLUSIVE),      # zero events
+    ((0, 0, 0, 3, 60), bt.INCONCLUSIVE),       # no chain to count
+])
+def test_recurrence_rule_reaches_every_outcome(counts, verdict):
+    result, reason, (estimate, low, high) = ch.recurrence_rule(*counts)
+    assert result == verdict
+    assert "another label" in reason and "shuffled" in reason
+    if verdict == bt.REPRODUCED:
+        assert low > 0 and low <= estimate <= high
+
+
+def test_recurrence_rule_on_random_weights_like_counts_is_not_reproduced():
+    """Chains of a model with no structure look like basin-free text: same crossing rate, no verdict."""
+    assert ch.recurrence_rule(55, 60, 50, 56, 60)[0] != bt.REPRODUCED
+
+
+def test_seed_loss_intervals_and_rule_reach_every_outcome():
+    rng = np.random.default_rng(0)
+    start = 0.8 + rng.normal(0, 0.02, 30)
+    null_end = 0.10 + rng.normal(0, 0.02, (4, 30))  # shuffled final states sit at the salad level
+    cases = {"left for other text": 0.02, "dissolved like the null": None, "kept the topic": 0.85}
+    verdicts = {}
+    for name, level in cases.items():
+        end = 0.10 + rng.normal(0, 0.02, 30) if level is None else level + rng.normal(0, 0.01, 30)
+        loss = ch.seed_loss_intervals(start, end, null_end, 500, seed=1)
+        for estimate, low, high in loss.values():
+            assert low <= estimate <= high
+        verdicts[name] = ch.seed_loss_rule(loss["fall"], loss["beyond_null"])[0]
+    assert verdicts == {"left for other text": bt.REPRODUCED, "dissolved like the null": bt.INCONCLUSIVE,
+                        "kept the topic": bt.DIFFERS}
+    few = ch.seed_loss_intervals([0.5], [0.1], [[0.1]])
+    assert all(math.isnan(v) for v in few["fall"] + few["beyond_null"])
+    assert ch.seed_loss_rule(few["fall"], few["beyond_null"])[0] == bt.INCONCLUSIVE
+    same = ch.seed_loss_intervals([0.5, 0.5], [0.2, 0.2], [[0.2, 0.2]])
+    assert same["beyond_null"] == (0.5, 0.5, 0.5)
+    assert ch.seed_loss_rule(same["fall"], same["beyond_null"])[0] == bt.INCONCLUSIVE
+    with pytest.raises(ValueError, match="one length"):
+        ch.seed_loss_intervals(start, start[:3], null_end)
+
+
+def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
+    """Skewed scores (mostly low, now and then high): one draw sits below the mean of its replicas most
+    of the time, which a difference of means would call a loss; the rank share stays at chance."""
+    rng = np.random.default_rng(2)
+    draws = rng.beta(0.3, 1.5, size=(5, 400))  # chain 0 and four null replicas, all from one law
+    loss = ch.seed_loss_intervals(np.ones(400), draws[0], draws[1:], 500)
+    assert loss["beyond_null"][1] < 0.5 < loss["beyond_null"][2]
+    assert ch.seed_loss_rule(loss["fall"], loss["beyond_null"])[0] == bt.INCONCLUSIVE
+
+
+def test_chapter_verdicts_keep_model_specific_rows_unjudged():
+    crossings = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
+    recurrence = ch.recurrence_rule(1, 3, 1, 10, 20)
+    loss = {"fall": (-0.2, -0.3, -0.1), "beyond_null": (0.5, 0.4, 0.6)}
+    rows, words = ch.chapter_verdicts(crossings, recurrence, loss,
+                                      ch.seed_loss_rule(loss["fall"], loss["beyond_null"]),
+                                      setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
+                                      model="tiny", free=(10, 20))
+    verdicts = {r["claim"]: r["verdict"] for r in rows}
+    assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
+    assert verdicts["seed_topic_loss"] == bt.DIFFERS
+    assert words["ch4_crossed"] == "1 of 3" and words["ch4_free_crossed"] == "10 of 20"
+    assert all("nan" not in r["ours_text"].lower() for r in rows)
+    empty = crossings.iloc[:0]
+    nothing = {"fall": (math.nan,) * 3, "beyond_null": (math.nan,) * 3}
+    rows, words = ch.chapter_verdicts(empty, ch.recurrence_rule(0, 0, 0, 0, 20), nothing,
+                                      ch.seed_loss_rule(nothing["fall"], nothing["beyond_null"]), setup={"n": 20},
+                                      model="tiny", free=(0, 20))
+    assert [r["verdict"] for r in rows[:2]] == [bt.INCONCLUSIVE, bt.INCONCLUSIVE]
+    assert all("nan" not in r["ours_text"].lower() for r in rows)

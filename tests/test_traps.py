@@ -306,3 +306,157 @@ def test_bad_input_raises_one_clear_error():
         ch.trap_summary(pd.DataFrame({"duration": [1]}), 1, 1)
     with pytest.raises(ValueError, match="chains must be"):
         ch.trap_summary(pd.DataFrame(columns=["duration", "kind", "mean_gap", "min_gap"]), 0, 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# The chapter's verdict rules: each driven to reproduced, differs and inconclusive
+# ------------------------------------------------------------------------------------------------
+
+
+def test_rule_both_kinds_reaches_every_outcome():
+    assert ch.rule_both_kinds(2, 5)[0] == bt.REPRODUCED
+    assert ch.rule_both_kinds(0, 40)[0] == bt.DIFFERS  # no perfect trap in 40: share below 0.09
+    assert ch.rule_both_kinds(40, 40)[0] == bt.DIFFERS  # no approximate trap in 40
+    assert ch.rule_both_kinds(0, 5)[0] == bt.INCONCLUSIVE  # too few to tell absent from rare
+    verdict, reason = ch.rule_both_kinds(0, 0)
+    assert verdict == bt.INCONCLUSIVE and "zero traps" in reason
+    with pytest.raises(ValueError):
+        ch.rule_both_kinds(3, 2)
+
+
+def test_rule_all_below_reaches_every_outcome():
+    assert ch.rule_all_below([1.0, 2.5], 10.3)[0] == bt.REPRODUCED
+    assert ch.rule_all_below([1.0, 11.0], 10.3)[0] == bt.DIFFERS
+    assert ch.rule_all_below([], 10.3)[0] == bt.INCONCLUSIVE
+    assert ch.rule_all_below([math.nan], 10.3)[0] == bt.INCONCLUSIVE
+
+
+def test_rule_share_above_compares_with_chance():
+    verdict, _, low, high = ch.rule_share_above(15, 20, 0.1)
+    assert verdict == bt.REPRODUCED and 0.1 < low < 0.75 < high
+    assert ch.rule_share_above(0, 40, 0.25)[0] == bt.DIFFERS
+    assert ch.rule_share_above(1, 4, 0.2)[0] == bt.INCONCLUSIVE
+    verdict, reason, low, high = ch.rule_share_above(0, 0, 0.2)
+    assert verdict == bt.INCONCLUSIVE and "zero events" in reason and math.isnan(low)
+    with pytest.raises(ValueError):
+        ch.rule_share_above(3, 2, 0.2)
+
+
+def test_rule_mean_above_reaches_every_outcome():
+    assert ch.rule_mean_above([2.0, 3.0, 2.5, 4.0], 1.0)[0] == bt.REPRODUCED
+    assert ch.rule_mean_above([0.2, 0.5, 0.4], 1.0)[0] == bt.DIFFERS
+    assert ch.rule_mean_above([0.5, 1.5, 0.8, 1.3], 1.0)[0] == bt.INCONCLUSIVE
+    verdict, reason, mean, low, high = ch.rule_mean_above([3.0], 1.0)
+    assert verdict == bt.INCONCLUSIVE and mean == 3.0 and math.isnan(low)
+    assert ch.rule_mean_above([], 1.0)[0] == bt.INCONCLUSIVE
+
+
+def test_combine_verdicts():
+    assert ch.combine_verdicts([bt.REPRODUCED, bt.REPRODUCED]) == bt.REPRODUCED
+    assert ch.combine_verdicts([bt.REPRODUCED, bt.INCONCLUSIVE]) == bt.INCONCLUSIVE
+    assert ch.combine_verdicts([bt.DIFFERS, bt.REPRODUCED]) == bt.DIFFERS
+    assert ch.combine_verdicts([]) == bt.INCONCLUSIVE
+
+
+def test_weakest_site_chance_counts_ties():
+    assert ch.weakest_site_chance([[1.0, 0.2, 3.0, 0.5]]) == pytest.approx(0.25)
+    assert ch.weakest_site_chance([[2.0, 2.0, 2.0], [0.0, 1.0, 1.0, 0.0]]) == pytest.approx(0.75)
+    assert math.isnan(ch.weakest_site_chance([]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The chapter end to end on runs that find nothing, and on constructed traps
+# ------------------------------------------------------------------------------------------------
+
+
+def chapter_settings(**changes):
+    from types import SimpleNamespace
+
+    settings = dict(n_chains=3, steps=60, seq_len=3, window=10, threshold=0.12, temperatures=[1.0, 0.5],
+                    record_every=2, cold_steps=20, profile="test")
+    return SimpleNamespace(**(settings | changes))
+
+
+def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
+    """A run in which nothing stays put (every recorded state its own direction): no trap at any temperature.
+    Every table, figure and sentence of the chapter must still come out, the general claims inconclusive and
+    the model-specific ones other setup."""
+    potts = ferro_potts()
+    cfg = chapter_settings()
+    x0 = torch.tensor([[0, 1, 2], [1, 2, 0], [2, 0, 1]])
+    runs, found, drift = {}, {}, {}
+    for tau in cfg.temperatures:
+        run = gc.glauber(potts, x0, cfg.steps, tau, seed=1, record_every=cfg.record_every, progress=False)
+        vectors = torch.eye(3 * len(run.steps)).view(3, len(run.steps), -1)
+        traps = ch.detect_traps(vectors, run.steps, cfg.window, cfg.threshold)
+        assert traps.empty
+        runs[tau] = (run, vectors)
+        found[tau] = ch.trap_catalogue(potts, run, traps)
+        drift[tau] = float(ch.window_drift(vectors, run.steps, cfg.window).median())
+    traps = ch.trap_table(runs, found)
+    assert traps.empty and {"escaped", "at_weakest", "kind", "gaps"} <= set(traps.columns)
+    assert ch.site_table(traps).empty
+    summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps) for tau in found}
+    assert ch.catalogue_view(traps) is None
+    assert ch.plot_gap_scatter(traps, summaries) is None
+    assert ch.escape_view(traps, None) is None
+    assert ch.weakest_table(traps) is None
+    assert "No trap" in capsys.readouterr().out
+    assert ch.correlation_table(traps, summaries).loc["count"].eq(0).all()
+    counts = ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len)
+    assert counts.traps.tolist()[1:] == [0, 0] and (counts["mean duration"][1:] == "-").all()
+    assert len(ch.theorem8_table(traps)) == 1  # the paper's row only
+    warm = ch.distance_at(runs[1.0][1], runs[1.0][0].steps, cfg.cold_steps)
+    cold = ch.cold_distances(warm, {0.1: warm + 0.0, 0.01: warm + 0.0})
+    rows = ch.claim_rows(traps, summaries, cold, reference_tau=1.0, model="potts", setup=ch.claims_setup(cfg),
+                         log_vocab=math.log(3), window=cfg.window)
+    claims = pd.DataFrame(rows).set_index("claim")
+    general = claims[claims.kind == "general"].drop(index="cold_chains_stay")
+    assert (general.verdict == bt.INCONCLUSIVE).all(), general.verdict
+    assert claims.loc["cold_chains_stay", "verdict"] == bt.DIFFERS  # cold chains no nearer than warm ones
+    assert (claims[claims.kind == "model-specific"].verdict == bt.OTHER_SETUP).all()
+    assert not claims.ours_text.str.contains("nan").any()
+    assert "n 3 (paper: not stated)" in claims.loc["trap_count", "setup"]
+    phrases = ch.run_phrases(traps, summaries, drift, cold, claims.reset_index(), cfg)
+    assert phrases["ch5_hot_traps"] == "no trap" and "no perfect trap" in phrases["ch5_theorem8"]
+    assert "no trap ended" in phrases["ch5_weakest"] and phrases["ch5_repeat_traps"] == "0 of 0"
+
+
+def constructed_traps(kinds, durations, escapes_at_weakest):
+    """A trap table as trap_table makes it, with the columns the claims read."""
+    count = len(kinds)
+    gaps = [[2.0, 1.0, 3.0] if kind == "perfect" else [2.0, -1.0, 3.0] for kind in kinds]
+    return pd.DataFrame({"trap": range(count), "chain": range(count), "temperature": 1.0, "kind": kinds,
+                         "duration": durations, "gaps": gaps, "mean_gap": [np.mean(g) for g in gaps],
+                         "min_gap": [min(g) for g in gaps], "escaped": True, "at_weakest": escapes_at_weakest,
+                         "text": [f"trap {k}" for k in range(count)]})
+
+
+def test_claim_rows_follow_the_stated_rules_on_constructed_traps():
+    kinds = ["perfect"] * 4 + ["approximate"] * 8
+    traps = constructed_traps(kinds, [500, 450, 900, 700] + [300, 320, 400, 380, 500, 350, 420, 330],
+                              [True] * 11 + [False])
+    summary = ch.trap_summary(traps, 12, 2000)
+    cold = ch.cold_distances(torch.tensor([0.6, 0.7, 0.5, 0.65]),
+                             {0.1: torch.tensor([0.05, 0.1, 0.04, 0.08]), 0.01: torch.tensor([0.0, 0.01, 0.0, 0.02])})
+    cfg = chapter_settings(window=150)
+    rows = ch.claim_rows(traps, {1.0: summary}, cold, reference_tau=1.0, model="m", setup=ch.claims_setup(cfg),
+                         log_vocab=math.log(30000), window=150)
+    verdicts = pd.DataFrame(rows).set_index("claim").verdict
+    assert verdicts["trap_split"] == bt.REPRODUCED
+    assert verdicts["approximate_trap_duration"] == bt.REPRODUCED  # all about 2-3 windows
+    assert verdicts["delta_star_below_lnv"] == bt.REPRODUCED
+    assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 against 1/3
+    assert verdicts["cold_chains_stay"] == bt.REPRODUCED
+    assert verdicts["trap_count"] == bt.OTHER_SETUP
+    # the same claims where the run says otherwise
+    short = constructed_traps(["approximate"] * 40, [100 + k for k in range(40)], [False] * 40)
+    moving = ch.cold_distances(torch.tensor([0.2, 0.25, 0.3]), {0.1: torch.tensor([0.6, 0.7, 0.65])})
+    rows = ch.claim_rows(short, {1.0: ch.trap_summary(short, 40, 2000)}, moving, reference_tau=1.0, model="m",
+                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150)
+    verdicts = pd.DataFrame(rows).set_index("claim").verdict
+    assert verdicts["trap_split"] == bt.DIFFERS
+    assert verdicts["approximate_trap_duration"] == bt.DIFFERS
+    assert verdicts["delta_star_below_lnv"] == bt.INCONCLUSIVE  # no perfect trap
+    assert verdicts["escape_weakest_site"] == bt.DIFFERS
+    assert verdicts["cold_chains_stay"] == bt.DIFFERS
