@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book test benchmark across-models clean
+.PHONY: setup book book-smoke check-book test benchmark clean
 
 setup: $(STAMP)
 
@@ -63,17 +63,6 @@ test: setup
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup
 	$(BIN)/python benchmarks/glauber_speed.py
-
-# The "Across models" page reads committed sweep results: chapters 1, 2 and 4 at the quick profile on the three
-# bundled models (about 20 minutes on 2 idle cores), merged by sweep.py into results/across_models/<chapter>/.
-FAMILY := minilm-l2-bbc-mlm minilm-l4-bbc-mlm minilm-l6-bbc-mlm
-ACROSS := 01_incompatibility 02_mixing_bounds 04_basins
-across-models: setup
-	for nb in $(ACROSS); do \
-		HF_HUB_OFFLINE=1 $(BIN)/python sweep.py notebooks/$$nb.ipynb -p model $(FAMILY) --profile quick \
-			--workers 1 --out results/across_models/$$nb || exit 1; \
-	done
-	$(BIN)/python -c "import book_tools as bt; bt.stamp_sweep('results/across_models', '$(ACROSS)', '$(FAMILY)')"
 
 clean:
 	rm -rf _build results/*/checkpoints

@@ -13,7 +13,6 @@ import datetime
 import functools
 import hashlib
 import html
-import json
 import math
 import os
 import re
@@ -597,40 +596,3 @@ def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray,
     centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
     half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
     return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
-
-
-# --------------------------------------------------------------------------------------------
-# The "Across models" page: committed sweep results of the bundled family
-# --------------------------------------------------------------------------------------------
-
-ACROSS_MODELS = REPO_ROOT / "results" / "across_models"
-
-
-def stamp_sweep(root: str | Path, notebooks: str, models: str) -> dict:
-    """Write <root>/sweep.json: which notebooks and models were swept, the command, the commit and the date."""
-    stamp = {"notebooks": notebooks.split(), "models": models.split(), "profile": "quick",
-             "command": "make across-models", "commit": git_commit(),
-             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    Path(root, "sweep.json").write_text(json.dumps(stamp, indent=1) + "\n")
-    return stamp
-
-
-def read_sweep(root: str | Path = ACROSS_MODELS) -> tuple[dict, dict[str, dict[str, pd.DataFrame]]]:
-    """(the sweep's stamp, {notebook: {table name: merged frame}}) of a committed `make across-models` run."""
-    root = Path(root)
-    stamp_path = root / "sweep.json"
-    if not stamp_path.exists():
-        raise ValueError(f"no sweep results in {root}: run `make across-models`")
-    stamp = json.loads(stamp_path.read_text())
-    tables = {}
-    for notebook in stamp["notebooks"]:
-        merged = root / notebook / "merged"
-        tables[notebook] = {p.stem: pd.read_csv(p) for p in sorted(merged.glob("*.csv"))}
-    return stamp, tables
-
-
-def verdict_grid(claims: pd.DataFrame, models: list[str]) -> pd.DataFrame:
-    """General claims (rows) by model (columns): each cell the verdict that model's run reached."""
-    general = claims[claims.kind == "general"]
-    grid = general.pivot_table(index="claim", columns="model_param", values="verdict", aggfunc="first")
-    return grid.reindex(columns=[m for m in models if m in grid.columns])
