@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book test benchmark clean
+.PHONY: setup book book-smoke check-book test benchmark across-models clean
 
 setup: $(STAMP)
 
@@ -63,6 +63,11 @@ test: setup
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup
 	$(BIN)/python benchmarks/glauber_speed.py
+
+# Chapters 1, 2 and 4 at the quick profile on every bundled model (sweep.py; about 25 min on 2 cores). Writes
+# results/across_models/ (committed; the book's "Across models" page reads it and names this command).
+across-models: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py
 
 clean:
 	rm -rf _build results/*/checkpoints

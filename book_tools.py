@@ -13,6 +13,7 @@ import datetime
 import functools
 import hashlib
 import html
+import json
 import math
 import os
 import re
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import MaskedLMConditionals, all_states, bbc_articles, check_count
+from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, check_count
 
 REPO_ROOT = Path(__file__).resolve().parent
 PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
@@ -214,7 +215,8 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
     """A model-specific claim: (verdict, reason, setup text). Measured on another model or with a protocol
     that differs from the paper's in any listed item, it is "other setup" and the setup text names each
     difference; on the paper's own model and protocol, reproduced when the paper's value (or range: `low` and
-    `high` in values) lies within our interval [low, high], differs when outside, inconclusive with none."""
+    `high` in values; for a claim measured on several models, the value keyed by the model's name) lies
+    within our interval [low, high], differs when outside, inconclusive with none."""
     paper = paper_claim(claim)
     protocol = parse_pairs(paper["protocol"])
     paper_models = {name.strip().lower() for name in paper["paper_model"].split(",")}
@@ -227,9 +229,10 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
     setup_text = "; ".join(differences) if differences else "the paper's model and protocol"
     if differences:
         return OTHER_SETUP, "measured on another setup: shown, not judged", setup_text
-    values = {k: float(v.replace(",", "")) for k, v in parse_pairs(paper["values"]).items()}
-    target_low = values.get("low", values.get("value"))
-    target_high = values.get("high", values.get("value"))
+    values = {k.lower(): float(v.replace(",", "")) for k, v in parse_pairs(paper["values"]).items()}
+    per_model = values.get(str(model).lower())
+    target_low = per_model if per_model is not None else values.get("low", values.get("value"))
+    target_high = per_model if per_model is not None else values.get("high", values.get("value"))
     if target_low is None or not _finite(low, high):
         return INCONCLUSIVE, "no interval, or no paper number to compare with", setup_text
     if low <= target_high and high >= target_low:
@@ -242,13 +245,30 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
 # --------------------------------------------------------------------------------------------
 
 
-def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, missing: str) -> str:
-    """"estimate [low, high]" for the tables; when the run has no estimate, the words in `missing` (why)."""
+def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, missing: str,
+                  signed: bool = False, significant: int | None = None) -> str:
+    """"estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or, given `significant`, enough
+    decimals, at least `digits`, to show that many significant digits of the largest finite |value|) and a sign
+    when `signed`; when the run has no estimate, the words in `missing` (why)."""
     if not _finite(estimate):
         return missing
-    if not _finite(low, high):
-        return f"{estimate:.{digits}f} (no interval: {missing})"
-    return f"{estimate:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    if significant is not None:
+        largest = max(abs(float(v)) for v in (estimate, low, high) if _finite(v))
+        if largest > 0:
+            digits = max(digits, significant - 1 - math.floor(math.log10(largest)))
+    form = f"{{:{'+' if signed else ''}.{digits}f}}".format
+    if any(v is None or math.isnan(float(v)) for v in (low, high)):  # an infinite end is a one-sided interval
+        return f"{form(estimate)} (no interval: {missing})"
+    return f"{form(estimate)} [{form(low)}, {form(high)}]"
+
+
+def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefined (no finite value)") -> str:
+    """"a to b", the smallest and largest finite values, or the words in `missing` when none is finite."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return missing
+    return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
 
 
 def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: str, reason: str,
@@ -423,6 +443,206 @@ def read_benchmark(path: str | Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------
+# Across models: chapters 1, 2 and 4 on every bundled model (tools/across_models.py writes
+# results/across_models/, book/across_models.ipynb reads it)
+# --------------------------------------------------------------------------------------------
+
+ACROSS_MODELS = REPO_ROOT / "results" / "across_models"
+ACROSS_CHAPTERS = ("01_incompatibility", "02_mixing_bounds", "04_basins")
+ACROSS_COMMAND = "make across-models"
+RUN_TABLE_COLUMNS = ("chapter", "model", "status", "seconds", "profile", "command", "commit", "finished")
+
+
+def family_table(models_dir: str | Path = REPO_ROOT / "models",
+                 metrics_dir: str | Path = REPO_ROOT / "results" / "model") -> pd.DataFrame:
+    """The bundled family, one row per folder of models/ (shallowest first): layers, fp16 size, training steps,
+    and held-out masked top-1 (over `tokens` masked tokens) and pseudo-perplexity beside the frozen-encoder
+    baseline's (models/evaluate.py)."""
+    metrics_dir = Path(metrics_dir)
+    metrics = pd.concat([pd.read_csv(p) for p in sorted(metrics_dir.glob("metrics*.csv"))], ignore_index=True)
+    value = metrics.set_index(["model", "metric"]).value
+    tokens = metrics.set_index(["model", "metric"]).n_tokens
+    rows = []
+    for config in Path(models_dir).glob("*/config.json"):
+        name, layers = config.parent.name, json.loads(config.read_text())["num_hidden_layers"]
+        suffix = "" if name == DEFAULT_MODEL_DIR.name else f"_l{layers}"
+        log = metrics_dir / f"train_log{suffix}.csv"
+        steps = int(pd.read_csv(log).step.max()) if log.exists() else math.nan
+        baseline = f"baseline-frozen-l{layers}"
+        size_mb = (config.parent / "model.safetensors").stat().st_size / 1e6
+        rows.append({"model": name, "layers": layers, "size_mb": size_mb, "steps": steps,
+                     "top1": value.get((name, "heldout_masked_top1"), math.nan),
+                     "tokens": tokens.get((name, "heldout_masked_top1"), 0),
+                     "baseline_top1": value.get((baseline, "heldout_masked_top1"), math.nan),
+                     "pppl": value.get((name, "heldout_pseudo_perplexity"), math.nan),
+                     "baseline_pppl": value.get((baseline, "heldout_pseudo_perplexity"), math.nan)})
+    return pd.DataFrame(rows).sort_values("layers", ignore_index=True)
+
+
+def read_across(chapter: str, table: str, root: str | Path = ACROSS_MODELS) -> pd.DataFrame:
+    """One merged table of the across-models sweep (<root>/<chapter>/<table>.csv: every model's rows)."""
+    path = Path(root) / chapter / f"{table}.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `{ACROSS_COMMAND}` (tools/across_models.py)")
+    return pd.read_csv(path)
+
+
+def across_run(root: str | Path = ACROSS_MODELS) -> dict:
+    """How the across-models results were made (<root>/run.csv: one row per chapter and model) and whether
+    the code has changed since: {"command", "commit", "profile", "finished", "models", "minutes", "stale"},
+    where "stale" lists the chapters whose code version (code_version) differs from their claims rows'.
+    Raises ValueError naming a cell that did not finish."""
+    run = pd.read_csv(Path(root) / "run.csv", dtype=str, keep_default_na=False)
+    _check_columns(run, RUN_TABLE_COLUMNS, str(Path(root) / "run.csv"))
+    failed = run[run.status != "done"]
+    if len(failed):
+        first = failed.iloc[0]
+        raise ValueError(f"across-models cell {first.chapter} on {first.model} is {first.status!r}: "
+                         f"rerun `{ACROSS_COMMAND}`")
+    stale = [chapter for chapter in sorted(set(run.chapter))
+             if set(read_across(chapter, "claims", root).code) != {code_version(chapter)}]
+    return {"command": run.command.iloc[0], "commit": ", ".join(sorted(set(run.commit))),
+            "profile": ", ".join(sorted(set(run.profile))), "finished": max(run.finished),
+            "models": list(dict.fromkeys(run.model)), "minutes": run.seconds.astype(float).sum() / 60,
+            "stale": stale}
+
+
+def verdict_grid(claims: pd.DataFrame, models: list[str], paper: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The general claims' verdicts, one row per claim (paper_claims.csv's order), one column per model (in
+    the order given); a claim a model has no row for is "not run here"."""
+    paper = read_paper_claims() if paper is None else paper
+    general = claims[claims.kind == "general"]
+    grid = general.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first")
+    order = [c for c in paper.claim if c in grid.index]
+    return grid.reindex(index=order, columns=models).fillna(NOT_RUN).rename_axis(index="claim", columns="model")
+
+
+def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Table 1's shape: one row per masked LM (mean |δ| with its interval, share above the floor, the
+    incompatibility verdict), then the controls of the first model's run (causal LM, Potts references)."""
+    verdicts = claims[claims.claim == "incompatibility_detected"].set_index("model").verdict
+    tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
+    rows = [{"model": name, "role": "masked LM", "rectangles": int(row.rectangles),
+             "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high, missing="—"),
+             "share above floor": f"{row.share_above:.2f}", "largest |δ|": f"{row.max_abs_delta:.2g}",
+             "verdict": verdicts.get(name, NOT_RUN)} for name, row in tested.iterrows()]
+    first = table1[(table1.role != "masked LM under test") & (table1.model_param == models[0])]
+    rows += [{"model": row.model, "role": row.role, "rectangles": int(row.rectangles),
+              "mean |δ| [95% CI]": f"{row.mean_abs_delta:.2g}", "share above floor": f"{row.share_above:.2f}",
+              "largest |δ|": f"{row.max_abs_delta:.2g}", "verdict": ""} for row in first.itertuples(index=False)]
+    return pd.DataFrame(rows).set_index("model")
+
+
+def table5_across(table3: pd.DataFrame, claims: pd.DataFrame, models: list[str], baseline: float,
+                  target: str = "politics") -> pd.DataFrame:
+    """Table 5's shape: mean target score at the last step, one row per seed topic, one column per model,
+    "✓" where it is above the baseline (the target's own seed topic is labelled "(seed)"); then chapter 4's
+    count of crossing topics and its recurrence verdict for each model."""
+    ends = table3.pivot_table(index="seed topic", columns="model", values=f"{target} at end", sort=False)
+    ends = ends.reindex(columns=models)
+    marked = ends.map(lambda v: "—" if not math.isfinite(v) else f"{v:.3f}{' ✓' if v > baseline else ''}")
+    by_claim = claims.set_index(["claim", "model"])
+    counts = by_claim.loc["endpoint_topics_crossing", "ours"] if "endpoint_topics_crossing" in by_claim.index else {}
+    verdicts = by_claim.loc["politics_recurrence", "verdict"] if "politics_recurrence" in by_claim.index else {}
+    others = int((ends.index != target).sum())
+    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if m in counts else "—" for m in models]
+    marked.loc["recurrence verdict (chapter 4)"] = [verdicts.get(m, NOT_RUN) for m in models]
+    return marked.rename(index={target: f"{target} (seed)"}).rename_axis(index="seed topic", columns=None)
+
+
+def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame, grid: pd.DataFrame) -> str:
+    """The page's sentence on what depth changes: depth_trend of held-out top-1 (Wilson intervals), mean |δ|
+    and α(τ ≈ 1) over the models of `grid` (shallowest first), then which general verdicts change with depth."""
+    models = list(grid.columns)
+    family = family.reindex(models)
+    low, high = share_intervals(np.round(family.top1 * family.tokens), np.maximum(family.tokens, 1))
+    tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
+    series = {"held-out top-1": list(zip(family.top1, low, high)),
+              "mean |δ|": list(zip(tested.mean_abs_delta, tested.ci_low, tested.ci_high)),
+              f"α(τ ≈ {alpha.tau.iloc[0]:g})": list(zip(alpha.reindex(models).alpha_mean,
+                                                        alpha.reindex(models).low, alpha.reindex(models).high))}
+    layers = " to ".join(str(n) for n in (family.layers.iloc[0], family.layers.iloc[-1]))
+    parts = [f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
+             for name, values in series.items()]
+    changing = [claim for claim, row in grid.iterrows() if row.nunique() > 1]
+    verdicts = (f"every general claim gets the same verdict at every depth ({len(grid)} claims)" if not changing
+                else f"{len(grid) - len(changing)} of {len(grid)} general claims get the same verdict at every "
+                     f"depth; {', '.join(changing)} change(s) with the model")
+    return f"From {layers} layers: {'; '.join(parts)}; {verdicts}."
+
+
+def alpha_near(alpha: pd.DataFrame, tau: float = 1.0) -> pd.DataFrame:
+    """Chapter 2's α(τ) rows at the run's temperature closest to `tau`, one row per model (indexed by it)."""
+    nearest = alpha.loc[(alpha.tau - tau).abs().groupby(alpha.model).idxmin()]
+    return nearest.set_index("model")
+
+
+def verdict_grid_figure(grid: pd.DataFrame, layers: pd.Series):
+    """The verdict grid as coloured cells (the reproduction page's verdict colours), one column per model
+    labelled with its depth; returns (figure, axes)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    codes = grid.apply(lambda column: column.map(VERDICTS.index)).to_numpy()
+    fig, ax = plt.subplots(figsize=(2.2 + 1.8 * grid.shape[1], 0.9 + 0.45 * len(grid)))
+    ax.imshow(codes, cmap=ListedColormap([_VERDICT_STYLE[v] for v in VERDICTS]), vmin=-0.5,
+              vmax=len(VERDICTS) - 0.5, aspect="auto")
+    for (i, j), verdict in np.ndenumerate(grid.to_numpy()):
+        ax.text(j, i, verdict, ha="center", va="center", color="white", fontsize=9, fontweight="bold")
+    ax.set_xticks(range(grid.shape[1]), [f"{m}\n({layers[m]} layers)" for m in grid.columns], fontsize=9)
+    ax.set_yticks(range(len(grid)), [c.replace("_", " ") for c in grid.index], fontsize=9)
+    ax.grid(False)
+    ax.set_title("General claims: verdict of each chapter's rule, per model")
+    fig.tight_layout()
+    return fig, ax
+
+
+def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame, family: pd.DataFrame,
+                 models: list[str], target: str = "politics", baseline: float = 1 / 9):
+    """Three panels against the number of layers: mean |δ| (chapter 1), α(τ ≈ 1) (chapter 2), each with
+    its 95% interval, and the mean target score at the last step per seed topic (chapter 4)."""
+    import matplotlib.pyplot as plt
+
+    layers = family.reindex(models).layers.to_numpy()
+    tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
+    near = alpha.reindex(models)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    for ax, mid, low, high, label in (
+            (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
+            (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.tau.iloc[0]:g}), mean over contexts")):
+        mid, low, high = (np.asarray(v, dtype=float) for v in (mid, low, high))
+        ax.errorbar(layers, mid, yerr=[mid - low, high - mid], fmt="o-", capsize=4)
+        ax.set(ylabel=label, ylim=(0, None))
+    ends = table3[table3["seed topic"] != target].pivot_table(
+        index="model", columns="seed topic", values=f"{target} at end").reindex(models)
+    for topic in ends.columns:
+        axes[2].plot(layers, ends[topic], "o-", label=topic)
+    axes[2].axhline(baseline, color="grey", linestyle="--", label=f"1/{round(1 / baseline)}")
+    axes[2].set(ylabel=f"{target} score at the last step", ylim=(0, None))
+    axes[2].legend(fontsize=8, ncol=2)
+    for ax, title in zip(axes, ("chapter 1: incompatibility", "chapter 2: influence", "chapter 4: recurrence")):
+        ax.set(xlabel="layers", xticks=layers, title=title)
+    fig.tight_layout()
+    return fig
+
+
+def depth_trend(estimates: list[tuple[float, float, float]]) -> str:
+    """How a measured quantity changes with depth, from (estimate, low, high) per model, shallowest first:
+    "rises" or "falls" when the estimates move one way from model to model and the shallowest and deepest
+    models' intervals do not overlap, "does not change clearly" otherwise (and for fewer than two models)."""
+    if len(estimates) < 2 or not all(_finite(*e) for e in estimates):
+        return "does not change clearly"
+    values = [e[0] for e in estimates]
+    (_, low_first, high_first), (_, low_last, high_last) = estimates[0], estimates[-1]
+    steps = np.diff(values)
+    if (steps > 0).all() and low_last > high_first:
+        return "rises"
+    if (steps < 0).all() and high_last < low_first:
+        return "falls"
+    return "does not change clearly"
+
+
+# --------------------------------------------------------------------------------------------
 # Profiles, results folders, figure style and glued numbers
 # --------------------------------------------------------------------------------------------
 
@@ -445,6 +665,14 @@ def results_dir(notebook: str) -> Path:
     path = results_root() / notebook
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def save_table(frame: pd.DataFrame, notebook: str, name: str, model: str, index: bool = False) -> pd.DataFrame:
+    """Write a chapter's table to results/<notebook>/<name>.csv with a `model` column naming what made it (kept
+    when the frame has one already); returns the frame written."""
+    frame = frame if "model" in frame.columns else frame.assign(model=model)
+    frame.to_csv(results_dir(notebook) / f"{name}.csv", index=index)
+    return frame
 
 
 def set_book_style() -> None:

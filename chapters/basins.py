@@ -442,9 +442,33 @@ def trajectory_words(records: int, distinct: int, every: int) -> dict:
                                 "as dark, tight clusters")}
 
 
+def endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str,
+                 target: str = "politics") -> dict:
+    """Table 5's endpoint comparison (B.5) as a model-specific claims row: how many seed topics other
+    than the target end, on average over their chains, above the baseline. table3: recurrence_table of
+    the run; setup: our protocol items (chains per topic are read from table3)."""
+    ends = table3.drop(index=target, errors="ignore")[f"{target} at end"]
+    if ends.empty:
+        return bt.model_specific_row("endpoint_topics_crossing", "seed topics ending above 1/9 politics",
+                                     math.nan, f"no seed topic outside {target} in this run",
+                                     model=model, setup=setup)
+    chains = sorted(set(table3.chains.astype(int)))
+    per_topic = str(chains[0]) if len(chains) == 1 else f"{chains[0]}-{chains[-1]}"
+    # Table 5 counts chains per topic and reports endpoints only: no total, no recording interval
+    setup = {**{k: v for k, v in setup.items() if k not in ("chains", "record_every")},
+             "chains_per_topic": per_topic}
+    marks = ", ".join(f"{topic} {value:.2f}{' ✓' if value > baseline else ''}" for topic, value in ends.items())
+    above = int((ends > baseline).sum())
+    return bt.model_specific_row(
+        "endpoint_topics_crossing", f"seed topics other than {target} whose chains' mean {target} score at "
+        f"the last step is above {baseline:.3f} (Table 5)", above,
+        f"{above} of {len(ends)} topics ({marks})", model=model, setup=setup, low=above, high=above)
+
+
 def chapter_verdicts(crossings: pd.DataFrame, recurrence: tuple, loss: tuple, loss_verdict: tuple, *,
                      setup: dict, model: str, free: tuple[int, int]) -> tuple[list[dict], dict]:
-    """The chapter's claims rows and the verdict words its prose quotes.
+    """The chapter's claims rows (Table 5's endpoint row is endpoint_row's) and the verdict words its prose
+    quotes.
 
     crossings: crossing_table of the run; recurrence: recurrence_rule's (verdict, reason, interval);
     loss: seed_loss_intervals' {"fall", "beyond_null"} and loss_verdict seed_loss_rule's (verdict, reason);

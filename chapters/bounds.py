@@ -334,13 +334,6 @@ def drift_row(drift: torch.Tensor | None, model: str, setup: dict, missing: str 
 # The chapter's tables and sentences
 # --------------------------------------------------------------------------------------------
 
-def save_table(frame: pd.DataFrame, name: str, model: str) -> pd.DataFrame:
-    """Write a results table to results/02_mixing_bounds/<name>.csv with the model that made it."""
-    frame = frame.assign(model=model) if "model" not in frame.columns else frame
-    frame.to_csv(bt.results_dir(NOTEBOOK) / f"{name}.csv", index=False)
-    return frame
-
-
 def lemma6_table(influence: torch.Tensor, oscillation: torch.Tensor, temperatures) -> pd.DataFrame:
     """Lemma 6, c_ij(tau) <= Delta_ij / (4 tau), on every estimate: violations, least slack and the median
     share of the bound used (pairs with Delta_ij = 0 have c_ij = 0 and are left out of the median)."""
@@ -357,15 +350,6 @@ def lemma6_table(influence: torch.Tensor, oscillation: torch.Tensor, temperature
 def theorem_phrase(holds: bool, what: str = "holds in every case, as it must") -> str:
     """A theorem check in words: it must hold; a failure is a bug."""
     return what if holds else "FAILS in some case (a bug in this code)"
-
-
-def range_text(values, digits: int = 2, form: str = "f") -> str:
-    """"a to b" for finite values, or words when there are none."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if len(values) == 0:
-        return "undefined (no finite value)"
-    return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
 
 
 def corollary7_texts(tau7: float, tau_star: float) -> dict:
@@ -388,10 +372,10 @@ def drift_texts(summary: pd.DataFrame | None, reason: str = "") -> dict:
 def window_texts(windows: pd.DataFrame) -> dict:
     """Sentences for the window comparison (TV of each pseudo-likelihood law from mu_tau, over windows)."""
     return {"ch2_window_count": f"{len(windows)}",
-            "ch2_window_tv_model": range_text(windows.tv_model_pl),
-            "ch2_window_tv_own": range_text(windows.tv_compatible_pl),
-            "ch2_window_excess": range_text(windows.excess, 3),
-            "ch2_window_spearman": range_text(windows.spearman)}
+            "ch2_window_tv_model": bt.range_text(windows.tv_model_pl),
+            "ch2_window_tv_own": bt.range_text(windows.tv_compatible_pl),
+            "ch2_window_excess": bt.range_text(windows.excess, 3),
+            "ch2_window_spearman": bt.range_text(windows.spearman)}
 
 
 def verdict_texts(claims: pd.DataFrame) -> dict:

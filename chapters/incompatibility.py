@@ -332,12 +332,6 @@ def range_phrase(low: float, high: float, target_low: float, target_high: float)
     return "overlaps"
 
 
-def _digits(*values: float) -> int:
-    """Decimals that show two significant digits of the largest finite |value| (at least 2)."""
-    finite = [abs(v) for v in values if math.isfinite(v) and v != 0]
-    return max(2, 1 - math.floor(math.log10(max(finite)))) if finite else 2
-
-
 def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, compatible: list[str],
                      influence: tuple[float, float, float, str], floor: float,
                      setup: dict) -> tuple[list[dict], dict]:
@@ -375,7 +369,7 @@ def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, compatible: list[s
     words.update(ch1_rho_influence=rho_text, ch1_influence_verdict=verdict)
     # incompatibility_mean_abs_delta (model-specific: shown, judged only on the paper's setup)
     mean_text = bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"],
-                                 digits=_digits(m["mean_abs_delta"], m["ci_high"]),
+                                 significant=2,
                                  missing="no rectangle gave a finite delta")
     rows.append(bt.model_specific_row(
         "incompatibility_mean_abs_delta", "mean |delta| over random rectangles (nats)",

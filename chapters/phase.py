@@ -67,15 +67,6 @@ def crossover_radii() -> list[float]:
     return [float(r) for r in bt.paper_protocol("crossover_fractions")["radius"].split()]
 
 
-def range_text(values, digits: int = 2, missing: str = "undefined") -> str:
-    """"low-high" of the finite values, or `missing` (in words) when none is finite."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return missing
-    return f"{values.min():.{digits}f}-{values.max():.{digits}f}"
-
-
 def protocol_slice(rows: pd.DataFrame, steps: torch.Tensor, chains: int, cutoff: int):
     """(row mask [B], record mask [R]) of one protocol within a shared drift run: the first `chains` starts
     at each temperature, and the records at or before step `cutoff`."""
@@ -355,13 +346,6 @@ def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, c
 # --------------------------------------------------------------------------------------------
 
 
-def save_table(frame: pd.DataFrame, folder, name: str, model: str, index: bool = False) -> None:
-    """Write `frame` to folder/name with a `model` column naming the model that made it."""
-    import pathlib
-
-    frame.assign(model=model).to_csv(pathlib.Path(folder) / name, index=index)
-
-
 def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> tuple[float, float, float]:
     """(low, high, undefined share) of a percentile bootstrap interval from `draws`, NaN-safe: a draw is
     undefined (NaN) when its resample had no transition inside the grid and no side can be told (an infinite
@@ -440,17 +424,6 @@ def coupling_overview(cells: pd.DataFrame, budget: int) -> str:
             f"share is {share.iloc[0]:.0%} at the coldest temperature and {share.iloc[-1]:.0%} at the hottest.")
 
 
-def estimate_text(estimate: float, low: float, high: float, missing: str, signed: bool = False,
-                  digits: int = 2) -> str:
-    """"estimate [low, high]" or, without an estimate, the reason in words (never "nan")."""
-    if not _ok(estimate):
-        return missing
-    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
-    if not all(v is not None and not math.isnan(float(v)) for v in (low, high)):
-        return f"{fmt.format(estimate)} (no interval: {missing})"
-    return f"{fmt.format(estimate)} [{fmt.format(low)}, {fmt.format(high)}]"
-
-
 def direction_text(low: float, high: float, null: float, above: str, below: str, between: str) -> str:
     """Which side of `null` an interval lies on, in the words given (or that it has none)."""
     if not _ok(low, high):
@@ -511,7 +484,7 @@ def paired_difference(before, after, level: float = 0.95) -> tuple[float, float,
 def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str = "BBC News") -> dict:
     """coupling_boundary_tau (model-specific): tau_1/2 at length n, shown beside RoBERTa's band, never judged
     off the paper's model and protocol (the setup lists budget, pairs per cell, n and passages)."""
-    text = estimate_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high,
+    text = bt.interval_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high,
                          missing=f"no transition inside the temperature grid at n = {n}")
     return bt.model_specific_row(
         "coupling_boundary_tau", f"tau where half the pairs couple, n = {n}", fit.midpoint, text, model=model,
@@ -545,7 +518,7 @@ def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
     elif events and verdict == bt.INCONCLUSIVE and "no interval" in reason:
         reason = why
-    text = estimate_text(shift["shift"], shift["shift_low"], shift["shift_high"], signed=True,
+    text = bt.interval_text(shift["shift"], shift["shift_low"], shift["shift_high"], signed=True,
                          missing=why if events else "zero pairs met within the scaled budget")
     return bt.claim_row("boundary_shift_with_n", f"tau_1/2(n={large}) - tau_1/2(n={small}), budget scaled by n log n",
                         shift["shift"], text, verdict, f"null: no shift; {reason}")
@@ -564,7 +537,7 @@ def transition_width_row(width: dict, small: int, large: int) -> dict:
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
     elif not _ok(width["ratio_low"], width["ratio_high"]):
         reason = why
-    text = estimate_text(width["ratio"], width["ratio_low"], width["ratio_high"], missing=why)
+    text = bt.interval_text(width["ratio"], width["ratio_low"], width["ratio_high"], missing=why)
     return bt.claim_row("transition_width", f"width ratio n={large} / n={small} (Ising-like n^-1/2: {null:.2f})",
                         width["ratio"], text, verdict, f"null: Ising-like sharpening, ratio {null:.2f}; {reason}")
 
@@ -581,7 +554,7 @@ def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, mar
                                             f"d >= {radius:g}; three are needed to compare the forms")
     else:
         verdict, reason = bt.rule_preferred_form(table.aic.to_dict(), "n log n", margin)
-    text = estimate_text(fit.C, fit.C_low, fit.C_high, missing="no fit: too few lengths reached the radius")
+    text = bt.interval_text(fit.C, fit.C_low, fit.C_high, missing="no fit: too few lengths reached the radius")
     if table.aic.notna().all():
         text += "; AIC " + ", ".join(f"{form} {aic:.1f}" for form, aic in table.aic.items())
     return bt.claim_row("nlogn_fit", f"C of C n log n at tau = {tau:g}, R = {radius:g}", fit.C, text, verdict,
@@ -619,7 +592,7 @@ def crossover_row(rise: dict, radius: float) -> dict:
             if rise["hot_chains"] and rise["cold_chains"] else math.nan)
     text = (f"{rise['hot_reached']}/{rise['hot_chains']} at tau = {rise['hot']:g} vs {rise['cold_reached']}/"
             f"{rise['cold_chains']} at tau = {rise['cold']:g}: "
-            + estimate_text(diff, low, high, signed=True, missing="no chains to compare"))
+            + bt.interval_text(diff, low, high, signed=True, missing="no chains to compare"))
     return bt.claim_row("crossover_fractions", f"share reaching d >= {radius:g}, hottest minus coldest tau",
                         diff, text, verdict, f"null: the same share at both temperatures; {reason}")
 
@@ -647,7 +620,7 @@ def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
     diff, low, high = paired_difference(pairs["seed passages"], pairs["visited"]) if len(pairs) \
         else (math.nan, math.nan, math.nan)
     verdict, reason = bt.rule_one_sided(low, high, 0.0, "above")
-    text = estimate_text(diff, low, high, signed=True, missing="no paired contexts")
+    text = bt.interval_text(diff, low, high, signed=True, missing="no paired contexts")
     if len(pairs):
         text += (f" at tau = {tau:g} over {len(pairs)} contexts (means: seeds "
                  f"{pairs['seed passages'].mean():.2f}, visited {pairs['visited'].mean():.2f})")

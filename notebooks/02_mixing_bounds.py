@@ -209,7 +209,7 @@ influence_table = pd.DataFrame(
      for k, t in enumerate(taus) for c in range(cfg.n_contexts)
      for i in range(cfg.seq_len) for j in range(cfg.seq_len) if i != j],
     columns=["tau", "context", "i", "j", "c_ij"])
-ch.save_table(influence_table, "influence", model_name)
+bt.save_table(influence_table, "02_mixing_bounds", "influence", model_name)
 
 # %% [markdown]
 # ## 2. Score oscillation and Lemma 6
@@ -222,11 +222,11 @@ ch.save_table(influence_table, "influence", model_name)
 # temperature and report the slack.
 
 # %%
-lemma6 = ch.save_table(ch.lemma6_table(influence, oscillation, taus),
-                       "lemma6", model_name)
+lemma6 = bt.save_table(ch.lemma6_table(influence, oscillation, taus),
+                       "02_mixing_bounds", "lemma6", model_name)
 bt.glue_all({"ch2_lemma6_violations": f"{int(lemma6.violations.sum())}",
              "ch2_lemma6_checks": f"{int(lemma6.pairs.sum()):,}",
-             "ch2_lemma6_ratio": ch.range_text(lemma6.median_ratio)})
+             "ch2_lemma6_ratio": bt.range_text(lemma6.median_ratio)})
 lemma6.round(4)
 
 # %% [markdown]
@@ -265,7 +265,7 @@ alpha["bound_mean"] = [gc.mixing_time_bound(a, cfg.seq_len)
                        for a in alpha.alpha_mean]
 alpha["bound_max"] = [gc.mixing_time_bound(a, cfg.seq_len)
                       for a in alpha.alpha_max]
-ch.save_table(alpha, "alpha", model_name)
+bt.save_table(alpha, "02_mixing_bounds", "alpha", model_name)
 finite = alpha[np.isfinite(alpha.bound_mean)]
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.plot(finite.tau, finite.bound_mean, "o-", label="mean over contexts")
@@ -316,7 +316,8 @@ for name, potts in chains.items():
                          t_mix=gc.exact_mixing_time(potts, 5, tau),
                          bound=gc.mixing_time_bound(a, 5)))
 potts_mixing = pd.DataFrame(rows).assign(ratio=lambda d: d.bound / d.t_mix)
-ch.save_table(potts_mixing, "potts_mixing", "Potts, 5 sites, 3 colours")
+bt.save_table(potts_mixing, "02_mixing_bounds", "potts_mixing",
+              "Potts, 5 sites, 3 colours")
 potts_mixing.round(3)
 
 # %%
@@ -366,13 +367,13 @@ theorem8 = pd.DataFrame([gc.theorem8_check(ising, 6, tau, basin)
                          for tau in (0.5, 0.6, 0.75, 1.0, 1.5, 2.0)])
 theorem8["escape_looseness"] = theorem8.escape_bound / theorem8.escape
 theorem8["t_mix_looseness"] = theorem8.t_mix / theorem8.t_mix_lower
-ch.save_table(theorem8, "theorem8", "Ising, 6 sites")
+bt.save_table(theorem8, "02_mixing_bounds", "theorem8", "Ising, 6 sites")
 t8_holds = bool((theorem8.escape <= theorem8.escape_bound).all()
                 and (theorem8.t_mix >= theorem8.t_mix_lower).all())
 bt.glue_all({
     "ch2_t8_holds": ch.theorem_phrase(t8_holds, "Both bounds hold"),
-    "ch2_t8_escape": ch.range_text(theorem8.escape_looseness, 3, "g"),
-    "ch2_t8_tmix": ch.range_text(theorem8.t_mix_looseness, 3, "g")})
+    "ch2_t8_escape": bt.range_text(theorem8.escape_looseness, 3, "g"),
+    "ch2_t8_tmix": bt.range_text(theorem8.t_mix_looseness, 3, "g")})
 theorem8[["temperature", "delta_star", "mu_basin", "escape",
           "escape_bound", "t_mix", "t_mix_lower", "escape_looseness",
           "t_mix_looseness"]].round(4)
@@ -419,7 +420,7 @@ for tau in (1.0, tau_cold):
     margins[f"bound_tau_{tau:g}"] = np.where(
         margins.perfect_trap, np.exp(delta_min.numpy() / tau) / (4 * size_v),
         np.nan)
-ch.save_table(margins, "margins", model_name)
+bt.save_table(margins, "02_mixing_bounds", "margins", model_name)
 bt.glue_all({"ch2_perfect_traps": f"{int(margins.perfect_trap.sum())} of "
                                   f"{len(margins)}",
              "ch2_size_v": f"{size_v:,}"})
@@ -456,11 +457,13 @@ if bang is not None:
     boundary = ch.drift_boundary_states(cond, bang, cfg.drift_n,
                                         cfg.drift_states, seed=seed)
     drift = gc.basin_drifts(cond, boundary, bang, drift_taus)
-    drift_table = ch.save_table(ch.drift_summary(drift, drift_taus),
-                                "drift_summary", model_name)
-    ch.save_table(pd.DataFrame({
+    drift_table = bt.save_table(ch.drift_summary(drift, drift_taus),
+                                "02_mixing_bounds", "drift_summary",
+                                model_name)
+    bt.save_table(pd.DataFrame({
         "tau": np.repeat(drift_taus, cfg.drift_states),
-        "delta": drift.flatten().numpy()}), "drift", model_name)
+        "delta": drift.flatten().numpy()}),
+        "02_mixing_bounds", "drift", model_name)
     print(cond.decode(boundary[0]))
 else:
     print(f"No drift certificate for this model: {no_bang}.")
@@ -519,7 +522,7 @@ for w in range(min(cfg.windows, cfg.n_contexts)):
         **ch.stationary_vs_pseudo_likelihood(window, 3, 1.0)))
     window_laws.append((token_set, gc.exact_stationary(window, 3, 1.0),
                         ch.pseudo_likelihood_law(window, 3, 1.0)))
-windows_table = ch.save_table(pd.DataFrame(window_rows),
+windows_table = bt.save_table(pd.DataFrame(window_rows), "02_mixing_bounds",
                               "stationary_vs_pl", model_name)
 bt.glue_all(ch.window_texts(windows_table))
 windows_table.drop(columns="context").round(4)
@@ -544,7 +547,7 @@ top_states = pd.DataFrame({
     "filling": [cond.decode(token_set[window_states[s]]) for s in top],
     "mu_tau": mu[top].numpy(), "pseudo_likelihood": pl[top].numpy(),
 }).sort_values("mu_tau", ascending=False)
-ch.save_table(top_states, "window_top_states", model_name)
+bt.save_table(top_states, "02_mixing_bounds", "window_top_states", model_name)
 top_states.round(4)
 
 # %% [markdown]
@@ -568,8 +571,8 @@ for a in np.linspace(0, 2, 9):
         excess=laws_a["excess"],
         tv_gibbs_of_symmetric_part=float(
             gc.total_variation(mu_a.log(), gibbs.log()))))
-asymmetry = ch.save_table(pd.DataFrame(rows), "potts_asymmetry",
-                          "Potts, 5 sites, 3 colours")
+asymmetry = bt.save_table(pd.DataFrame(rows), "02_mixing_bounds",
+                          "potts_asymmetry", "Potts, 5 sites, 3 colours")
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.plot(asymmetry.asymmetry, asymmetry.tv_pseudo_likelihood, "o-",
         label=r"TV($\mu_\tau$, pseudo-likelihood law)")

@@ -86,7 +86,6 @@ bt.set_book_style()
 bt.glue_paper("03_phase_diagram")
 cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
-out = bt.results_dir("03_phase_diagram")
 model_name = model or gc.DEFAULT_MODEL_DIR.name
 cfg
 
@@ -181,8 +180,8 @@ for n in lengths:
         cfg.grid_temperatures, cfg.budget, seed=seed, progress=False))
 grid = pd.concat(grids, ignore_index=True)
 cells = ch.coupling_summary(grid)
-ch.save_table(grid, out, "coupling_times.csv", model_name)
-ch.save_table(cells, out, "coupling_cells.csv", model_name)
+bt.save_table(grid, "03_phase_diagram", "coupling_times", model_name)
+bt.save_table(cells, "03_phase_diagram", "coupling_cells", model_name)
 
 # %% [markdown]
 # The heatmap shows the median steps to coupling per cell, counting a pair
@@ -248,8 +247,8 @@ bt.glue_all({
 
 # %%
 fits = ch.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
-ch.save_table(fits, out, "transition_fits.csv", model_name)
-ch.save_table(fits.attrs["boot"], out, "transition_bootstrap.csv",
+bt.save_table(fits, "03_phase_diagram", "transition_fits", model_name)
+bt.save_table(fits.attrs["boot"], "03_phase_diagram", "transition_bootstrap",
               model_name)
 fits.round(3)
 
@@ -291,7 +290,7 @@ plt.show()
 # %%
 scaled = ch.scaled_budget_grid(grid, cfg.budget)
 scaled_fits = ch.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
-ch.save_table(scaled_fits, out, "transition_fits_nlogn_budget.csv",
+bt.save_table(scaled_fits, "03_phase_diagram", "transition_fits_nlogn_budget",
               model_name)
 fixed = ch.compare_lengths(fits, small, large)
 budget_free = ch.compare_lengths(scaled_fits, small, large)
@@ -306,10 +305,10 @@ bt.glue_all({
         f"{row.midpoint:.2f} at n = {n}" if np.isfinite(row.midpoint)
         else f"outside the grid at n = {n}"
         for n, row in fits.set_index("n").iterrows()),
-    "ch3_shift_fixed": ch.estimate_text(
+    "ch3_shift_fixed": bt.interval_text(
         fixed["shift"], fixed["shift_low"], fixed["shift_high"],
         signed=True, missing="not estimable (no transition at one end)"),
-    "ch3_shift_scaled": ch.estimate_text(
+    "ch3_shift_scaled": bt.interval_text(
         budget_free["shift"], budget_free["shift_low"],
         budget_free["shift_high"], signed=True,
         missing="not estimable (no transition at one end)"),
@@ -317,7 +316,7 @@ bt.glue_all({
         budget_free["shift_low"], budget_free["shift_high"], 0,
         "upward, the direction the paper reports",
         "downward, against the paper", "not distinguishable from zero"),
-    "ch3_ratio": ch.estimate_text(
+    "ch3_ratio": bt.interval_text(
         fixed["ratio"], fixed["ratio_low"], fixed["ratio_high"],
         missing="not estimable (no transition at one end)"),
     "ch3_ising_ratio": f"{np.sqrt(small / large):.2f}",
@@ -362,7 +361,7 @@ for n in cfg.drift_lengths:
     frame = bt.trajectory_frame(distance, run.steps, n=n)
     frames.append(frame.merge(rows, left_on="chain", right_on="row"))
 drift = pd.concat(frames, ignore_index=True).drop(columns="row")
-ch.save_table(drift, out, "drift.csv", model_name)
+bt.save_table(drift, "03_phase_diagram", "drift", model_name)
 
 # %% [markdown]
 # **Protocol 1 (Fig. 3a).** The distance reached after a fixed number of
@@ -392,7 +391,7 @@ growth[["form", "C", "rss_log", "aic", "lengths"]].round(3)
 final = last.groupby(["temperature", "n"]).distance.mean()
 cold = min(drift_taus)
 bt.glue_all({
-    "ch3_drift_unit": ch.range_text(final[cfg.saturation_tau]),
+    "ch3_drift_unit": bt.range_text(final[cfg.saturation_tau]),
     "ch3_drift_cold": ", ".join(
         f"{d:.2f} at n = {n}" for n, d in final[cold].items()),
     "ch3_cold_tau": f"{cold:g}", "ch3_sat_steps": f"{sat_steps}"})
@@ -428,11 +427,11 @@ for n, (run, rows, distance) in runs.items():
                              run.steps[records], cfg.hit_radius)
     hits.append(rows[keep.numpy()].assign(hitting_time=times.numpy()))
 hits = pd.concat(hits, ignore_index=True)
-ch.save_table(hits, out, "hitting_times.csv", model_name)
+bt.save_table(hits, "03_phase_diagram", "hitting_times", model_name)
 at_tau = hits[hits.temperature == cfg.hit_tau]
 scaling = ch.scaling_fits(at_tau.n, at_tau.hitting_time,
                           n_boot=cfg.n_boot, seed=seed)
-ch.save_table(scaling, out, "scaling_fits.csv", model_name)
+bt.save_table(scaling, "03_phase_diagram", "scaling_fits", model_name)
 medians = scaling.attrs["medians"]
 scaling.round(3)
 
@@ -495,7 +494,7 @@ for n, (run, rows, distance) in runs.items():
     chains.append(rows[keep.numpy()])
 peaks, chains = torch.cat(peaks), pd.concat(chains, ignore_index=True)
 shares = ch.threshold_shares(peaks, chains, radii=ch.crossover_radii())
-ch.save_table(shares, out, "threshold_shares.csv", model_name)
+bt.save_table(shares, "03_phase_diagram", "threshold_shares", model_name)
 rise = ch.rise_with_temperature(peaks, chains, cfg.crossover_radius)
 grid_plot = sns.FacetGrid(shares, col="radius", height=3, aspect=1.1)
 grid_plot.map_dataframe(
@@ -546,7 +545,7 @@ for n, (run, rows, distance) in runs.items():
         diagnostics.append(dict(
             n=n, temperature=tau, **ch.convergence_diagnostics(traces)))
 diagnostics = pd.DataFrame(diagnostics)
-ch.save_table(diagnostics, out, "diagnostics.csv", model_name)
+bt.save_table(diagnostics, "03_phase_diagram", "diagnostics", model_name)
 diagnostics.pivot(index="n", columns="temperature", values="rhat").round(2)
 
 # %%
@@ -555,9 +554,9 @@ diagnostics.pivot(index="n", columns="temperature", values="ess_bulk").round(0)
 # %% tags=["remove-input"]
 defined = diagnostics.rhat.notna()
 bt.glue_all({
-    "ch3_rhat": ch.range_text(diagnostics.rhat,
+    "ch3_rhat": bt.range_text(diagnostics.rhat,
                               missing="undefined in every cell"),
-    "ch3_ess": ch.range_text(diagnostics.ess_bulk, digits=0,
+    "ch3_ess": bt.range_text(diagnostics.ess_bulk, digits=0,
                              missing="undefined"),
     "ch3_ess_of": f"{diagnostics.chains.iloc[0]} chains of "
                   f"{diagnostics.draws.iloc[0]}",
@@ -588,7 +587,7 @@ regimes, _ = ch.multi_temperature_glauber(
     record_every=max(1, cfg.regime_steps // 4), progress=False)
 excerpts = ch.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
                                              regime_taus], count=3)
-ch.save_table(excerpts, out, "regimes.csv", model_name, index=True)
+bt.save_table(excerpts, "03_phase_diagram", "regimes", model_name, index=True)
 with pd.option_context("display.max_colwidth", 200):
     display(excerpts.T)
 
@@ -631,7 +630,7 @@ for kind, states, temps in [("seed passages", seeds, drift_taus)] + [
                        for c, a in enumerate(
                            gc.alpha_from_influence(per_tau).tolist())]
 alpha = pd.DataFrame(alpha_rows)
-ch.save_table(alpha, out, "context_alpha.csv", model_name)
+bt.save_table(alpha, "03_phase_diagram", "context_alpha", model_name)
 alpha_table = alpha.groupby(["temperature", "states"]).alpha.agg(
     ["mean", "min", "max"]).unstack("states")
 alpha_table.round(2)

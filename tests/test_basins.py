@@ -374,3 +374,19 @@ def test_chapter_verdicts_keep_model_specific_rows_unjudged():
                                       model="tiny", free=(0, 20))
     assert [r["verdict"] for r in rows[:2]] == [bt.INCONCLUSIVE, bt.INCONCLUSIVE]
     assert all("nan" not in r["ours_text"].lower() for r in rows)
+
+
+def test_endpoint_row_counts_topics_ending_above_the_baseline_and_judges_only_the_papers_setup():
+    table = ch.recurrence_table(_frame(), "politics", baseline=0.12)
+    row = ch.endpoint_row(table, 0.12, setup={"n": 20, "chains": 3, "record_every": 10}, model="tiny")
+    assert row["ours"] == 1 and row["verdict"] == bt.OTHER_SETUP
+    assert row["ours_text"] == "1 of 2 topics (business 0.15 ✓, sports 0.03)"
+    assert "chains_per_topic 1-2 (paper: 5)" in row["setup"] and "record_every" not in row["setup"]
+    paper = bt.paper_protocol("endpoint_topics_crossing")
+    ends = pd.DataFrame({"chains": 5, "politics at end": [0.2, 0.3, 0.05, 0.01, 0.9]},
+                        index=["business", "tech", "sports", "entertainment", "politics"])
+    assert ch.endpoint_row(ends, 1 / 9, setup=paper, model="roberta-base")["verdict"] == bt.REPRODUCED
+    modernbert = ch.endpoint_row(ends, 1 / 9, setup=paper, model="answerdotai/ModernBERT-base")
+    assert modernbert["verdict"] == bt.DIFFERS and modernbert["ours"] == 2
+    only_politics = ch.endpoint_row(ends.loc[["politics"]], 1 / 9, setup=paper, model="roberta-base")
+    assert only_politics["verdict"] == bt.INCONCLUSIVE and "no seed topic" in only_politics["ours_text"]

@@ -86,6 +86,27 @@ def test_claim_rows_take_table_and_kind_from_the_paper_file():
 def test_interval_text_says_why_when_there_is_no_estimate():
     assert bt.interval_text(0.5, 0.25, 0.75, missing="x") == "0.50 [0.25, 0.75]"
     assert bt.interval_text(math.nan, math.nan, math.nan, missing="no trap found") == "no trap found"
+    assert bt.interval_text(0.5, math.nan, 0.75, missing="one run") == "0.50 (no interval: one run)"
+
+
+def test_interval_text_signs_keeps_significant_digits_and_one_sided_ends():
+    assert bt.interval_text(0.25, -0.5, 1.0, signed=True, missing="x") == "+0.25 [-0.50, +1.00]"
+    assert bt.interval_text(1.8e-4, 1.1e-4, 2.7e-4, significant=2, missing="x") == "0.00018 [0.00011, 0.00027]"
+    assert bt.interval_text(12.3, 10.0, 15.0, significant=2, missing="x") == "12.30 [10.00, 15.00]"
+    assert bt.interval_text(0.0, 0.0, 0.0, significant=2, missing="x") == "0.00 [0.00, 0.00]"
+    assert bt.interval_text(1.2, 1.1, math.inf, missing="x") == "1.20 [1.10, inf]"
+
+
+def test_range_text_and_save_table(tmp_path, monkeypatch):
+    assert bt.range_text([math.nan]) == "undefined (no finite value)"
+    assert bt.range_text([math.nan], missing="none") == "none"
+    assert bt.range_text([2.5, math.nan, 1]) == "1.00 to 2.50"
+    assert bt.range_text([1234.0, 1.0], 3, "g") == "1 to 1.23e+03"
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
+    bt.save_table(pd.DataFrame({"a": [1]}), "nb", "t", "tiny")
+    bt.save_table(pd.DataFrame({"a": [1], "model": ["Ising"]}), "nb", "u", "tiny")
+    assert pd.read_csv(tmp_path / "nb" / "t.csv").model.tolist() == ["tiny"]
+    assert pd.read_csv(tmp_path / "nb" / "u.csv").model.tolist() == ["Ising"]
 
 
 def test_every_paper_claim_has_a_kind_and_readable_values():

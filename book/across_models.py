@@ -1,0 +1,160 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Across models
+#
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim** (paper, sections 4 and 6.2.1, Tables 1 and 5): incompatibility and basin recurrence are properties of masked LMs as such, not of one model; here chapters 1, 2 and 4 run on three bundled models of one recipe, 2, 4 and 6 layers deep.
+# - **Look at**: the grid of general-claim verdicts per model, Table 1's and Table 5's shapes, and the sentence on what depth changes.
+# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/across_models.ipynb), or `make across-models` then `papermill book/across_models.ipynb out.ipynb`
+# ```
+#
+# The paper finds rectangle incompatibility in five masked LMs (Table 1) and compares basin
+# recurrence across BERT, RoBERTa and ModernBERT (Table 5). The rest of this book runs one model,
+# so on its own it cannot say whether a general claim holds beyond that model. None of the
+# paper's models can be installed where the book is built, but the recipe of the bundled model can
+# be repeated at other depths: `minilm-l2-bbc-mlm`, `minilm-l4-bbc-mlm` (the book's default) and
+# `minilm-l6-bbc-mlm` keep the first 2, 4 or all 6 layers of all-MiniLM-L6-v2 and are fine-tuned
+# the same way on BBC News.
+#
+# Chapters 1 (incompatibility), 2 (mixing bounds) and 4 (basins) ran on each of them through
+# `sweep.py -p model ...` at the `quick` profile, each chapter unchanged, with its own rules
+# deciding each verdict. The three sweeps take about
+# {glue:text}`across_minutes` minutes on 2 cores, too long for the quick book's 30-minute budget, so
+# this page reads their committed results (`results/across_models/`, written by
+# `make across-models`) and names the run below; chapters 3 and 5 are not run across models.
+
+# %% tags=["remove-cell"]
+# Colab only: fetch the companion (core, book tools, results) and install it.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
+                    "companion"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
+                    "companion"], check=True)
+    sys.path.insert(0, "companion")
+
+# %% tags=["remove-input"]
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown
+
+import book_tools as bt
+
+bt.set_book_style()
+run = bt.across_run()
+models = run["models"]
+bt.glue("across_minutes", f"{run['minutes']:.0f}")
+bt.glue_paper("01_incompatibility")
+bt.glue_paper("04_basins")
+changed = ", ".join(run["stale"])
+stale = (f"\n\n```{{warning}}\nThe code of {changed} has changed since "
+         "this run: rerun `make across-models` and commit "
+         "`results/across_models/`.\n```" if changed else "")
+Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
+         f"profile `{run['profile']}`; commit `{run['commit']}`; finished "
+         f"{run['finished']}).{stale}")
+
+# %% [markdown]
+# ## The family
+#
+# Held-out masked top-1 accuracy and pseudo-perplexity (`models/evaluate.py`), with the
+# frozen-encoder baseline of the same depth in brackets: only an MLM head trained on top of the
+# pretrained layers. Each model card (`models/<name>/README.md`) gives its recipe.
+
+# %%
+family = bt.family_table().set_index("model")
+family.style.format({"size_mb": "{:.0f}", "steps": "{:,}", "top1": "{:.3f}",
+                     "baseline_top1": "{:.3f}", "pppl": "{:.1f}",
+                     "baseline_pppl": "{:.0f}"})
+
+# %% [markdown]
+# ## Incompatibility in every model (Table 1's shape)
+#
+# Chapter 1's test: 300 random rectangles per model, their mean $|\delta|$ with a bootstrap
+# interval, the share above the $10^{-4}$ floor, and the verdict of chapter 1's rule (share above
+# the floor against a null of one half). Below the masked LMs, the controls of the same run: a
+# causal LM scored through the same code path (its joint makes $\delta$ vanish) and two Potts
+# chains, one compatible and one not. The paper's five MLMs give
+# {glue:text}`paper_incompatibility_mean_abs_delta`; our models are others, so the means are
+# shown, not judged.
+
+# %%
+table1 = bt.read_across("01_incompatibility", "table1")
+claims = pd.concat([bt.read_across(chapter, "claims")
+                    for chapter in bt.ACROSS_CHAPTERS])
+bt.table1_across(table1, claims, models)
+
+# %% [markdown]
+# ## Basin recurrence (Table 5's shape)
+#
+# Chapter 4's chains, seeded from BBC articles of five topics: the mean politics score at the
+# last step for each seed topic, ✓ where it is above the baseline $1/9$. The paper's Table 5
+# counts the topics that cross: {glue:text}`paper_endpoint_topics_crossing`. The last two rows
+# count ours and give chapter 4's verdict on politics recurrence against chance (its rule asks
+# whether chains *ever* cross, not where they end).
+
+# %%
+table3 = bt.read_across("04_basins", "table3")
+bt.table5_across(table3, claims, models, baseline=1 / 9)
+
+# %% [markdown]
+# ## One more axis: the influence $\alpha(\tau)$
+#
+# Chapter 2 estimates the Dobrushin influence $\alpha(\tau)$ (section 5.2: the largest total
+# influence of the other sites on one site's conditional) on seed passages; Theorem 5's bound
+# needs $\alpha < 1$. Below, $\alpha$ at the temperature of the run closest to $\tau = 1$, mean
+# over contexts with a bootstrap interval, for each model.
+
+# %%
+alpha = bt.alpha_near(bt.read_across("02_mixing_bounds", "alpha"))
+alpha.loc[models, ["tau", "alpha_mean", "low", "high", "alpha_max"]].round(3)
+
+# %% [markdown]
+# ## The general claims, model by model
+#
+# Every general claim of chapters 1, 2 and 4, judged for each model by the chapter's own rule
+# (stated in the chapter before its run). A claim reproduced on one depth and not on another is
+# a claim about that model, not about masked LMs.
+
+# %% tags=["remove-input"]
+grid = bt.verdict_grid(claims, models)
+fig, ax = bt.verdict_grid_figure(grid, family.layers)
+plt.show()
+
+# %% [markdown]
+# And the numbers under three of them, against depth:
+
+# %% tags=["remove-input"]
+fig = bt.depth_figure(table1, alpha, table3, family, models)
+plt.show()
+
+# %% [markdown]
+# ## What depth changes
+#
+# The rule, fixed before the run: a quantity *rises* or *falls* with depth when it moves the same
+# way from each model to the next and the 95% intervals of the shallowest and the deepest model
+# do not overlap; otherwise it *does not change clearly*.
+
+# %% tags=["remove-input"]
+Markdown(bt.depth_words(family, table1, alpha, grid))
