@@ -247,9 +247,9 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
 
 def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, missing: str,
                   signed: bool = False, significant: int | None = None) -> str:
-    """"estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or, given `significant`, enough
-    decimals, at least `digits`, to show that many significant digits of the largest finite |value|) and a sign
-    when `signed`; when the run has no estimate, the words in `missing` (why)."""
+    """"estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
+    given `significant`, enough decimals, at least `digits`, to show that many significant digits of the largest
+    finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why)."""
     if not _finite(estimate):
         return missing
     if significant is not None:
@@ -459,7 +459,10 @@ def family_table(models_dir: str | Path = REPO_ROOT / "models",
     and held-out masked top-1 (over `tokens` masked tokens) and pseudo-perplexity beside the frozen-encoder
     baseline's (models/evaluate.py)."""
     metrics_dir = Path(metrics_dir)
-    metrics = pd.concat([pd.read_csv(p) for p in sorted(metrics_dir.glob("metrics*.csv"))], ignore_index=True)
+    paths = sorted(metrics_dir.glob("metrics*.csv"))
+    if not paths:
+        raise FileNotFoundError(f"no metrics*.csv under {metrics_dir}: run `python models/evaluate.py --layers N`")
+    metrics = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     value = metrics.set_index(["model", "metric"]).value
     tokens = metrics.set_index(["model", "metric"]).n_tokens
     rows = []
@@ -467,7 +470,7 @@ def family_table(models_dir: str | Path = REPO_ROOT / "models",
         name, layers = config.parent.name, json.loads(config.read_text())["num_hidden_layers"]
         suffix = "" if name == DEFAULT_MODEL_DIR.name else f"_l{layers}"
         log = metrics_dir / f"train_log{suffix}.csv"
-        steps = int(pd.read_csv(log).step.max()) if log.exists() else math.nan
+        steps = int(pd.read_csv(log).step.max()) if log.exists() else pd.NA
         baseline = f"baseline-frozen-l{layers}"
         size_mb = (config.parent / "model.safetensors").stat().st_size / 1e6
         rows.append({"model": name, "layers": layers, "size_mb": size_mb, "steps": steps,
@@ -476,7 +479,7 @@ def family_table(models_dir: str | Path = REPO_ROOT / "models",
                      "baseline_top1": value.get((baseline, "heldout_masked_top1"), math.nan),
                      "pppl": value.get((name, "heldout_pseudo_perplexity"), math.nan),
                      "baseline_pppl": value.get((baseline, "heldout_pseudo_perplexity"), math.nan)})
-    return pd.DataFrame(rows).sort_values("layers", ignore_index=True)
+    return pd.DataFrame(rows).astype({"steps": "Int64"}).sort_values("layers", ignore_index=True)
 
 
 def read_across(chapter: str, table: str, root: str | Path = ACROSS_MODELS) -> pd.DataFrame:
@@ -484,7 +487,7 @@ def read_across(chapter: str, table: str, root: str | Path = ACROSS_MODELS) -> p
     path = Path(root) / chapter / f"{table}.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `{ACROSS_COMMAND}` (tools/across_models.py)")
-    return pd.read_csv(path)
+    return pd.read_csv(path, dtype={column: str for column in RUN_COLUMNS})
 
 
 def across_run(root: str | Path = ACROSS_MODELS) -> dict:
@@ -492,44 +495,55 @@ def across_run(root: str | Path = ACROSS_MODELS) -> dict:
     the code has changed since: {"command", "commit", "profile", "finished", "models", "minutes", "stale"},
     where "stale" lists the chapters whose code version (code_version) differs from their claims rows'.
     Raises ValueError naming a cell that did not finish."""
-    run = pd.read_csv(Path(root) / "run.csv", dtype=str, keep_default_na=False)
-    _check_columns(run, RUN_TABLE_COLUMNS, str(Path(root) / "run.csv"))
+    path = Path(root) / "run.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `{ACROSS_COMMAND}` (tools/across_models.py)")
+    run = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _check_columns(run, RUN_TABLE_COLUMNS, str(path))
     failed = run[run.status != "done"]
     if len(failed):
         first = failed.iloc[0]
         raise ValueError(f"across-models cell {first.chapter} on {first.model} is {first.status!r}: "
                          f"rerun `{ACROSS_COMMAND}`")
-    stale = [chapter for chapter in sorted(set(run.chapter))
-             if set(read_across(chapter, "claims", root).code) != {code_version(chapter)}]
+    claims = {chapter: read_across(chapter, "claims", root) for chapter in dict.fromkeys(run.chapter)}
+    stale = [chapter for chapter, rows in claims.items() if set(rows.code) != {code_version(chapter)}]
     return {"command": run.command.iloc[0], "commit": ", ".join(sorted(set(run.commit))),
             "profile": ", ".join(sorted(set(run.profile))), "finished": max(run.finished),
             "models": list(dict.fromkeys(run.model)), "minutes": run.seconds.astype(float).sum() / 60,
             "stale": stale}
 
 
-def verdict_grid(claims: pd.DataFrame, models: list[str], paper: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The general claims' verdicts, one row per claim (paper_claims.csv's order), one column per model (in
-    the order given); a claim a model has no row for is "not run here"."""
+def verdict_grid(claims: pd.DataFrame, models: list[str], chapters=ACROSS_CHAPTERS,
+                 paper: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The verdicts of every general claim of `chapters`, one row per claim (paper_claims.csv's order), one
+    column per model (in the order given); a claim a model has no row for is "not run here"."""
     paper = read_paper_claims() if paper is None else paper
+    order = paper.claim[(paper.kind == "general") & paper.chapter.isin(chapters)].tolist()
     general = claims[claims.kind == "general"]
     grid = general.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first")
-    order = [c for c in paper.claim if c in grid.index]
     return grid.reindex(index=order, columns=models).fillna(NOT_RUN).rename_axis(index="claim", columns="model")
 
 
 def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     """Table 1's shape: one row per masked LM (mean |δ| with its interval, share above the floor, the
-    incompatibility verdict), then the controls of the first model's run (causal LM, Potts references)."""
+    incompatibility verdict), then the controls of the first model's run (causal LM, Potts references; the
+    same in every run)."""
     verdicts = claims[claims.claim == "incompatibility_detected"].set_index("model").verdict
     tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
-    rows = [{"model": name, "role": "masked LM", "rectangles": int(row.rectangles),
-             "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high, missing="—"),
-             "share above floor": f"{row.share_above:.2f}", "largest |δ|": f"{row.max_abs_delta:.2g}",
+    def number(value, form):
+        return f"{value:{form}}" if _finite(value) else "—"
+
+    rows = [{"model": name, "role": "masked LM", "rectangles": number(row.rectangles, ".0f"),
+             "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high,
+                                                missing="no finite δ in this run"),
+             "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
              "verdict": verdicts.get(name, NOT_RUN)} for name, row in tested.iterrows()]
     first = table1[(table1.role != "masked LM under test") & (table1.model_param == models[0])]
-    rows += [{"model": row.model, "role": row.role, "rectangles": int(row.rectangles),
-              "mean |δ| [95% CI]": f"{row.mean_abs_delta:.2g}", "share above floor": f"{row.share_above:.2f}",
-              "largest |δ|": f"{row.max_abs_delta:.2g}", "verdict": ""} for row in first.itertuples(index=False)]
+    rows += [{"model": row.model, "role": row.role, "rectangles": number(row.rectangles, ".0f"),
+              "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high, digits=2,
+                                                 significant=2, missing="no finite δ in this run"),
+              "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
+              "verdict": ""} for row in first.itertuples(index=False)]
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -545,7 +559,8 @@ def table5_across(table3: pd.DataFrame, claims: pd.DataFrame, models: list[str],
     counts = by_claim.loc["endpoint_topics_crossing", "ours"] if "endpoint_topics_crossing" in by_claim.index else {}
     verdicts = by_claim.loc["politics_recurrence", "verdict"] if "politics_recurrence" in by_claim.index else {}
     others = int((ends.index != target).sum())
-    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if m in counts else "—" for m in models]
+    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if _finite(counts.get(m, math.nan)) else "—"
+                                     for m in models]
     marked.loc["recurrence verdict (chapter 4)"] = [verdicts.get(m, NOT_RUN) for m in models]
     return marked.rename(index={target: f"{target} (seed)"}).rename_axis(index="seed topic", columns=None)
 
@@ -564,7 +579,7 @@ def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame,
     layers = " to ".join(str(n) for n in (family.layers.iloc[0], family.layers.iloc[-1]))
     parts = [f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
              for name, values in series.items()]
-    changing = [claim for claim, row in grid.iterrows() if row.nunique() > 1]
+    changing = [claim for claim, row in grid.iterrows() if row[row != NOT_RUN].nunique() > 1]
     verdicts = (f"every general claim gets the same verdict at every depth ({len(grid)} claims)" if not changing
                 else f"{len(grid) - len(changing)} of {len(grid)} general claims get the same verdict at every "
                      f"depth; {', '.join(changing)} change(s) with the model")
@@ -611,7 +626,7 @@ def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame
             (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
             (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.tau.iloc[0]:g}), mean over contexts")):
         mid, low, high = (np.asarray(v, dtype=float) for v in (mid, low, high))
-        ax.errorbar(layers, mid, yerr=[mid - low, high - mid], fmt="o-", capsize=4)
+        ax.errorbar(layers, mid, yerr=np.clip([mid - low, high - mid], 0, None), fmt="o-", capsize=4)
         ax.set(ylabel=label, ylim=(0, None))
     ends = table3[table3["seed topic"] != target].pivot_table(
         index="model", columns="seed topic", values=f"{target} at end").reindex(models)

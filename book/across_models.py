@@ -34,11 +34,12 @@
 # the same way on BBC News.
 #
 # Chapters 1 (incompatibility), 2 (mixing bounds) and 4 (basins) ran on each of them through
-# `sweep.py -p model ...` at the `quick` profile, each chapter unchanged, with its own rules
-# deciding each verdict. The three sweeps take about
-# {glue:text}`across_minutes` minutes on 2 cores, too long for the quick book's 30-minute budget, so
+# `sweep.py -p model ...`, each chapter unchanged, with its own rules deciding each verdict. The
+# three sweeps took {glue:text}`across_minutes` minutes of notebook time in the run named below;
+# added to the quick book (about 19 minutes on 2 cores) that would break its 30-minute budget, so
 # this page reads their committed results (`results/across_models/`, written by
-# `make across-models`) and names the run below; chapters 3 and 5 are not run across models.
+# `make across-models`) and says when the chapters' code has changed since. Chapters 3 and 5 are
+# not run across models.
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core, book tools, results) and install it.
@@ -63,7 +64,8 @@ import book_tools as bt
 
 bt.set_book_style()
 run = bt.across_run()
-models = run["models"]
+family = bt.family_table().set_index("model")
+models = sorted(run["models"], key=family.layers.get)  # shallowest first
 bt.glue("across_minutes", f"{run['minutes']:.0f}")
 bt.glue_paper("01_incompatibility")
 bt.glue_paper("04_basins")
@@ -83,7 +85,6 @@ Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
 # pretrained layers. Each model card (`models/<name>/README.md`) gives its recipe.
 
 # %%
-family = bt.family_table().set_index("model")
 family.style.format({"size_mb": "{:.0f}", "steps": "{:,}", "top1": "{:.3f}",
                      "baseline_top1": "{:.3f}", "pppl": "{:.1f}",
                      "baseline_pppl": "{:.0f}"})
@@ -91,11 +92,11 @@ family.style.format({"size_mb": "{:.0f}", "steps": "{:,}", "top1": "{:.3f}",
 # %% [markdown]
 # ## Incompatibility in every model (Table 1's shape)
 #
-# Chapter 1's test: 300 random rectangles per model, their mean $|\delta|$ with a bootstrap
+# Chapter 1's test: random rectangles per model, their mean $|\delta|$ with a bootstrap
 # interval, the share above the $10^{-4}$ floor, and the verdict of chapter 1's rule (share above
-# the floor against a null of one half). Below the masked LMs, the controls of the same run: a
-# causal LM scored through the same code path (its joint makes $\delta$ vanish) and two Potts
-# chains, one compatible and one not. The paper's five MLMs give
+# the floor against a null of one half). Below the masked LMs, the controls (the same in every
+# model's run; shown from the first): a causal LM scored through the same code path (its joint
+# makes $\delta$ vanish) and two Potts models, one compatible and one not. The paper's five MLMs give
 # {glue:text}`paper_incompatibility_mean_abs_delta`; our models are others, so the means are
 # shown, not judged.
 
@@ -143,7 +144,8 @@ fig, ax = bt.verdict_grid_figure(grid, family.layers)
 plt.show()
 
 # %% [markdown]
-# And the numbers under three of them, against depth:
+# Three measured quantities against depth, one per chapter: the mean $|\delta|$, the influence
+# $\alpha$ near $\tau = 1$, and where each seed topic's chains end on politics:
 
 # %% tags=["remove-input"]
 fig = bt.depth_figure(table1, alpha, table3, family, models)

@@ -35,6 +35,10 @@
 #
 # It is much weaker than BERT-base, and this page says how much. It exists to study Glauber
 # dynamics, not to write text for people.
+#
+# Two more depths of the same recipe, `minilm-l2-bbc-mlm` (2 layers) and `minilm-l6-bbc-mlm` (all
+# 6), trained with a shortened schedule, serve the [across-models page](across_models), which
+# tables all three; their model cards give their own evaluations.
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core and bundled model) and install it.

@@ -45,7 +45,8 @@
 # The book is built offline with a small masked LM trained for this purpose (see the appendix on the
 # bundled model), not with the paper's BERT, RoBERTa or ModernBERT, so every model-specific row is
 # *other setup* here; rerunning a chapter with `-p model bert-base-uncased -p profile paper` (on a GPU)
-# puts it on the paper's footing.
+# puts it on the paper's footing. The [across-models page](across_models) gives the general claims of
+# chapters 1, 2 and 4 one verdict per bundled model (2, 4 and 6 layers).
 
 # %% tags=["remove-cell"]
 # Colab only: fetch the companion (core, book tools, results) and install it.

@@ -448,21 +448,20 @@ def endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: s
     than the target end, on average over their chains, above the baseline. table3: recurrence_table of
     the run; setup: our protocol items (chains per topic are read from table3)."""
     ends = table3.drop(index=target, errors="ignore")[f"{target} at end"]
-    if ends.empty:
-        return bt.model_specific_row("endpoint_topics_crossing", "seed topics ending above 1/9 politics",
-                                     math.nan, f"no seed topic outside {target} in this run",
-                                     model=model, setup=setup)
     chains = sorted(set(table3.chains.astype(int)))
     per_topic = str(chains[0]) if len(chains) == 1 else f"{chains[0]}-{chains[-1]}"
     # Table 5 counts chains per topic and reports endpoints only: no total, no recording interval
     setup = {**{k: v for k, v in setup.items() if k not in ("chains", "record_every")},
              "chains_per_topic": per_topic}
+    quantity = (f"seed topics other than {target} whose chains' mean {target} score at the last step is above "
+                f"{baseline:.3f} (Table 5)")
+    if ends.empty:
+        return bt.model_specific_row("endpoint_topics_crossing", quantity, math.nan,
+                                     f"no seed topic outside {target} in this run", model=model, setup=setup)
     marks = ", ".join(f"{topic} {value:.2f}{' ✓' if value > baseline else ''}" for topic, value in ends.items())
     above = int((ends > baseline).sum())
-    return bt.model_specific_row(
-        "endpoint_topics_crossing", f"seed topics other than {target} whose chains' mean {target} score at "
-        f"the last step is above {baseline:.3f} (Table 5)", above,
-        f"{above} of {len(ends)} topics ({marks})", model=model, setup=setup, low=above, high=above)
+    return bt.model_specific_row("endpoint_topics_crossing", quantity, above, f"{above} of {len(ends)} topics "
+                                 f"({marks})", model=model, setup=setup, low=above, high=above)
 
 
 def chapter_verdicts(crossings: pd.DataFrame, recurrence: tuple, loss: tuple, loss_verdict: tuple, *,

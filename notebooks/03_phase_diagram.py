@@ -398,7 +398,7 @@ bt.glue_all({
 
 # %% [markdown]
 # The mean distance after {glue:text}`ch3_sat_steps` steps at $\tau = 1$
-# ranges over {glue:text}`ch3_drift_unit` across lengths. Unrelated
+# ranges from {glue:text}`ch3_drift_unit` across lengths. Unrelated
 # passages sit at about 0.9-1 under this embedder, so a value there means
 # the embedding has saturated and no growth with $n$ can show. The coldest
 # chains ($\tau =$ {glue:text}`ch3_cold_tau`) end at
@@ -565,8 +565,8 @@ bt.glue_all({
     if defined.any() else "none of the cells (no defined value)"})
 
 # %% [markdown]
-# In this run split $\hat R$ ranges over {glue:text}`ch3_rhat` and the bulk
-# ESS over {glue:text}`ch3_ess` draws per cell ({glue:text}`ch3_ess_of`
+# In this run split $\hat R$ ranges from {glue:text}`ch3_rhat` and the bulk
+# ESS from {glue:text}`ch3_ess` draws per cell ({glue:text}`ch3_ess_of`
 # kept records); {glue:text}`ch3_converged` pass the usual rule
 # $\hat R < 1.01$. A cell that fails it has not run long enough for its
 # chains to agree on the distribution of the distance, even where the

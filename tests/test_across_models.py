@@ -47,8 +47,11 @@ def test_verdict_grid_keeps_general_claims_in_the_papers_order_and_marks_missing
                       ("incompatibility_detected", "general", "a", bt.REPRODUCED),
                       ("incompatibility_detected", "general", "b", bt.INCONCLUSIVE),
                       ("politics_peak", "model-specific", "a", bt.OTHER_SETUP)])
-    grid = bt.verdict_grid(claims, ["a", "b", "c"])
-    assert grid.index.tolist() == ["incompatibility_detected", "seed_topic_loss"]
+    grid = bt.verdict_grid(claims, ["a", "b", "c"], chapters=["01_incompatibility", "04_basins"])
+    paper = bt.read_paper_claims()
+    general = paper[(paper.kind == "general") & paper.chapter.isin(["01_incompatibility", "04_basins"])]
+    assert grid.index.tolist() == general.claim.tolist()  # every general claim of the chapters, in order
+    assert grid.loc["causal_control_zero"].tolist() == [bt.NOT_RUN] * 3
     assert grid.columns.tolist() == ["a", "b", "c"]
     assert grid.loc["incompatibility_detected"].tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE, bt.NOT_RUN]
     assert grid.loc["seed_topic_loss"].tolist() == [bt.NOT_RUN, bt.DIFFERS, bt.NOT_RUN]
@@ -87,7 +90,7 @@ def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_pat
     assert (default.top1, default.baseline_top1, default.pppl, default.baseline_pppl) == (0.4, 0.2, 40.0, 700.0)
     other = table.loc["other-l2"]
     assert (other.layers, other.size_mb, other.steps, other.top1, other.tokens) == (2, 1.0, 1500, 0.3, 50)
-    assert math.isnan(other.baseline_top1) and math.isnan(other.pppl)
+    assert pd.isna(other.baseline_top1) and pd.isna(other.pppl)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -96,40 +99,56 @@ def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_pat
 
 def _fake_sweeps(root, models, status="done"):
     for chapter, tables in across_models.KEPT.items():
-        folder = root / chapter
+        folder = across_models.sweep_folder(root, chapter)
         (folder / "merged").mkdir(parents=True)
         pd.DataFrame({"cell": [f"model={m}" for m in models], "model": models, "status": status,
                       "seconds": 60.0, "error": ""}).to_csv(folder / "index.csv", index=False)
         for table in tables:
-            frame = pd.DataFrame({"model": models, "value": range(len(models))})
+            frame = pd.DataFrame({"cell": [f"model={m}" for m in models], "model_param": models, "model": models,
+                                  "value": range(len(models))})
             if table == "claims":
-                frame["code"] = bt.code_version(chapter)
+                frame = frame.assign(code=bt.code_version(chapter), commit="abc1234",
+                                     run_date=[f"2026-11-30 1{i}:00 UTC" for i in range(len(models))])
             frame.to_csv(folder / "merged" / f"{table}.csv", index=False)
         (folder / "merged" / "unused.csv").write_text("a\n1\n")
 
 
-def test_collect_copies_the_kept_tables_and_across_run_reads_them_back(tmp_path):
+def test_collect_copies_the_kept_tables_of_the_models_asked_and_across_run_reads_them_back(tmp_path):
     sweeps, results = tmp_path / "sweeps", tmp_path / "results"
-    _fake_sweeps(sweeps, ["m2", "m4"])
-    run = across_models.collect(sweeps, results, "smoke", "python tools/across_models.py --profile smoke")
+    _fake_sweeps(sweeps, ["m2", "m4", "old"])
+    run = across_models.collect(sweeps, results, ["m2", "m4"], "smoke", "python tools/across_models.py -x")
     assert len(run) == 2 * len(across_models.KEPT) and set(run.status) == {"done"}
     for chapter, tables in across_models.KEPT.items():
         assert sorted(p.stem for p in (results / chapter).glob("*.csv")) == sorted(tables)
+        assert bt.read_across(chapter, "claims", results).model.tolist() == ["m2", "m4"]
     stamp = bt.across_run(results)
     assert stamp["models"] == ["m2", "m4"] and stamp["profile"] == "smoke" and stamp["stale"] == []
     assert stamp["minutes"] == pytest.approx(2 * len(across_models.KEPT))
-    assert stamp["command"] == "python tools/across_models.py --profile smoke"
+    assert stamp["command"] == "python tools/across_models.py -x"
+    assert stamp["commit"] == "abc1234" and stamp["finished"] == "2026-11-30 11:00 UTC"
     claims = results / "04_basins" / "claims.csv"
     pd.read_csv(claims).assign(code="000000000000").to_csv(claims, index=False)
     assert bt.across_run(results)["stale"] == ["04_basins"]
 
 
-def test_across_run_names_a_cell_that_did_not_finish(tmp_path):
+def test_collect_replaces_nothing_when_a_table_is_missing(tmp_path):
+    sweeps, results = tmp_path / "sweeps", tmp_path / "results"
+    _fake_sweeps(sweeps, ["m2"])
+    across_models.collect(sweeps, results, ["m2"], "smoke", "cmd")
+    (across_models.sweep_folder(sweeps, "04_basins") / "merged" / "table3.csv").unlink()
+    with pytest.raises(FileNotFoundError, match="table3.csv"):
+        across_models.collect(sweeps, results, ["m2"], "smoke", "cmd")
+    assert (results / "04_basins" / "table3.csv").exists()
+
+
+def test_across_run_names_a_cell_that_did_not_finish_and_a_missing_run(tmp_path):
     sweeps, results = tmp_path / "sweeps", tmp_path / "results"
     _fake_sweeps(sweeps, ["m2"], status="failed")
-    across_models.collect(sweeps, results, "smoke", "cmd")
+    across_models.collect(sweeps, results, ["m2"], "smoke", "cmd")
     with pytest.raises(ValueError, match="01_incompatibility on m2 is 'failed'"):
         bt.across_run(results)
+    with pytest.raises(FileNotFoundError, match="make across-models"):
+        bt.across_run(tmp_path / "nothing")
 
 
 def test_the_sweep_command_runs_every_model_at_the_profile():

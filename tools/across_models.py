@@ -6,19 +6,19 @@
 For each chapter of `book_tools.ACROSS_CHAPTERS` this runs
 
     python sweep.py notebooks/<chapter>.ipynb -p model <every bundled model> --profile <profile>
-                    --out _build/sweeps/across_models/<profile>/<chapter>
+                    --out _build/sweeps/across_models/<profile>/<chapter>-<code version>
 
 then copies the merged tables the page reads (`KEPT`) to `results/across_models/<chapter>/` and writes
 `results/across_models/run.csv`: one row per chapter and model with its status, seconds, profile, this command,
-the commit and the time it finished. Commit `results/across_models/` afterwards: the book reads it as it is
-and says when the code has changed since. A killed run resumes: sweep.py skips the cells already done.
+and the commit and date its claims rows name. Commit `results/across_models/` afterwards: the book reads it as
+it is and says when the code has changed since. A killed run resumes (sweep.py skips the cells already done);
+after a change to the chapter's code (`book_tools.code_version`) the chapter is run afresh in a new folder.
 Exit status: sweep.py's (1 when a cell failed; nothing is copied then).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import shutil
 import subprocess
 import sys
@@ -42,23 +42,37 @@ def sweep_command(chapter: str, models: list[str], profile: str, out: Path) -> l
             "-p", "model", *models, "--profile", profile, "--out", str(out)]
 
 
-def collect(sweeps: Path, results: Path, profile: str, command: str) -> pd.DataFrame:
-    """Copy each chapter's kept merged tables from sweeps/<chapter>/merged/ to results/<chapter>/ and write
-    results/run.csv from the sweeps' index.csv files; returns the run table."""
-    commit = bt.git_commit()
+def sweep_folder(sweeps: Path, chapter: str) -> Path:
+    """Where one chapter's sweep runs: a new folder whenever the chapter's code version changes."""
+    return sweeps / f"{chapter}-{bt.code_version(chapter)}"
+
+
+def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str) -> pd.DataFrame:
+    """Copy each chapter's kept merged tables (rows of `models` only) from its sweep folder's merged/ to
+    results/<chapter>/ and write results/run.csv from the sweeps' index.csv files and claims rows; returns the
+    run table. Nothing is replaced unless every table is there."""
+    missing = [path for chapter, tables in KEPT.items() for path in
+               [sweep_folder(sweeps, chapter) / "index.csv",
+                *(sweep_folder(sweeps, chapter) / "merged" / f"{table}.csv" for table in tables)]
+               if not path.exists()]
+    if missing:
+        raise FileNotFoundError(f"the sweeps have not written {', '.join(map(str, missing))}")
     rows = []
     for chapter, tables in KEPT.items():
-        index = pd.read_csv(sweeps / chapter / "index.csv", dtype=str, keep_default_na=False)
-        finished = datetime.datetime.fromtimestamp((sweeps / chapter / "index.csv").stat().st_mtime,
-                                                   datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        rows += [{"chapter": chapter, "model": cell.model, "status": cell.status, "seconds": cell.seconds,
-                  "profile": profile, "command": command, "commit": commit, "finished": finished}
-                 for cell in index.itertuples(index=False)]
+        folder = sweep_folder(sweeps, chapter)
+        index = pd.read_csv(folder / "index.csv", dtype=str, keep_default_na=False)
+        claims = pd.read_csv(folder / "merged" / "claims.csv", dtype=str, keep_default_na=False)
+        for cell in index[index.model.isin(models)].itertuples(index=False):
+            made = claims[claims.model_param == cell.model]
+            rows.append({"chapter": chapter, "model": cell.model, "status": cell.status, "seconds": cell.seconds,
+                         "profile": profile, "command": command, "commit": ", ".join(sorted(set(made.commit))),
+                         "finished": max(made.run_date, default="")})
         target = results / chapter
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         for table in tables:
-            shutil.copyfile(sweeps / chapter / "merged" / f"{table}.csv", target / f"{table}.csv")
+            frame = pd.read_csv(folder / "merged" / f"{table}.csv", dtype=str, keep_default_na=False)
+            frame[frame.model_param.isin(models)].to_csv(target / f"{table}.csv", index=False)
     run = pd.DataFrame(rows, columns=list(bt.RUN_TABLE_COLUMNS))
     run.to_csv(results / "run.csv", index=False)
     return run
@@ -72,13 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=bt.ACROSS_MODELS, help="where the page's tables go")
     args = parser.parse_args(argv)
     sweeps = ROOT / "_build" / "sweeps" / "across_models" / args.profile
-    command = "python tools/across_models.py" + ("" if args.profile == "quick" else f" --profile {args.profile}")
+    command = " ".join(["python tools/across_models.py", *(sys.argv[1:] if argv is None else argv)])
     for chapter in KEPT:
-        status = subprocess.run(sweep_command(chapter, args.models, args.profile, sweeps / chapter)).returncode
+        folder = sweep_folder(sweeps, chapter)
+        status = subprocess.run(sweep_command(chapter, args.models, args.profile, folder)).returncode
         if status:
-            print(f"across_models: the {chapter} sweep failed (see {sweeps / chapter}/index.csv)", file=sys.stderr)
+            print(f"across_models: the {chapter} sweep failed (see {folder}/index.csv)", file=sys.stderr)
             return status
-    run = collect(sweeps, args.out, args.profile, command)
+    run = collect(sweeps, args.out, args.models, args.profile, command)
     print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {args.out}")
     return 0
 
