@@ -540,8 +540,8 @@ def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str])
              "verdict": verdicts.get(name, NOT_RUN)} for name, row in tested.iterrows()]
     first = table1[(table1.role != "masked LM under test") & (table1.model_param == models[0])]
     rows += [{"model": row.model, "role": row.role, "rectangles": number(row.rectangles, ".0f"),
-              "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high, digits=2,
-                                                 significant=2, missing="no finite δ in this run"),
+              "mean |δ| [95% CI]": (f"{row.mean_abs_delta:.2g} [{row.ci_low:.2g}, {row.ci_high:.2g}]"
+                                    if _finite(row.mean_abs_delta) else "no finite δ in this run"),
               "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
               "verdict": ""} for row in first.itertuples(index=False)]
     return pd.DataFrame(rows).set_index("model")
