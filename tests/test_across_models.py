@@ -176,7 +176,7 @@ def test_readme_family_table_states_each_models_evaluation():
         line = next((line for line in readme.splitlines() if line.startswith(f"| `{row.model}` |")), None)
         assert line, f"README: no family-table row for {row.model}"
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        assert cells[1] == str(row.layers) and cells[2] == f"{row.size_mb:.0f} MB", line
+        assert cells[1] == str(row.layers) and cells[2] == f"{row.size_mb:.1f} MB", line
         assert cells[3] == f"{row.steps:,}", line
         assert cells[4] == f"{row.top1:.3f} ({row.baseline_top1:.3f})", line
         assert cells[5] == f"{row.pppl:.1f} ({row.baseline_pppl:.0f})", line
