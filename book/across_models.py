@@ -85,9 +85,9 @@ Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
 # pretrained layers. Each model card (`models/<name>/README.md`) gives its recipe.
 
 # %%
-family.style.format({"size_mb": "{:.0f}", "steps": "{:,}", "top1": "{:.3f}",
-                     "baseline_top1": "{:.3f}", "pppl": "{:.1f}",
-                     "baseline_pppl": "{:.0f}"})
+family.drop(columns="tokens").style.format({
+    "size_mb": "{:.1f}", "steps": "{:,}", "top1": "{:.3f}",
+    "baseline_top1": "{:.3f}", "pppl": "{:.1f}", "baseline_pppl": "{:.0f}"})
 
 # %% [markdown]
 # ## Incompatibility in every model (Table 1's shape)
