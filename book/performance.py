@@ -101,3 +101,22 @@ ax.set(xlabel="chains per batch $B$", ylabel="chain-steps per second",
        title=f"Glauber throughput, n = {first.seq_len}, {first['device']}")
 ax.legend()
 plt.show()
+
+# %% [markdown]
+# ## Time per notebook in this build
+#
+# How long each page took to execute in the build that made this page, read from the build's
+# own execution records (myst-nb). A page served from the execution cache shows the time of the
+# run that filled the cache. The `quick` book has a budget of 30 minutes on 2 CPU cores.
+
+# %% tags=["remove-input"]
+import os
+
+from IPython.display import Markdown
+
+Markdown(f"This build: profile **{os.environ.get('GLAUBER_PROFILE') or 'quick'}**, "
+         f"{os.cpu_count()} CPU core(s).")
+
+# %% [markdown]
+# ```{nb-exec-table}
+# ```

@@ -35,12 +35,24 @@
 # its protocol.
 #
 # There are five verdicts. A **general** claim (one the paper states of masked LMs as such) is judged by
-# its chapter's rule against a named null: *reproduced* when our interval excludes the null, *differs*
-# when it excludes what the paper says, *inconclusive* otherwise (including zero events: the run is
-# too small to decide). A **model-specific** claim (a number the paper measured on BERT or RoBERTa) is
-# judged only on the paper's own model and protocol; measured on another model or with another
-# protocol, it is *other setup*: our number stands beside the paper's, with each difference listed,
-# and no judgement. *Not run here* marks a claim whose chapter did not run in this build.
+# a rule fixed before the run, from the book's one judging module (`verdicts.py`), against a named
+# null: *reproduced* when our interval lies on the paper's side of the null, *differs* when it lies on
+# the other side, *inconclusive* otherwise, with the run size that would decide it. Zero events are
+# inconclusive only where zero is what a too-small run shows (no trap ended); where zero is the answer
+# (no rectangle above the rounding floor) they are a decisive *differs*. Every general rule is
+# **calibrated**: its chapter's own estimator and rule, run on chains whose answer is known by
+# mathematics (compatible and incompatible Potts models, independent sites, Curie-Weiss chains, a
+# ground state at low temperature, a random-weight MLM), must say reproduced where the claim holds and
+# differs where it fails (`tests/test_calibration_*.py`); each row names its calibration.
+#
+# A **model-specific** claim (a number the paper measured on BERT or RoBERTa) is judged only on the
+# paper's own model, by its exact name, and protocol, item by item, against an equivalence band stated
+# in `book/paper_claims.csv` (the paper's range, or its value with a stated tolerance): reproduced when
+# our interval lies inside the band, differs when outside it. Measured on another model or protocol it
+# is *other setup*: our number stands beside the paper's, with each difference listed, and no
+# judgement. *Not run here* marks a claim whose chapter did not run in this build. Identities and
+# controls of the code path (a causal LM's δ telescoping to 0) are **checks**: they pass or fail in
+# their own table and are not counted as reproductions.
 #
 # The book is built offline with a small masked LM trained for this purpose (see the appendix on the
 # bundled model), not with the paper's BERT, RoBERTa or ModernBERT, so every model-specific row is
@@ -65,8 +77,7 @@ if "google.colab" in sys.modules:
 # %% tags=["remove-input"]
 import os
 
-import pandas as pd
-from IPython.display import HTML, Markdown
+from IPython.display import HTML, Markdown, display
 
 import book_tools as bt
 
@@ -82,9 +93,23 @@ tables = {name: bt.reproduction_table(paper, ours, name)
 Markdown(f"**This run:** model `{run['model']}`, profile `{run['profile']}`, "
          f"commit `{run['commit']}`, {run['dates']}.")
 
+# %% [markdown]
+# ## At a glance
+#
+# Each general claim on one line: our estimate (dot) and its 95% interval where the rule has one,
+# against the null the rule judges it by (dashed), coloured by the verdict. Every line has its own
+# scale: the claims measure different things (a share, a correlation, a ratio, a slope).
+
 # %% tags=["remove-input"]
-counts = {name: bt.verdict_counts(table) for name, table in tables.items()}
-pd.DataFrame(counts).T.rename_axis("table")
+bt.set_book_style()
+forest = bt.forest_rows(tables)
+if len(forest):
+    bt.forest_figure(forest)
+else:
+    display(Markdown("No general claim has an estimate in this run."))
+
+# %% tags=["remove-input"]
+HTML(bt.counts_frame(tables).to_html(index=False))
 
 # %% [markdown]
 # ## The paper's claims
@@ -103,3 +128,15 @@ HTML(bt.claims_html(tables["paper"]))
 
 # %% tags=["remove-input", "full-width"]
 HTML(bt.claims_html(tables["beyond"]))
+
+# %% [markdown]
+# ## Checks of the code path
+#
+# Not reproductions: identities that must hold whatever the model (a causal LM's rectangle δ
+# telescopes to 0, Proposition 4) and controls that show a test can tell a compatible model from an
+# incompatible one. A failed check means the code, not the model, is wrong.
+
+# %% tags=["remove-input", "full-width"]
+checks = bt.read_checks(bt.results_root())
+(HTML(bt.checks_html(checks)) if len(checks)
+ else Markdown("No chapter wrote checks in this run."))

@@ -1,12 +1,14 @@
 """Chapter 1: the rectangle test at scale (section 4, Table 1, Figs. 5-6).
 
-Imports the core and the book's tools (intervals, verdict rules, claims rows); never another chapter
-module. Every delta goes through the core's `rectangle_delta`, whatever the model (masked LM, causal
-LM, Potts reference), so the control and the references test the code path the masked LM uses.
+Imports the core, the book's tools and the judging module; never another chapter module. Every delta goes
+through the core's `rectangle_delta`, whatever the model (masked LM, causal LM, Potts reference), so the
+checks and the references test the code path the masked LM uses. The chapter computes estimates and
+intervals; its verdicts come from `verdicts` (one rule per statistical shape), its checks go to checks.csv.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ import torch
 from glauber_core import (
     CausalLMJoint,
     Conditionals,
+    MaskedLMConditionals,
     PottsConditionals,
     check_count,
     check_temperature,
@@ -27,6 +30,13 @@ from glauber_core import (
     rectangle_states,
 )
 import book_tools as bt
+import verdicts as vd
+
+# The seed passages' names as the paper's protocol spells them (paper_claims.csv, `passages=`), keyed by
+# glauber_core.seed_passages's `passages` argument.
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
+# The floor is at least this many times the largest rounding measured on the run's own rectangles.
+SAFETY = 10.0
 
 
 def rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
@@ -57,9 +67,11 @@ def rectangle_delta_normalized(cond: Conditionals, tokens, i, j, a_new, b_new, t
 
 
 def token_influence(cond: Conditionals, tokens, i, j, a_new, b_new) -> torch.Tensor:
-    """max(Influence(i, j), Influence(j, i)) per rectangle (the paper's Fig. 6), at tau = 1, fp64:
+    """The paper's Fig. 6 measure, max(Influence(i, j), Influence(j, i)) per rectangle, at tau = 1, fp64:
     Influence(i, j) = |log p(x_i | x_-i) - log p(x_i | w_-i)| with w = x^{j->B'}, and
-    Influence(j, i) = |log p(x_j | x_-j) - log p(x_j | y_-j)| with y = x^{i->A'}."""
+    Influence(j, i) = |log p(x_j | x_-j) - log p(x_j | y_-j)| with y = x^{i->A'}. Each is the absolute
+    value of a part of delta's own summands, so it is correlated with |delta| by construction (shown, not
+    judged; the claim uses `pair_influence`)."""
     return rectangle_influences(cond, tokens, i, j, a_new, b_new).amax(1)
 
 
@@ -109,14 +121,19 @@ def proposal_scores(cond, tokens, sites) -> torch.Tensor:
     return scores.cpu().view(batch, m, -1)
 
 
+def _check_top_k(top_k) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+    return int(top_k)
+
+
 def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
                       batch_size: int = 256) -> Rectangles:
     """`count` random rectangles on the seed passages tokens [P, n] (section 4): rectangle r uses passage
     r mod P, sites i != j uniform, A' uniform over the top_k allowed tokens at i by proposal_scores at
     the current state (never the current token), B' likewise at j. One forward per batch of sites."""
     count = check_count(count, "count", 1)
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+    top_k = _check_top_k(top_k)
     passages = check_tokens(cond, tokens, "tokens").cpu()
     n = passages.shape[1]
     if n < 2:
@@ -145,21 +162,113 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
     return Rectangles(x, i, j, a_new, b_new, passage)
 
 
-def rectangle_frame(cond, rectangles: Rectangles, batch_size: int = 64) -> pd.DataFrame:
-    """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta| (from the
-    core's `rectangle_delta`, the one code path for every model), and for masked LMs the influences
-    (token_influence, NaN for a causal LM, which has no full conditionals)."""
-    columns = {"delta": [], "influence_ij": [], "influence_ji": []}
+# ---------------------------------------------------------------------------------------------
+# Influence that shares no summand with delta (the claim of Fig. 6)
+# ---------------------------------------------------------------------------------------------
+
+def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50, seed: int = 0) -> torch.Tensor:
+    """[R, 2, k] distinct tokens tried at site i ([:, 0]) and at site j ([:, 1]) of each rectangle, drawn
+    uniformly from the top_k allowed tokens by proposal_scores at the rectangle's state (the current
+    token may be among them), with their own random stream: independent of the rectangle's A' and B'."""
+    k, top_k = check_count(k, "k", 2), _check_top_k(top_k)
+    x = rectangles.tokens
+    sites = torch.stack([rectangles.i, rectangles.j], 1)
+    device = getattr(cond, "device", cond.allowed.device)
+    generator = torch.Generator().manual_seed(int(seed) + 7919)
+    out = []
+    for rows in torch.arange(len(rectangles)).split(128):
+        scores = proposal_scores(cond, x[rows].to(device), sites[rows]).double()
+        scores[:, :, ~cond.allowed.cpu()] = float("-inf")
+        top = scores.topk(min(top_k, scores.shape[2]), dim=2)
+        usable = torch.isfinite(top.values).sum(2)
+        if (usable < k).any():
+            raise ValueError(f"some site has fewer than k = {k} allowed tokens to try")
+        keys = torch.rand(top.values.shape, generator=generator, dtype=torch.float64)
+        keys[~torch.isfinite(top.values)] = 2.0  # never pick a disallowed slot
+        pick = keys.argsort(2)[:, :, :k]
+        out.append(top.indices.gather(2, pick))
+    return torch.cat(out)
+
+
+def pair_influence(cond: Conditionals, rectangles: Rectangles, alternatives: torch.Tensor,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """[R, 2]: c(i <- j) and c(j <- i) per rectangle, the influence coefficients of Definition 2 bounded
+    from below at the rectangle's state x: c(i <- j) = max over pairs (b, b') of alternatives[:, 1] of
+    TV(p_tau(. | x^{j->b}_{-i}), p_tau(. | x^{j->b'}_{-i})), and c(j <- i) likewise with alternatives[:, 0].
+    Whole distributions at contexts other than delta's (the tokens are drawn apart from A', B'), so
+    the measure shares no summand with delta. fp64 from the model's scores; 2k forwards per rectangle."""
+    temperature = check_temperature(temperature)
+    x, i, j, _, _ = rectangle_input(cond, *rectangles.args())
+    if isinstance(cond, CausalLMJoint):
+        raise ValueError("pair influence needs masked-LM conditionals p(. | x_-i); a causal LM has none")
+    k = alternatives.shape[2]
+    result = []
+    for site, other, tried in ((i, j, alternatives[:, 1]), (j, i, alternatives[:, 0])):
+        states = x.repeat_interleave(k, 0)
+        rows = torch.arange(len(states), device=states.device)
+        states[rows, other.repeat_interleave(k)] = tried.reshape(-1).to(states.device)
+        scores = cond.log_scores(states, site.repeat_interleave(k)).double().cpu()
+        scores = scores / temperature + torch.where(cond.allowed.cpu(), 0.0, float("-inf")).double()
+        p = torch.softmax(scores, -1).view(len(x), k, -1)
+        tv = 0.5 * (p.unsqueeze(1) - p.unsqueeze(2)).abs().sum(-1)  # [R, k, k]
+        result.append(tv.flatten(1).amax(1))
+    return torch.stack(result, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The rectangle table and its rounding floor
+# ---------------------------------------------------------------------------------------------
+
+class _ScoreRecorder:
+    """The model seen through rectangle_delta, recording the largest finite |score| it returns and the
+    dtype it computes them in (for the a-priori rounding bound); everything else is the model's own."""
+
+    def __init__(self, cond):
+        self._cond, self.scale, self.dtype = cond, 0.0, None
+
+    def __getattr__(self, name):
+        value = getattr(self._cond, name)
+        if name not in ("log_scores", "log_joint"):
+            return value
+
+        def recorded(*args, **kwargs):
+            out = value(*args, **kwargs)
+            finite = out[torch.isfinite(out)]
+            if finite.numel():
+                self.scale = max(self.scale, float(finite.abs().max()))
+            self.dtype = out.dtype
+            return out
+        return recorded
+
+
+def rectangle_frame(cond, rectangles: Rectangles, temperature: float = 1.0, batch_size: int = 64, *,
+                    alternatives: int = 3, top_k: int = 50, seed: int = 0) -> pd.DataFrame:
+    """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta| at
+    `temperature` (from the core's `rectangle_delta`, the one code path for every model), the largest
+    |score| the batch's delta used (`score_scale`, unscaled) and its unit rounding (`score_eps`), and for
+    masked LMs the influence `influence` = max(c(i <- j), c(j <- i)) from `pair_influence` with
+    `alternatives` tokens per site, and the paper's Fig. 6 measure `paper_influence` (token_influence);
+    NaN for a causal LM, which has no full conditionals."""
+    temperature = check_temperature(temperature)
+    columns = {k: [] for k in ("delta", "scale", "eps", "influence_ij", "influence_ji", "paper_influence")}
     causal = isinstance(cond, CausalLMJoint)
+    tried = None if causal else alternative_tokens(cond, rectangles, alternatives, top_k, seed)
     for rows in torch.arange(len(rectangles)).split(batch_size):
         args = rectangles.take(rows).args()
-        columns["delta"].append(rectangle_delta(cond, *args))
+        recorder = _ScoreRecorder(cond)
+        columns["delta"].append(rectangle_delta(recorder, *args, temperature=temperature))
+        columns["scale"].append(torch.full((len(rows),), recorder.scale, dtype=torch.float64))
+        eps = torch.finfo(recorder.dtype).eps if recorder.dtype is not None else math.nan
+        columns["eps"].append(torch.full((len(rows),), eps, dtype=torch.float64))
         if causal:
-            influences = torch.full((len(rows), 2), float("nan"), dtype=torch.float64)
+            nan = torch.full((len(rows), 2), float("nan"), dtype=torch.float64)
+            influences, paper = nan, nan[:, 0]
         else:
-            influences = rectangle_influences(cond, *args)
+            influences = pair_influence(cond, rectangles.take(rows), tried[rows], temperature)
+            paper = rectangle_influences(cond, *args).amax(1)
         columns["influence_ij"].append(influences[:, 0])
         columns["influence_ji"].append(influences[:, 1])
+        columns["paper_influence"].append(paper)
     values = {k: torch.cat(v).numpy() for k, v in columns.items()}
     rows = torch.arange(len(rectangles))
     tokenizer = getattr(cond, "tokenizer", None)
@@ -169,8 +278,10 @@ def rectangle_frame(cond, rectangles: Rectangles, batch_size: int = 64) -> pd.Da
         "j": rectangles.j.numpy(), "distance": (rectangles.i - rectangles.j).abs().numpy(),
         "A": name(rectangles.tokens[rows, rectangles.i].tolist()), "A_new": name(rectangles.a_new.tolist()),
         "B": name(rectangles.tokens[rows, rectangles.j].tolist()), "B_new": name(rectangles.b_new.tolist()),
-        "delta": values["delta"], "abs_delta": np.abs(values["delta"]),
-        "influence_ij": values["influence_ij"], "influence_ji": values["influence_ji"]})
+        "temperature": temperature, "delta": values["delta"], "abs_delta": np.abs(values["delta"]),
+        "score_scale": values["scale"], "score_eps": values["eps"],
+        "influence_ij": values["influence_ij"], "influence_ji": values["influence_ji"],
+        "paper_influence": values["paper_influence"]})
     return frame.assign(influence=np.fmax(frame.influence_ij, frame.influence_ji))
 
 
@@ -188,11 +299,77 @@ def rectangle_texts(cond, rectangles: Rectangles, rows) -> list[dict]:
     return out
 
 
+def batching_jitter(cond, rectangles: Rectangles, count: int = 8, temperature: float = 1.0) -> float:
+    """Largest change of rectangle_delta when the first `count` rectangles are computed one at a time
+    instead of in one batch: the rounding of the arithmetic (0 when it is bitwise stable)."""
+    few = rectangles.take(torch.arange(min(check_count(count, "count", 1), len(rectangles))))
+    batched = rectangle_delta(cond, *few.args(), temperature=temperature)
+    alone = torch.cat([rectangle_delta(cond, *few.take([r]).args(), temperature=temperature)
+                       for r in range(len(few))])
+    return float((batched - alone).abs().max())
+
+
+class Float64Scores:
+    """A masked LM's scores recomputed with a copy of the whole network in fp64: the reference against
+    which the rounding of its fp32 scores (and of delta) is measured."""
+
+    def __init__(self, cond: MaskedLMConditionals):
+        self._cond = cond
+        self.model = copy.deepcopy(cond.model).double()
+        self.vocab_size, self.allowed, self.device = cond.vocab_size, cond.allowed, cond.device
+        self.max_sites = cond.max_sites
+
+    def log_scores(self, tokens, positions):
+        cond = self._cond
+        tokens, positions = tokens.to(self.device), positions.to(self.device)
+        ids = cond.model_inputs(tokens, positions)
+        rows, cols = torch.arange(len(ids), device=self.device), positions + len(cond.prefix)
+        with torch.inference_mode():
+            if cond._head is None:
+                return self.model(input_ids=ids).logits[rows, cols]
+            return cond._head(self.model, self.model.base_model(input_ids=ids)[0][rows, cols])
+
+
+def precision_gap(cond, rectangles: Rectangles, count: int = 32, temperature: float = 1.0) -> float:
+    """Largest |delta(fp32 scores) - delta(fp64 recomputation)| over the first `count` rectangles: the
+    rounding error of the masked LM's delta itself. NaN for models whose scores are not a Hugging Face
+    masked LM (Potts scores are fp64 already; a causal LM's delta cancels state by state)."""
+    if not isinstance(cond, MaskedLMConditionals):
+        return math.nan
+    few = rectangles.take(torch.arange(min(check_count(count, "count", 1), len(rectangles))))
+    reference = Float64Scores(cond)
+    ours = rectangle_delta(cond, *few.args(), temperature=temperature)
+    exact = rectangle_delta(reference, *few.args(), temperature=temperature)
+    return float((ours - exact).abs().max())
+
+
+def rounding_floor(cond, rectangles: Rectangles, frame: pd.DataFrame, temperature: float = 1.0,
+                   count: int = 32, safety: float = SAFETY) -> dict:
+    """The rounding floor c of one model's delta, fixed by its own arithmetic before any verdict:
+    c = max(a_priori, safety x measured). a_priori = 8 (n + 1) u S / tau bounds the rounding of eight
+    scores each an accumulation of n + 1 terms of size at most S (the largest |score| delta used, u the
+    unit rounding of the dtype the scores come in): rigorous for a Potts score, which is such a sum.
+    measured = the largest of the batching jitter (same rectangles one at a time) and, for a masked LM,
+    the gap between its fp32 delta and an fp64 recomputation of the same network on `count` rectangles:
+    the rounding that actually occurs. A compatible model's |delta| stays at or below c; any rectangle
+    above it certifies incompatibility (Proposition 4)."""
+    temperature = check_temperature(temperature)
+    n = rectangles.tokens.shape[1]
+    scale, eps = float(np.nanmax(frame.score_scale)), float(np.nanmax(frame.score_eps))
+    a_priori = 8 * (n + 1) * eps * scale / temperature
+    jitter = batching_jitter(cond, rectangles, min(count, 8), temperature)
+    gap = precision_gap(cond, rectangles, count, temperature)
+    measured = float(np.nanmax([jitter, gap]))
+    return {"floor": max(a_priori, safety * measured), "a_priori": a_priori, "jitter": jitter,
+            "precision_gap": gap, "score_scale": scale, "unit_rounding": eps}
+
+
 def sign_test_above(values, floor: float) -> tuple[int, int, float]:
     """Exact one-sided sign test of H0: median |value| <= floor against > floor.
 
-    Returns (k, N, p): k of N values have |value| > floor, p = P(Binomial(N, 1/2) >= k). Used on delta,
-    whose sign is arbitrary (swapping the two paths flips it), with the floor set by rounding.
+    Returns (k, N, p): k of N values have |value| > floor, p = P(Binomial(N, 1/2) >= k). Reported beside
+    the count (the paper gives a p): it speaks of the median |delta|, not of the claim itself, which one
+    rectangle above a sound floor already certifies.
     """
     from scipy.stats import binom
 
@@ -208,13 +385,13 @@ def sign_test_above(values, floor: float) -> tuple[int, int, float]:
 def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 10_000,
                             seed: int = 0) -> dict:
     """One row of Table 1 from a rectangle_frame: N, how many deltas are finite, mean and median |delta|
-    with a 95% bootstrap interval for the mean, max |delta| (NaN if any delta is not finite), how many
-    rectangles lie above `floor` with the Wilson interval of that share, and the sign test's p."""
+    with a 95% bootstrap interval for the mean, max |delta| (NaN if any delta is not finite), the floor,
+    how many rectangles lie above it with the Wilson interval of that share, and the sign test's p."""
     abs_delta = frame.abs_delta.to_numpy(dtype=float)
     finite = abs_delta[np.isfinite(abs_delta)]
     row = {"rectangles": len(abs_delta), "finite": len(finite), "mean_abs_delta": math.nan,
            "ci_low": math.nan, "ci_high": math.nan, "median_abs_delta": math.nan,
-           "max_abs_delta": float(np.max(abs_delta)) if len(abs_delta) else math.nan,
+           "max_abs_delta": float(np.max(abs_delta)) if len(abs_delta) else math.nan, "floor": float(floor),
            "above_floor": 0, "share_above": math.nan, "share_low": math.nan, "share_high": math.nan,
            "sign_test_p": math.nan}
     if len(finite) == 0:
@@ -230,7 +407,7 @@ def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference models for the control: they go through the same rectangle_delta as the masked LM
+# Reference models for the checks: they go through the same rectangle_delta as the masked LM
 # ---------------------------------------------------------------------------------------------
 
 def potts_references(n: int, q: int = 3, seed: int = 0) -> dict[str, PottsConditionals]:
@@ -256,42 +433,34 @@ def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
     return sample_rectangles(cond, states, count, top_k=int(cond.vocab_size), seed=seed)
 
 
-def batching_jitter(cond, rectangles: Rectangles, count: int = 8) -> float:
-    """Largest change of rectangle_delta when the first `count` rectangles are computed one at a time
-    instead of in one batch: the rounding of the arithmetic (0 when it is bitwise stable)."""
-    few = rectangles.take(torch.arange(min(check_count(count, "count", 1), len(rectangles))))
-    batched = rectangle_delta(cond, *few.args())
-    alone = torch.cat([rectangle_delta(cond, *few.take([r]).args()) for r in range(len(few))])
-    return float((batched - alone).abs().max())
-
-
 # ---------------------------------------------------------------------------------------------
-# The chapter's verdict rules (stated in the notebook before the run) and its claims rows
+# Estimates handed to the judging module, the checks, and the claims rows
 # ---------------------------------------------------------------------------------------------
 
 def detected_verdict(summary: dict) -> tuple[str, str]:
-    """incompatibility_detected: the share of rectangles with |delta| above the floor, Wilson 95%
-    interval, against 1/2 (the sign test's null: the median |delta| sits at the floor). Reproduced when
-    the interval lies above 1/2, differs when at or below, inconclusive otherwise or with no rectangle
-    above the floor (zero events) or no finite delta."""
+    """incompatibility_detected by verdicts.rule_one_sided on the share of rectangles above the floor,
+    against the null 0 (compatible conditionals: every rectangle at the floor, Proposition 4). With a
+    sound floor one rectangle above it certifies incompatibility: reproduced when some rectangle exceeds
+    it (the Wilson interval then lies above 0); differs when none does (zero is the answer here, not an
+    underpowered run); inconclusive with no finite delta."""
     k, total = int(summary["above_floor"]), int(summary["finite"])
     if total == 0:
         return bt.INCONCLUSIVE, "no rectangle gave a finite delta"
-    verdict, reason = bt.rule_one_sided(summary["share_low"], summary["share_high"], 0.5, "above",
-                                        events=k)
-    return verdict, f"{k} of {total} above the floor; Wilson {reason}"
+    verdict, reason = vd.rule_one_sided(summary["share_low"], summary["share_high"], 0.0, "above",
+                                        events=k, zero_verdict=vd.DIFFERS, estimate=k / total)
+    p = summary["sign_test_p"]
+    return verdict, (f"{k} of {total} above the floor {summary['floor']:.1e} (sign test on the median: "
+                     f"p = {p:.1e}); {reason}")
 
 
-def control_verdict(summaries: dict[str, dict], compatible: list[str], floor: float) -> tuple[str, str]:
-    """causal_control_zero by book_tools.rule_control: the compatible models (`compatible`, e.g. the
-    causal LM and the symmetric Potts model) must all keep max |delta| at or below `floor`, every other
-    model of `summaries` (known incompatible: the asymmetric Potts model, the masked LM) must exceed it."""
-    unknown = [name for name in compatible if name not in summaries]
-    if unknown or len(compatible) == len(summaries):
-        raise ValueError(f"compatible must name some, not all, of {sorted(summaries)}; got {compatible}")
-    worst = max(summaries[name]["max_abs_delta"] for name in compatible)
-    references = {name: s["max_abs_delta"] for name, s in summaries.items() if name not in compatible}
-    return bt.rule_control(worst, references, floor)
+def influence_verdict(influence: tuple[float, float, float, str]) -> tuple[str, str]:
+    """influence_amplifies_delta by verdicts.rule_one_sided: Spearman's rho of |delta| with pair_influence
+    (which shares no summand with delta), bootstrap 95% interval, against the null 0 (no monotone
+    relation). Reproduced above 0, differs at or below 0, inconclusive when it contains 0 or cannot be
+    estimated."""
+    rho, low, high, why = influence
+    verdict, reason = vd.rule_one_sided(low, high, 0.0, "above", estimate=rho if vd.finite(rho) else None)
+    return verdict, f"{why}: {reason}" if why else reason
 
 
 def rank_correlation_ci(x, y, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float, str]:
@@ -332,47 +501,77 @@ def range_phrase(low: float, high: float, target_low: float, target_high: float)
     return "overlaps"
 
 
-def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, compatible: list[str],
-                     influence: tuple[float, float, float, str], floor: float,
-                     setup: dict) -> tuple[list[dict], dict]:
-    """The chapter's four claims rows and the words its prose quotes, from Table 1's summaries (one per
-    model: `mlm`, the compatible models `compatible`, the other references), the influence correlation
-    (rho, low, high, why) and the run's setup for the model-specific row."""
+def chapter_checks(summaries: dict[str, dict], floors: dict[str, dict], *, causal: str, symmetric: str,
+                   asymmetric: str, temperature_gap: float | None = None) -> list[dict]:
+    """The chapter's checks of its code path (verdicts.check_row; not verdicts): the causal LM's delta at
+    its floor (Proposition 4's identity through the same path), the symmetric Potts model at its floor
+    and the asymmetric one above it (verdicts.control_check), batched = one at a time within the floor
+    for every model, and, given `temperature_gap` (max |tau delta(tau) - delta(1)| of the literal
+    normalised computation over the masked LM's rectangles), delta(tau) = delta(1) / tau."""
+    rows = []
+    c = summaries[causal]
+    rows.append(vd.check_row(
+        "causal LM delta is 0 up to rounding",
+        "Proposition 4's identity through the same code path: a joint's edges telescope",
+        vd.finite(c["max_abs_delta"]) and c["max_abs_delta"] <= c["floor"],
+        f"largest |delta| {c['max_abs_delta']:.1e} against its floor {c['floor']:.1e} "
+        f"({c['rectangles']} rectangles)"))
+    potts_floor = max(summaries[symmetric]["floor"], summaries[asymmetric]["floor"])
+    passed, detail = vd.control_check(summaries[symmetric]["max_abs_delta"],
+                                      {asymmetric: summaries[asymmetric]["max_abs_delta"]}, potts_floor)
+    rows.append(vd.check_row("symmetric Potts at the floor, asymmetric Potts above it",
+                             "the path separates compatible from incompatible conditionals", passed, detail))
+    worst = {name: (f["jitter"], f["floor"]) for name, f in floors.items()}
+    rows.append(vd.check_row(
+        "batched = one-at-a-time within the floor", "the floor covers the rounding that batching changes",
+        all(vd.finite(j, fl) and j <= fl for j, fl in worst.values()),
+        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items())))
+    if temperature_gap is not None:
+        scale = max(1.0, summaries[next(iter(summaries))]["max_abs_delta"])
+        rows.append(vd.check_row(
+            "delta(tau) = delta(1) / tau", "edge normalisers cancel: temperature only rescales delta",
+            vd.finite(temperature_gap) and temperature_gap <= 1e-9 * scale,
+            f"largest |tau delta(tau) - delta(1)| {temperature_gap:.1e} nats"))
+    return rows
+
+
+def at_temperature(quantity: str, temperature: float) -> str:
+    """A row's quantity, saying when it was measured away from the paper's temperature 1."""
+    return quantity if temperature == 1 else f"{quantity} at temperature {temperature:g} (the paper's: 1)"
+
+
+def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, influence: tuple[float, float, float, str],
+                     setup: dict, temperature: float = 1.0) -> tuple[list[dict], dict]:
+    """The chapter's three claims rows and the words its prose quotes, from Table 1's summaries (one per
+    model, `mlm` the masked LM under test), the influence correlation (rho, low, high, why) and the run's
+    setup for the model-specific row (its temperature among the items)."""
     m = summaries[mlm]
     rows, words = [], {}
     # incompatibility_detected (general)
     verdict, reason = detected_verdict(m)
-    share = bt.interval_text(m["share_above"], m["share_low"], m["share_high"],
-                             missing="no rectangle gave a finite delta")
+    count = f"{m['above_floor']} of {m['finite']}"
+    ours_text = (f"{count} above the floor {m['floor']:.1e} (sign test p = {m['sign_test_p']:.1e})"
+                 if m["finite"] else "no rectangle gave a finite delta")
     rows.append(bt.claim_row("incompatibility_detected",
-                             f"share of rectangles with |delta| > {floor:g} (null 1/2)",
-                             m["share_above"], share, verdict, reason))
-    words.update(ch1_share_text=share, ch1_detected_verdict=verdict,
-                 ch1_above_floor=f"{m['above_floor']} of {m['finite']}",
+                             at_temperature("rectangles with |delta| above the rounding floor (null: none)",
+                                            temperature),
+                             m["above_floor"], ours_text, verdict, reason))
+    words.update(ch1_share_text=bt.share_text(m["above_floor"], m["finite"]), ch1_detected_verdict=verdict,
+                 ch1_above_floor=count, ch1_floor=f"{m['floor']:.1e}",
                  ch1_sign_p=f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined")
-    # causal_control_zero (general)
-    verdict, reason = control_verdict(summaries, compatible, floor)
-    parts = "; ".join(f"{name} {s['max_abs_delta']:.1e}" for name, s in summaries.items())
-    worst = max(summaries[name]["max_abs_delta"] for name in compatible)
-    rows.append(bt.claim_row("causal_control_zero", f"largest |delta| per model (floor {floor:g})",
-                             worst, f"{parts} (floor {floor:g})", verdict, reason))
-    words.update(ch1_control_verdict=verdict, ch1_control_reason=reason,
-                 ch1_control_max=f"{worst:.1e}")
     # influence_amplifies_delta (general)
     rho, low, high, why = influence
-    verdict, reason = bt.rule_one_sided(low, high, 0.0, "above")
-    if why:
-        reason = f"{why}: {reason}"
+    verdict, reason = influence_verdict(influence)
     rho_text = bt.interval_text(rho, low, high, missing=why or "no interval could be estimated")
-    rows.append(bt.claim_row("influence_amplifies_delta", "Spearman rho(|delta|, influence) (null 0)",
+    rows.append(bt.claim_row("influence_amplifies_delta",
+                             at_temperature("Spearman rho(|delta|, pair influence) (null 0)", temperature),
                              rho, rho_text, verdict, reason))
     words.update(ch1_rho_influence=rho_text, ch1_influence_verdict=verdict)
-    # incompatibility_mean_abs_delta (model-specific: shown, judged only on the paper's setup)
-    mean_text = bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"],
-                                 significant=2,
+    # incompatibility_mean_abs_delta (model-specific: judged only on the paper's setup, against its band)
+    mean_text = bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2,
                                  missing="no rectangle gave a finite delta")
     rows.append(bt.model_specific_row(
-        "incompatibility_mean_abs_delta", "mean |delta| over random rectangles (nats)",
+        "incompatibility_mean_abs_delta", at_temperature("mean |delta| over random rectangles (nats)", temperature),
         m["mean_abs_delta"], mean_text, model=mlm, setup=setup, low=m["ci_low"], high=m["ci_high"]))
     paper_low = bt.paper_number("incompatibility_mean_abs_delta", "low")
     paper_high = bt.paper_number("incompatibility_mean_abs_delta", "high")

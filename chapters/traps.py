@@ -15,15 +15,21 @@ from glauber_core import (
     Conditionals,
     Trajectory,
     check_count,
+    conditional_probs,
     score_gaps,
 )
-from book_tools import (
-    DIFFERS,
+from book_tools import paper_claim, parse_pairs
+from verdicts import (
+    finite,
     INCONCLUSIVE,
-    REPRODUCED,
+    NOT_RUN,
     bootstrap_ci,
+    mean_interval,
     rank_correlation,
+    rule_both_kinds,
+    rule_every_part,
     rule_one_sided,
+    rule_share_above_chance,
     share_intervals,
 )
 
@@ -258,100 +264,6 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
 
 
 # --------------------------------------------------------------------------------------------
-# The chapter's verdict rules, each fixed before the run and able to reach reproduced, differs and
-# inconclusive (tests/test_traps.py drives each to every outcome with constructed inputs)
-# --------------------------------------------------------------------------------------------
-
-
-def _counts(*values) -> None:
-    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in values):
-        raise ValueError(f"counts must be non-negative integers, got {values}")
-
-
-def rule_both_kinds(perfect: int, count: int, rare: float = 0.1) -> tuple[str, str]:
-    """trap_split: the paper says the detected traps include perfect and approximate ones.
-
-    Null: one kind is absent. Reproduced when each kind occurs at least once (its share's 95% Wilson
-    interval then excludes 0); differs when one kind is absent although the run has enough traps for
-    the 95% upper bound on that kind's share to fall below `rare`; inconclusive otherwise (zero traps,
-    or too few traps to tell an absent kind from a rare one).
-    """
-    _counts(perfect, count)
-    if perfect > count or not 0 < rare < 1:
-        raise ValueError(f"need 0 <= perfect <= count and 0 < rare < 1, got {perfect}, {count}, {rare}")
-    if count == 0:
-        return INCONCLUSIVE, "zero traps: nothing to split"
-    approximate = count - perfect
-    if perfect and approximate:
-        return REPRODUCED, f"{perfect} perfect and {approximate} approximate of {count}: both kinds occur"
-    missing = "perfect" if perfect == 0 else "approximate"
-    high = float(share_intervals([0], [count])[1][0])
-    if high < rare:
-        return DIFFERS, (f"no {missing} trap among {count}: its share is below {high:.2f} (95% upper bound), "
-                         f"under {rare:.0%}")
-    return INCONCLUSIVE, (f"no {missing} trap among {count}: too few traps to rule out a share of "
-                          f"{rare:.0%} (95% upper bound {high:.2f})")
-
-
-def rule_all_below(values, bound: float, what: str = "value") -> tuple[str, str]:
-    """A bound the paper says every observed case respects (delta_star_below_lnv: Delta*/tau < ln|V| for
-    every perfect trap). The values are exact for the cases observed (a gap is computed, not sampled).
-    Reproduced when every value lies below `bound`, differs when one reaches it, inconclusive with none."""
-    values = np.asarray(values, dtype=float).reshape(-1)
-    if not math.isfinite(bound):
-        raise ValueError(f"bound must be finite, got {bound}")
-    values = values[np.isfinite(values)]
-    if len(values) == 0:
-        return INCONCLUSIVE, f"zero cases: no {what} to compare with {bound:.3g}"
-    worst = float(values.max())
-    over = int((values >= bound).sum())
-    if over:
-        return DIFFERS, f"{over} of {len(values)} reach the bound: largest {what} {worst:.3g} >= {bound:.3g}"
-    return REPRODUCED, f"{len(values)} of {len(values)} below the bound: largest {what} {worst:.3g} < {bound:.3g}"
-
-
-def rule_share_above(hits: int, trials: int, chance: float) -> tuple[str, str, float, float]:
-    """A share the paper says beats chance (escape_weakest_site: escapes at the weakest site against the
-    share a uniformly chosen site gives). Null: the chance share. The share's 95% Wilson interval must lie
-    above it (reproduced), at or below it (differs), or it contains it (inconclusive; also with zero trials).
-    Returns (verdict, reason, low, high)."""
-    _counts(hits, trials)
-    if hits > trials or not 0 <= chance <= 1:
-        raise ValueError(f"need 0 <= hits <= trials and a chance share in [0, 1], got {hits}, {trials}, {chance}")
-    if trials == 0:
-        return INCONCLUSIVE, "zero events: no escape to count", math.nan, math.nan
-    low, high = (float(v[0]) for v in share_intervals([hits], [trials]))
-    verdict, reason = rule_one_sided(low, high, chance, "above", events=trials)
-    return verdict, f"{hits} of {trials} against chance {chance:.2f}: {reason}", low, high
-
-
-def rule_mean_above(values, null: float, what: str = "mean", *, seed: int = 0
-                    ) -> tuple[str, str, float, float, float]:
-    """A mean the paper says exceeds `null`: a 95% percentile bootstrap interval (values resampled) must lie
-    above it (reproduced), at or below it (differs), or it contains it (inconclusive; also with fewer than two
-    values). Returns (verdict, reason, mean, low, high)."""
-    values = np.asarray(values, dtype=float).reshape(-1)
-    values = values[np.isfinite(values)]
-    if len(values) < 2:
-        return (INCONCLUSIVE, f"{len(values)} value(s): too few for an interval on the {what}",
-                float(values.mean()) if len(values) else math.nan, math.nan, math.nan)
-    low, high = bootstrap_ci(values, seed=seed)
-    verdict, reason = rule_one_sided(low, high, null, "above")
-    return verdict, f"{what}: {reason}", float(values.mean()), low, high
-
-
-def combine_verdicts(verdicts) -> str:
-    """One verdict for a claim checked in several parts: differs if any part differs, reproduced if all are
-    reproduced, inconclusive otherwise."""
-    verdicts = list(verdicts)
-    if not verdicts:
-        return INCONCLUSIVE
-    if DIFFERS in verdicts:
-        return DIFFERS
-    return REPRODUCED if all(v == REPRODUCED for v in verdicts) else INCONCLUSIVE
-
-
-# --------------------------------------------------------------------------------------------
 # The chapter's tables, figure, claims rows and sentences (the notebook shows them; they handle every case a
 # model can produce: zero traps, no escape, constant or missing statistics)
 # --------------------------------------------------------------------------------------------
@@ -364,12 +276,71 @@ def weakest_site_chance(gaps) -> float:
     return float(np.mean(shares)) if shares else math.nan
 
 
-def pooled_gap_summary(traps: pd.DataFrame, *, draws: int = 2000, seed: int = 0) -> dict:
-    """Spearman correlations of duration with the mean and the minimum gap over traps of every temperature,
-    gaps in units of tau (Delta / tau is what the chain's law depends on), with trap_summary's bootstrap
-    interval on their difference (NaN with fewer than 3 traps)."""
-    scaled = traps.assign(mean_gap=traps.mean_gap / traps.temperature, min_gap=traps.min_gap / traps.temperature)
-    return trap_summary(scaled, 1, 1, draws=draws, seed=seed)
+def site_embeddings(tokens) -> torch.Tensor:
+    """An embedding-free distance for chains on small vocabularies (Potts models in the calibration tests):
+    each recorded state [B, R, n] as the concatenation of its sites' one-hot vectors, FloatTensor[B, R, n V].
+    Its cosine distance is the Hamming distance over n, so detect_traps and distance_at read it as they read a
+    sentence embedding."""
+    tokens = torch.as_tensor(tokens)
+    if tokens.dim() != 3 or tokens.is_floating_point():
+        raise ValueError(f"tokens must be a LongTensor [B, R, n], got {tuple(tokens.shape)} of {tokens.dtype}")
+    vocab = int(tokens.max()) + 1
+    return torch.nn.functional.one_hot(tokens.long(), vocab).flatten(2).float()
+
+
+def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> pd.DataFrame:
+    """Every move that left a trap's held state x*, from the trap's first record to its last (or, when the chain
+    left x* for the last time only after it, to that escape): per trap, departures (how many) and
+    departures_at_weakest (how many changed a site with the smallest gap; ties all count). Under Glauber dynamics
+    each departure picks site i with probability proportional to 1 - p_tau(x*_i | x*_-i): kernel_weakest_share
+    gives the share the kernel alone puts at the weakest sites."""
+    _check_traps(trajectory, traps)
+    n = trajectory.tokens.shape[2]
+    states = torch.as_tensor(states).reshape(-1, n).long()
+    gaps = torch.as_tensor(gaps).reshape(-1, n).double()
+    if states.shape[0] != len(traps) or gaps.shape[0] != len(traps):
+        raise ValueError(f"states and gaps must both be [{len(traps)}, {n}] (one row per trap)")
+    if trajectory.sites.shape[1] != int(trajectory.steps[-1]):
+        raise ValueError("the trajectory's move log does not cover every step; pass the Trajectory from glauber")
+    rows = []
+    for k, (chain, first, last) in enumerate(zip(traps.chain, traps.start_record, traps.end_record)):
+        target, begin, end = states[k], int(trajectory.steps[first]), int(trajectory.steps[last])
+        sites = trajectory.sites[chain, begin:]
+        changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
+            trajectory.old_tokens[chain, begin:] != target[sites]).long()
+        start = (trajectory.tokens[chain, first] != target).sum()
+        at_state = torch.cat([start.view(1), start + changes.cumsum(0)]) == 0  # index j: step begin + j
+        visits = at_state[: end - begin + 1].nonzero()
+        stop = end - begin
+        if len(visits):
+            leaves = (~at_state[int(visits[-1]):]).nonzero()
+            if len(leaves):
+                stop = max(stop, int(visits[-1]) + int(leaves[0]))
+        left = (at_state[:-1] & ~at_state[1:])[:stop].nonzero().squeeze(1)  # the move begin + j left x*
+        weakest = gaps[k] == gaps[k].min()
+        rows.append((len(left), int(weakest[sites[left]].sum())))
+    return pd.DataFrame(rows, columns=["departures", "departures_at_weakest"], dtype=int)
+
+
+def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float) -> np.ndarray:
+    """Per held state x*: the share of the Glauber kernel's exit probability that falls on its weakest-gap sites,
+    sum_{i weakest} (1 - p_tau(x*_i | x*_-i)) / sum_i (1 - p_tau(x*_i | x*_-i)) (NaN where x* cannot be left).
+    This is the chance level of escape_weakest_site: a chain whose departures follow the kernel's one-step law
+    puts exactly this share of them at a weakest site."""
+    states = torch.as_tensor(states).long()
+    if states.dim() != 2 or len(states) == 0:
+        return np.empty(0)
+    gaps = torch.as_tensor(gaps).double().reshape(states.shape)
+    batch, n = states.shape
+    rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
+    stay = torch.cat([conditional_probs(cond, states[rows[k : k + 256]], sites[k : k + 256], temperature)
+                      .double().cpu().gather(1, states[rows[k : k + 256], sites[k : k + 256]].unsqueeze(1))
+                      .squeeze(1) for k in range(0, len(rows), 256)]).view(batch, n)
+    leave = (1 - stay).clamp_min(0)
+    weakest = gaps == gaps.amin(1, keepdim=True)
+    total = leave.sum(1)
+    share = torch.where(total > 0, (leave * weakest).sum(1) / total.clamp_min(1e-300), math.nan)
+    return share.numpy()
 
 
 def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
@@ -431,109 +402,204 @@ def plot_gap_scatter(traps: pd.DataFrame, summaries: dict):
 
 
 def weakest_table(traps: pd.DataFrame) -> pd.DataFrame | None:
-    """Escapes per temperature: how many, how many at a weakest site, their share and the chance share
-    (weakest_site_chance), and the median probability of the escaping token (None, with a sentence, when no
-    trap ended inside the run)."""
-    columns = ["escapes", "at_weakest", "share", "chance", "median_prob"]
-    escaped = traps[traps.escaped]
-    if escaped.empty:
-        print("No escape to count: no trap ended inside the run.")
+    """Per temperature (each its own labelled row): the departures from held states, how many came at a
+    weakest-gap site, their share, the kernel's share (kernel_weakest_share, weighted by departures) and a uniform
+    site's (weakest_site_chance); then the traps' final escapes, how many at a weakest site, and the median
+    probability of the escaping token. None, with a sentence, when no trap left its held state."""
+    if traps.empty or traps.departures.sum() == 0:
+        print("No departure to count: no trap left its held state inside the run.")
         return None
     rows = {}
-    for tau, group in escaped.groupby("temperature"):
-        hits = int(group.at_weakest.sum())
-        rows[tau] = dict(escapes=len(group), at_weakest=hits, share=hits / len(group),
-                         chance=weakest_site_chance(group.gaps), median_prob=float(group.escape_prob.median()))
-    return pd.DataFrame.from_dict(rows, orient="index")[columns].rename_axis("temperature").round(3)
+    for tau, group in traps.groupby("temperature"):
+        moves, hits = int(group.departures.sum()), int(group.departures_at_weakest.sum())
+        escaped = group[group.escaped]
+        rows[tau] = dict(departures=moves, at_weakest=hits, share=hits / moves if moves else math.nan,
+                         kernel_share=kernel_chance(group), uniform_share=weakest_site_chance(group.gaps),
+                         escapes=len(escaped), escapes_at_weakest=int(escaped.at_weakest.sum()),
+                         median_prob=float(escaped.escape_prob.median()) if len(escaped) else math.nan)
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("temperature").round(3)
 
 
 def _count_text(count: int, what: str) -> str:
     return f"{count} {what}" + ("" if count == 1 else "s")
 
 
-def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, reference_tau: float, model: str,
-               setup: dict, log_vocab: float, window: int, seed: int = 0) -> list[dict]:
-    """Every claims row of the chapter (book_tools.claim_row / model_specific_row), by the rules the chapter
-    states before its run. General claims pool the traps of every temperature of the run; the model-specific
-    rows are the reference temperature's counts, shown beside the paper's and never judged here."""
+# --------------------------------------------------------------------------------------------
+# The claims: one estimator + rule per general claim, each judged at the paper's temperature only
+# (tests/test_calibration_traps.py runs each on ground-truth chains through these very functions)
+# --------------------------------------------------------------------------------------------
+
+# "Near the start" for cold_chains_stay, fixed before any run: the paper's own drift threshold for a chain
+# that does not move (appendix A.1), read from paper_claims.csv. A cold temperature reproduces the claim when the
+# upper 95% bound of its chains' mean distance from the start lies below it, and differs when the lower bound
+# lies above it.
+NEAR_START = float(parse_pairs(paper_claim("trap_split")["protocol"])["threshold"])
+# The temperature the paper's trap claims are stated at (Table 4): only its traps are judged.
+PAPER_TAU = float(parse_pairs(paper_claim("trap_split")["protocol"])["tau"])
+
+
+def kernel_chance(traps: pd.DataFrame) -> float:
+    """The kernel's expected share of departures at a weakest site over these traps: each trap's
+    kernel_weakest_share weighted by its departures (NaN with no departure)."""
+    weights = traps.departures.to_numpy(float)
+    shares = traps.kernel_share.to_numpy(float)
+    keep = np.isfinite(shares) & (weights > 0)
+    return float((weights[keep] * shares[keep]).sum() / weights[keep].sum()) if keep.any() else math.nan
+
+
+def judge_split(traps: pd.DataFrame) -> tuple[str, str, str]:
+    """trap_split on one temperature's traps: rule_both_kinds. (verdict, reason, ours_text)."""
+    count, perfect = len(traps), int((traps.kind == "perfect").sum())
+    verdict, reason = rule_both_kinds(perfect, count)
+    text = (f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}" if count
+            else "no trap was detected")
+    return verdict, reason, text
+
+
+def judge_approximate_duration(traps: pd.DataFrame, window: int, *, seed: int = 0
+                               ) -> tuple[str, str, float, float, float]:
+    """approximate_trap_duration on one temperature's traps: the mean duration of approximate traps in detection
+    windows with its 95% percentile bootstrap interval, against one window (what a stretch flagged by chance
+    lasts) by rule_one_sided. (verdict, reason, mean, low, high)."""
+    values = (traps[traps.kind == "approximate"].duration / window).to_numpy(float)
+    if len(values) == 0:
+        return INCONCLUSIVE, "zero approximate traps: a run with approximate traps would decide it", *(math.nan,) * 3
+    mean = float(values.mean())
+    if len(values) < 2:
+        return (INCONCLUSIVE, "1 approximate trap: a count, not an interval; at least 2 (better 5 or more) "
+                "approximate traps would give one", mean, math.nan, math.nan)
+    low, high = bootstrap_ci(values, seed=seed)
+    verdict, reason = rule_one_sided(low, high, 1.0, "above", events=len(values), estimate=mean)
+    return verdict, reason, mean, low, high
+
+
+def judge_gap_correlation(traps: pd.DataFrame, *, seed: int = 0) -> tuple[str, str, dict]:
+    """mean_gap_correlation on one temperature's traps, gaps unscaled: trap_summary's Spearman difference
+    rho(duration, mean gap) - rho(duration, min gap) with its bootstrap interval, against 0 by rule_one_sided.
+    (verdict, reason, summary)."""
+    s = trap_summary(traps, 1, 1, seed=seed)
+    if not finite(s["rho_difference"], s["difference_low"], s["difference_high"]):
+        return (INCONCLUSIVE, f"{_count_text(len(traps), 'trap')}: a rank correlation needs at least 3 traps with "
+                "varying durations and gaps; a run with more traps would decide it", s)
+    verdict, reason = rule_one_sided(s["difference_low"], s["difference_high"], 0.0, "above", events=len(traps),
+                                     estimate=s["rho_difference"])
+    return verdict, reason, s
+
+
+def judge_weakest_site(traps: pd.DataFrame) -> tuple[str, str, int, int, float, float, float]:
+    """escape_weakest_site on one temperature's traps: departures from the held states at a weakest-gap site
+    against the kernel's share (kernel_chance) by rule_share_above_chance. Under Glauber dynamics departures
+    follow the kernel's one-step law, so on any Glauber chain the share converges to the kernel's: the rule can
+    then say inconclusive or (by chance) differs, never reproduced beyond its false-positive rate.
+    (verdict, reason, hits, tries, chance, low, high)."""
+    hits, tries = int(traps.departures_at_weakest.sum()), int(traps.departures.sum())
+    chance = kernel_chance(traps) if tries else math.nan
+    if not tries or not finite(chance):
+        return INCONCLUSIVE, "zero departures: no trap left its held state; a run with escapes would decide it", \
+            hits, tries, chance, math.nan, math.nan
+    verdict, reason, low, high = rule_share_above_chance(hits, tries, chance)
+    return verdict, reason, hits, tries, chance, low, high
+
+
+def judge_cold(cold: pd.DataFrame, near: float = NEAR_START) -> tuple[str, str, list[dict]]:
+    """cold_chains_stay: per cold temperature, the chains' mean distance from their start with its 95% t
+    interval; reproduced when the upper bound lies below `near`, differs when the lower bound lies above it
+    (rule_one_sided, direction below), every temperature combined by rule_every_part. The distance may be an
+    embedding's cosine distance or site_embeddings' Hamming share. (verdict, reason, one dict per tau)."""
+    parts = []
+    for tau, group in cold.groupby("temperature", sort=False):
+        mean, low, high = mean_interval(group.distance.to_numpy(float))
+        if not finite(low, high):
+            verdict, reason = INCONCLUSIVE, f"{len(group)} chain(s): too few for an interval; 2 or more decide it"
+        else:
+            verdict, reason = rule_one_sided(low, high, near, "below", estimate=mean)
+        parts.append(dict(tau=float(tau), chains=len(group), mean=mean, low=low, high=high, verdict=verdict,
+                          reason=reason))
+    if not parts:
+        return INCONCLUSIVE, "no cold run", parts
+    verdict, reason = rule_every_part([p["verdict"] for p in parts], [f"τ={p['tau']:g}" for p in parts])
+    return verdict, f"near the start = below {near:g}; {reason}", parts
+
+
+def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, model: str, setup: dict,
+               log_vocab: float, window: int, paper_tau: float = PAPER_TAU, seed: int = 0) -> list[dict]:
+    """Every claims row of the chapter, each judged on the traps of the paper's temperature only (other
+    temperatures are the chapter's own labelled table rows, not verdicts); with no run at that temperature the
+    trap rows are "not run here". The model-specific rows go through book_tools.model_specific_row."""
     from book_tools import claim_row, interval_text, model_specific_row
 
-    count = len(traps)
-    pooled = (_count_text(count, "trap") if count else "no trap") + f" at τ {', '.join(f'{t:g}' for t in summaries)}"
+    at = f"τ = {paper_tau:g}"
+    ran = paper_tau in summaries
+    here = traps[np.isclose(traps.temperature, paper_tau)] if len(traps) else traps
     rows = []
-    perfect = int((traps.kind == "perfect").sum())
-    verdict, reason = rule_both_kinds(perfect, count)
-    rows.append(claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan,
-                          f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}"
-                          if count else "no trap was detected", verdict, reason))
-    approximate = traps[traps.kind == "approximate"]
-    verdict, reason, mean, low, high = rule_mean_above(approximate.duration / window, 1.0,
-                                                       "mean duration in detection windows", seed=seed)
-    kept = _count_text(len(approximate), "approximate trap")
-    text = (interval_text(mean, low, high, missing="one value, no interval") + f" windows ({kept})"
-            if len(approximate) else "no approximate trap was detected")
-    rows.append(claim_row("approximate_trap_duration", f"mean approximate-trap duration / window ({window} steps)",
-                          mean, text, verdict,
-                          f"{reason}; null: one window, about what a stretch flagged by chance lasts"))
-    ratios = (traps.min_gap / traps.temperature)[traps.kind == "perfect"]
-    verdict, reason = rule_all_below(ratios, log_vocab, "Δ*/τ")
-    rows.append(claim_row("delta_star_below_lnv", "largest Δ*/τ of a perfect trap", ratios.max()
-                          if len(ratios) else math.nan,
-                          f"largest {ratios.max():.2f} over {_count_text(len(ratios), 'perfect trap')}; "
-                          f"ln|V| = {log_vocab:.2f}"
-                          if len(ratios) else f"no perfect trap (ln|V| = {log_vocab:.2f})",
-                          verdict, reason + ("; approximate traps (Δ* < 0) satisfy it trivially and are "
-                                             "left out")))
-    s = pooled_gap_summary(traps, seed=seed) if count else None
-    if s is None or math.isnan(s["rho_difference"]):
-        verdict, reason = INCONCLUSIVE, f"{pooled}: a rank correlation needs at least 3 traps with varying values"
-        text, value = f"not estimated: {pooled}", math.nan
+    if not ran:
+        for claim in ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site"):
+            rows.append(claim_row(claim, "—", math.nan, f"no chain at the paper's {at}", NOT_RUN,
+                                  f"the run has no chain at the paper's {at}", at))
     else:
-        verdict, reason = rule_one_sided(s["difference_low"], s["difference_high"], 0.0, "above", events=count)
+        verdict, reason, text = judge_split(here)
+        count, perfect = len(here), int((here.kind == "perfect").sum())
+        rows.append(claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan, text,
+                              verdict, f"at {at}: {reason}", at))
+        verdict, reason, mean, low, high = judge_approximate_duration(here, window, seed=seed)
+        kept = int((here.kind == "approximate").sum())
+        text = ((interval_text(mean, low, high, missing="") if finite(low, high) else f"{mean:.2f}")
+                + f" windows ({_count_text(kept, 'approximate trap')})" if kept else "no approximate trap was detected")
+        rows.append(claim_row("approximate_trap_duration", f"mean approximate-trap duration / window ({window} steps)",
+                              mean, text, verdict, f"at {at}, null one window: {reason}", at, low=low, high=high,
+                              null=1.0))
+        verdict, reason, s = judge_gap_correlation(here, seed=seed)
         value = s["rho_difference"]
-        text = (f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = "
-                + interval_text(value, s["difference_low"], s["difference_high"],
-                                missing="the bootstrap gave no interval"))
-        reason = f"{pooled}, gaps in units of τ; null 0: {reason}"
-    rows.append(claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
-                          verdict, reason))
-    escaped = traps[traps.escaped]
-    hits, tries = int(escaped.at_weakest.sum()), len(escaped)
-    chance = weakest_site_chance(escaped.gaps)
-    verdict, reason, low, high = rule_share_above(hits, tries, 0.0 if math.isnan(chance) else chance)
-    rows.append(claim_row("escape_weakest_site", "share of escapes at a weakest-gap site",
-                          hits / tries if tries else math.nan,
-                          interval_text(hits / tries if tries else math.nan, low, high,
-                                        missing="no trap ended inside the run")
-                          + (f" ({hits} of {tries}; chance {chance:.2f})" if tries else ""),
-                          verdict, reason if tries else "zero events: no trap ended inside the run"))
-    parts, texts, reasons = [], [], []
-    for tau, group in cold.groupby("temperature", sort=False):
-        verdict, reason, mean, low, high = rule_mean_above(group.warm_distance - group.distance, 0.0,
-                                                           "warm minus cold distance", seed=seed)
-        parts.append(verdict)
-        texts.append(f"τ={tau:g}: {group.distance.mean():.3f} (warm {group.warm_distance.mean():.3f})")
-        reasons.append(f"τ={tau:g}: {verdict} ({reason})")
-    rows.append(claim_row("cold_chains_stay", "mean cosine distance from the start after the cold run",
-                          float(cold.distance.mean()) if len(cold) else math.nan,
-                          "; ".join(texts) if texts else "no cold run", combine_verdicts(parts),
-                          "null: the τ = 1 chains from the same starts after as many steps; "
-                          + ("; ".join(reasons) if reasons else "no cold run")))
-    s = summaries[reference_tau]
+        text = (f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = " + interval_text(
+            value, s["difference_low"], s["difference_high"], missing="the bootstrap gave no interval")
+            if finite(value) else f"not estimated: {_count_text(len(here), 'trap')} at {at}")
+        rows.append(claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
+                              verdict, f"at {at}, gaps unscaled, null 0: {reason}", at, low=s["difference_low"],
+                              high=s["difference_high"], null=0.0))
+        verdict, reason, hits, tries, chance, low, high = judge_weakest_site(here)
+        text = (bt_share(hits, tries) + f" departures at a weakest site; kernel's share {chance:.2f}" if tries
+                else "no trap left its held state inside the run")
+        rows.append(claim_row("escape_weakest_site", "share of departures from the held state at a weakest site",
+                              hits / tries if tries else math.nan, text, verdict,
+                              f"at {at}, null the kernel's share (only one side exists on a Glauber chain): {reason}",
+                              at, low=low, high=high, null=chance))
+    verdict, reason, parts = judge_cold(cold)
+    text = "; ".join(f"τ={p['tau']:g}: " + interval_text(p["mean"], p["low"], p["high"], digits=3,
+                                                          missing=f"{p['chains']} chain(s)") for p in parts)
+    rows.append(claim_row("cold_chains_stay", "mean distance from the start after the cold run",
+                          float(cold.distance.mean()) if len(cold) else math.nan, text or "no cold run", verdict,
+                          reason, ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
+                          low=max((p["high"] for p in parts), default=math.nan), null=NEAR_START))
+    s = summaries.get(paper_tau) or trap_summary(here, 1, 1)
     found = s["count"]
-    none = f"no trap in {setup['chains']} chains of {setup['steps']} steps"
-    rows.append(model_specific_row("trap_count", "traps detected", found,
-                                   f"{found} (rate {s['rate_per_10k']:.2f} [{s['rate_low']:.2f}, "
-                                   f"{s['rate_high']:.2f}] per chain per 10k steps)", model=model, setup=setup))
-    rows.append(model_specific_row("perfect_trap_share", "perfect / all traps", s["perfect_share"],
-                                   interval_text(s["perfect_share"], s["perfect_low"], s["perfect_high"],
-                                                 missing=none) + (f" ({s['perfect']} of {found})" if found else ""),
+    none = f"no trap at {at}" if ran else f"no chain at {at}"
+    exposure = setup["chains"] * setup["steps"] / 10_000
+    rows.append(model_specific_row("trap_count", f"traps detected at {at}", found,
+                                   f"{found} (95% Poisson {s['rate_low'] * exposure:.1f} to "
+                                   f"{s['rate_high'] * exposure:.1f}; rate {s['rate_per_10k']:.2f} per chain per "
+                                   "10k steps)", model=model, setup=setup, low=s["rate_low"] * exposure,
+                                   high=s["rate_high"] * exposure))
+    rows.append(model_specific_row("perfect_trap_share", f"perfect / all traps at {at}", s["perfect_share"],
+                                   bt_share(s["perfect"], found) if found else none,
                                    model=model, setup=setup, low=s["perfect_low"], high=s["perfect_high"]))
-    rows.append(model_specific_row("trap_mean_duration", "mean trap duration (steps)", s["mean_duration"],
+    rows.append(model_specific_row("trap_mean_duration", f"mean trap duration at {at} (steps)", s["mean_duration"],
                                    interval_text(s["mean_duration"], s["duration_low"], s["duration_high"],
                                                  digits=0, missing=none), model=model, setup=setup,
                                    low=s["duration_low"], high=s["duration_high"]))
+    below = int(((here.min_gap / paper_tau) < log_vocab).sum()) if len(here) else 0
+    low, high = ((float(v[0]) for v in share_intervals([below], [len(here)])) if len(here) else (math.nan,) * 2)
+    rows.append(model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|",
+                                   below / len(here) if len(here) else math.nan,
+                                   (bt_share(below, len(here)) + f" (ln|V| = {log_vocab:.2f}"
+                                    + (f", largest Δ*/τ {here.min_gap.max() / paper_tau:.2f})" if len(here) else ")"))
+                                   if len(here) else none, model=model, setup=setup, low=low, high=high))
     return rows
+
+
+def bt_share(k: int, m: int) -> str:
+    from book_tools import share_text
+
+    return share_text(int(k), int(m))
 
 
 # --------------------------------------------------------------------------------------------
@@ -556,10 +622,35 @@ def cold_budget(cfg) -> int:
     return max(cfg.record_every, steps - steps % cfg.record_every)
 
 
+# The seed passages: the names our `passages` setting takes and how the paper's protocol writes them.
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO"}
+
+
+def settings(profile: str, table: dict, **overrides):
+    """The chapter's settings: book_tools.profile_settings, then what follows from it: the drift window
+    (sweep_window), the paper's threshold unless one is given, a run length that is a whole number of record
+    spacings, the cold budget (cold_budget) and the seed passages ("bbc" unless the profile or caller names
+    another)."""
+    from book_tools import paper_protocol, profile_settings
+
+    cfg = profile_settings(profile, table, **overrides)
+    cfg.window = sweep_window(cfg)
+    cfg.threshold = getattr(cfg, "threshold", 0) or float(paper_protocol("trap_count")["threshold"])
+    cfg.steps -= cfg.steps % cfg.record_every  # records evenly spaced
+    cfg.cold_steps = cold_budget(cfg)
+    cfg.passages = getattr(cfg, "passages", "") or "bbc"
+    if cfg.passages not in PASSAGE_NAMES:
+        raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
+    return cfg
+
+
 def claims_setup(cfg) -> dict:
-    """Our protocol for the model-specific rows, keyed as paper_claims.csv's `protocol` column."""
-    return dict(chains=cfg.n_chains, steps=cfg.steps, tau=f"{cfg.temperatures[0]:g}", window=cfg.window,
-                threshold=f"{cfg.threshold:g}", n=cfg.seq_len)
+    """Our protocol for the model-specific rows, keyed as paper_claims.csv's `protocol` column: the paper's
+    temperature when the run has it (the rows are measured there), else the run's first."""
+    taus = [float(t) for t in cfg.temperatures]
+    tau = PAPER_TAU if PAPER_TAU in taus else taus[0]
+    return dict(chains=cfg.n_chains, steps=cfg.steps, tau=f"{tau:g}", window=cfg.window,
+                threshold=f"{cfg.threshold:g}", n=cfg.seq_len, passages=PASSAGE_NAMES[cfg.passages])
 
 
 def paper_counts() -> dict:
@@ -573,14 +664,20 @@ def paper_counts() -> dict:
                 steps=float(protocol["steps"]))
 
 
-def trap_table(runs: dict, found: dict) -> pd.DataFrame:
-    """Every temperature's catalogue joined with its escape events, one row per trap (index `trap`)."""
+def trap_table(cond: Conditionals, runs: dict, found: dict) -> pd.DataFrame:
+    """Every temperature's catalogue joined with its escape events, its departures from the held states and
+    the kernel's share of exit probability at the weakest sites, one row per trap (index `trap`)."""
     tables = []
     for tau, catalogue in found.items():
-        events = escape_events(runs[tau][0], catalogue, catalogue.state.tolist(), catalogue.gaps.tolist())
-        tables.append(catalogue.join(events))
+        run = runs[tau][0]
+        states, gaps = catalogue.state.tolist(), catalogue.gaps.tolist()
+        events = escape_events(run, catalogue, states, gaps)
+        moves = departure_counts(run, catalogue, states, gaps)
+        share = kernel_weakest_share(cond, states, gaps, tau) if len(catalogue) else np.empty(0)
+        tables.append(catalogue.join(events).join(moves).assign(kernel_share=share))
     traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
-    return traps.astype({"escaped": bool, "at_weakest": bool, "temperature": float, "duration": int})
+    return traps.astype({"escaped": bool, "at_weakest": bool, "temperature": float, "duration": int,
+                         "departures": int, "departures_at_weakest": int, "kernel_share": float})
 
 
 def site_table(traps: pd.DataFrame) -> pd.DataFrame:
@@ -617,12 +714,11 @@ def theorem8_table(traps: pd.DataFrame) -> pd.DataFrame:
 
 
 def correlation_table(traps: pd.DataFrame, summaries: dict, *, seed: int = 0) -> pd.DataFrame:
-    """Spearman correlations of duration with the mean and the minimum gap, per temperature and pooled."""
+    """Spearman correlations of duration with the mean and the minimum gap, one column per temperature (gaps
+    unscaled; never pooled across temperatures); the paper's temperature is the judged one."""
     keys = ("count", "rho_mean", "rho_min", "rho_difference", "difference_low", "difference_high")
-    table = {f"tau {tau:g}": {k: s[k] for k in keys} for tau, s in summaries.items()}
-    if len(summaries) > 1:
-        pooled = pooled_gap_summary(traps, seed=seed)
-        table["pooled (gaps / tau)"] = {k: pooled[k] for k in keys}
+    table = {f"tau {tau:g}" + (" (judged)" if tau == PAPER_TAU else ""): {k: s[k] for k in keys}
+             for tau, s in summaries.items()}
     return pd.DataFrame(table)
 
 
@@ -651,20 +747,18 @@ def distance_at(vectors, steps, step: int) -> torch.Tensor:
     return 1.0 - (vectors[:, k] * vectors[:, 0]).sum(-1)
 
 
-def cold_view(cold: pd.DataFrame, warm_tau: float, *, seed: int = 0) -> pd.DataFrame:
-    """Per cold temperature: mean distance from the start, the warm chains' over as many steps, the mean
-    difference with its 95% bootstrap interval, and the paper's distance for that temperature (BERT)."""
-    from book_tools import paper_claim, parse_pairs
-
+def cold_view(cold: pd.DataFrame, warm_tau: float) -> pd.DataFrame:
+    """Per cold temperature: the chains' mean distance from the start with its 95% t interval and the part
+    verdict of judge_cold (against NEAR_START), the warm chains' distance over as many steps for reference, and
+    the paper's distance for that temperature (BERT)."""
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
-    rows = []
-    for tau, group in cold.groupby("temperature", sort=False):
-        difference = (group.warm_distance - group.distance).to_numpy()
-        low, high = bootstrap_ci(difference, seed=seed) if len(group) > 1 else (math.nan, math.nan)
-        rows.append({"tau": tau, "chains": len(group), "distance": group.distance.mean(),
-                     f"warm (tau {warm_tau:g})": group.warm_distance.mean(), "warm - cold": difference.mean(),
-                     "95% interval": f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) else "too few chains",
-                     "paper (BERT)": paper.get("tau" + f"{tau:g}".replace(".", ""), "—")})
+    warm = cold.groupby("temperature", sort=False).warm_distance.mean()
+    _, _, parts = judge_cold(cold)
+    rows = [{"tau": p["tau"], "chains": p["chains"], "distance": p["mean"],
+             "95% interval": f"[{p['low']:.3f}, {p['high']:.3f}]" if finite(p["low"]) else "too few chains",
+             "near start": f"< {NEAR_START:g}", "verdict": p["verdict"],
+             f"warm (tau {warm_tau:g})": warm[p["tau"]],
+             "paper (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—")} for p in parts]
     return pd.DataFrame(rows).round(3)
 
 
@@ -722,14 +816,20 @@ def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, cold: 
     again = traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated()) \
         if len(traps) else pd.Series(dtype=bool)
     phrases["ch5_repeat_traps"] = f"{int(again.sum())} of {len(traps)}"
-    escaped = traps[traps.escaped]
-    if escaped.empty:
-        phrases["ch5_weakest"] = "no trap ended inside the run, so there is no escape to place"
+    table = claims.set_index("claim")
+    at = traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps
+    moves = int(at.departures.sum()) if len(at) else 0
+    if moves == 0:
+        phrases["ch5_weakest"] = (f"no trap at τ = {PAPER_TAU:g} left its held state inside the run, so there "
+                                  "is no departure to place")
     else:
-        hits, chance = int(escaped.at_weakest.sum()), weakest_site_chance(escaped.gaps)
-        phrases["ch5_weakest"] = (f"{hits} of {len(escaped)} escapes came at a weakest-gap site, against "
-                                  f"{chance:.0%} expected by chance")
-    row = claims.set_index("claim").loc["mean_gap_correlation"]
-    phrases["ch5_pooled_rho"] = row.ours_text
-    phrases["ch5_cold_summary"] = claims.set_index("claim").loc["cold_chains_stay"].ours_text
+        hits = int(at.departures_at_weakest.sum())
+        phrases["ch5_weakest"] = (f"at τ = {PAPER_TAU:g}, {hits} of {moves} departures from held states came at a "
+                                  f"weakest-gap site, against {kernel_chance(at):.0%} that the kernel alone puts "
+                                  f"there and {weakest_site_chance(at.gaps):.0%} for a uniformly chosen site")
+    phrases["ch5_paper_tau"] = f"{PAPER_TAU:g}"
+    phrases["ch5_paper_tau_traps"] = _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run"
+    phrases["ch5_rho"] = table.loc["mean_gap_correlation"].ours_text
+    phrases["ch5_cold_summary"] = table.loc["cold_chains_stay"].ours_text
+    phrases["ch5_near_start"] = f"{NEAR_START:g}"
     return phrases

@@ -51,7 +51,7 @@ def test_verdict_grid_keeps_general_claims_in_the_papers_order_and_marks_missing
     paper = bt.read_paper_claims()
     general = paper[(paper.kind == "general") & paper.chapter.isin(["01_incompatibility", "04_basins"])]
     assert grid.index.tolist() == general.claim.tolist()  # every general claim of the chapters, in order
-    assert grid.loc["causal_control_zero"].tolist() == [bt.NOT_RUN] * 3
+    assert grid.loc["influence_amplifies_delta"].tolist() == [bt.NOT_RUN] * 3
     assert grid.columns.tolist() == ["a", "b", "c"]
     assert grid.loc["incompatibility_detected"].tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE, bt.NOT_RUN]
     assert grid.loc["seed_topic_loss"].tolist() == [bt.NOT_RUN, bt.DIFFERS, bt.NOT_RUN]

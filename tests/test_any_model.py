@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_incompatibility", "02_mixing_bounds", "03_phase_diagram", "04_basins", "05_traps"]
+pytestmark = pytest.mark.notebook
 MODELS = ["roberta", "modernbert"]  # byte-level BPE with <s> </s> <mask> <pad>; ModernBERT with its own BPE
 
 

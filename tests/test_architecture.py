@@ -35,6 +35,11 @@ def test_the_core_imports_neither_chapters_nor_book_tools():
     assert not {m for m in modules if m.split(".")[0] in ("chapters", "book_tools")}
 
 
+def test_the_judging_module_imports_no_project_module():
+    modules = {m.split(".")[0] for m in imported_modules(ROOT / "verdicts.py")}
+    assert not modules & {"glauber_core", "book_tools", "chapters"}
+
+
 def test_book_tools_imports_no_chapter():
     assert not {m for m in imported_modules(ROOT / "book_tools.py") if m.split(".")[0] == "chapters"}
 
@@ -88,7 +93,7 @@ BOOK_ONLY = {"myst_nb", "papermill", "IPython", "nbformat", "jupytext"}  # guard
 
 
 def runtime_imports() -> set[str]:
-    sources = [ROOT / "glauber_core.py", *(ROOT / "chapters").glob("*.py"), ROOT / "book_tools.py"]
+    sources = [ROOT / "glauber_core.py", *(ROOT / "chapters").glob("*.py"), ROOT / "book_tools.py", ROOT / "verdicts.py"]
     modules = set()
     for path in sources:
         modules |= {m.split(".")[0] for m in imported_modules(path)}
@@ -99,7 +104,7 @@ def runtime_imports() -> set[str]:
                 modules |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 modules.add(node.module.split(".")[0])
-    local = {"glauber_core", "book_tools", "chapters"}
+    local = {"glauber_core", "book_tools", "verdicts", "chapters"}
     return {m for m in modules if m not in sys.stdlib_module_names and m not in local and m not in BOOK_ONLY}
 
 
@@ -117,4 +122,4 @@ def test_pyproject_declares_what_the_core_chapters_and_notebooks_import():
 def test_pyproject_installs_the_chapters_package():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "chapters" in setuptools["packages"]
-    assert {"glauber_core", "book_tools"} <= set(setuptools["py-modules"])
+    assert {"glauber_core", "book_tools", "verdicts"} <= set(setuptools["py-modules"])

@@ -30,8 +30,8 @@ BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path"
 # ---------------------------------------------------------------------------------------------------------
 
 def claim_row(claim, ours, verdict="reproduced", model="tiny", table="paper", source="01_first", **extra):
-    row = dict(claim=claim, table=table, kind="general", quantity=f"q_{claim}", ours=ours,
-               ours_text=f"{ours:.2f} [ci]", verdict=verdict, reason=f"rule for {claim}", setup="—", model=model,
+    row = dict(claim=claim, table=table, kind="general", quantity=f"q_{claim}", ours=ours, low=ours - 0.1,
+               high=ours + 0.1, null=0.0, ours_text=f"{ours:.2f} [ci]", verdict=verdict, reason=f"rule for {claim}", setup="—", model=model,
                profile="smoke", code=bt.code_version(source), commit="abc1234", run_date="2026-11-30 10:00 UTC")
     return row | extra
 

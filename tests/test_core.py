@@ -151,6 +151,61 @@ def test_asymmetric_coupling_has_no_joint():
         ising(symmetric=False).joint_log_probs()
 
 
+def kernel_by_definition(cond, n, temperature):
+    """P_tau straight from section 3.2: from every state, a site with probability 1/n, resampled from its
+    conditional computed at that very state (|V|^n forwards per site)."""
+    states, q = gc.all_states(cond.vocab_size, n), cond.vocab_size
+    kernel = torch.zeros(len(states), len(states), dtype=torch.float64)
+    place = q ** torch.arange(n - 1, -1, -1)
+    for site in range(n):
+        probs = gc.conditional_probs(cond, states, torch.full((len(states),), site), temperature).double()
+        for a in range(q):
+            target = states.clone()
+            target[:, site] = a
+            kernel[torch.arange(len(states)), (target * place).sum(1)] += probs[:, a] / n
+    return kernel
+
+
+class CountingConditionals:
+    """Wraps a Conditionals and counts the rows (state, site) it is asked to score."""
+
+    def __init__(self, cond):
+        self.cond, self.rows = cond, 0
+        self.vocab_size, self.allowed, self.max_sites = cond.vocab_size, cond.allowed, cond.max_sites
+
+    def log_scores(self, tokens, positions):
+        self.rows += len(tokens)
+        return self.cond.log_scores(tokens, positions)
+
+
+@pytest.mark.parametrize("q,n", [(2, 6), (3, 4), (5, 2)])
+def test_kernel_takes_one_forward_per_rest_of_the_state(q, n):
+    """The site-i conditional (site masked) ignores x_i, so the kernel needs n q^(n-1) forwards, not n q^n,
+    and equals the kernel built from the definition."""
+    g = torch.Generator().manual_seed(q)
+    model = gc.PottsConditionals(torch.randn(n, n, generator=g, dtype=torch.float64),
+                                 torch.randn(n, q, generator=g, dtype=torch.float64), q=q)
+    for temperature in (0.4, 1.0, 2.5):
+        counting = CountingConditionals(model)
+        kernel = gc.glauber_kernel(counting, n, temperature)
+        assert counting.rows == n * q ** (n - 1)
+        assert (kernel - kernel_by_definition(model, n, temperature)).abs().max() <= 1e-12
+        mu = gc.exact_stationary(model, n, temperature)
+        assert (mu @ kernel - mu).abs().max() <= 1e-12
+
+
+def test_seed_passages_source_is_checked(monkeypatch):
+    model = ising(symmetric=True)
+    with pytest.raises(ValueError, match=r"passages must be one of \('bbc', 'germline', 'ms_marco'\)"):
+        gc.seed_passages(model, 4, 2, passages="wikipedia")
+    with pytest.raises(ValueError, match="'germline' seeds a protein model"):
+        gc.seed_passages(model, 4, 2, passages="germline")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="offline, use the default passages='bbc'") as error:
+        gc.seed_passages(model, 4, 2, passages="ms_marco")
+    assert str(error.value).count(". ") == 0  # one sentence
+
+
 # ---------------------------------------------------------------------------------------------
 # Maximal coupling: a ~ p, b ~ q, P(a != b) = TV(p, q)
 # ---------------------------------------------------------------------------------------------

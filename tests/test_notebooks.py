@@ -65,6 +65,7 @@ def test_every_notebook_is_in_the_table_of_contents():
         assert f"{path.parent.name}/{path.stem}" in toc, f"{path.name} is missing from _toc.yml"
 
 
+@pytest.mark.notebook
 def test_papermill_parameters_reach_the_run(tiny_model_dirs, tmp_path, monkeypatch):
     """A sweep is one papermill call: injected parameters override the profile's values."""
     import pandas as pd

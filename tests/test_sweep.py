@@ -147,6 +147,7 @@ def failing(sweeps):
     return out, finish(process)
 
 
+@pytest.mark.notebook
 def test_two_cell_grid_completes_and_is_indexed(finished):
     out, done = finished
     assert done.returncode == 0, done.stdout + done.stderr
@@ -161,6 +162,7 @@ def test_two_cell_grid_completes_and_is_indexed(finished):
     assert "2 done" in done.stdout and "0 failed" in done.stdout
 
 
+@pytest.mark.notebook
 def test_merged_csv_carries_the_parameter_columns(finished):
     out, _ = finished
     merged = pd.read_csv(out / "merged" / "distance.csv")
@@ -174,6 +176,7 @@ def test_merged_csv_carries_the_parameter_columns(finished):
     assert (out / "merged" / "ising_check.csv").is_file()
 
 
+@pytest.mark.notebook
 def test_rerun_skips_cells_already_done(finished):
     out, _ = finished
     before = {p: p.stat().st_mtime_ns for p in out.glob("*/quick_tour.ipynb")}
@@ -185,6 +188,7 @@ def test_rerun_skips_cells_already_done(finished):
     assert (out / "index.csv").read_text() == index
 
 
+@pytest.mark.notebook
 def test_failed_cell_is_recorded_and_the_other_still_runs(failing):
     tmp_path, done = failing
     assert done.returncode == 1

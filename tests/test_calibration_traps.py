@@ -1,0 +1,225 @@
+"""Chapter 5's verdict rules calibrated on ground truth: each general claim's estimator and rule, the very
+functions the notebook calls (detect_traps, trap_catalogue, trap_table, judge_*), run on small chains whose answer
+is known by mathematics, must say "reproduced" where the claim holds and "differs" where it fails (or, where only
+one side can exist, that side; book/paper_claims.csv's `calibration` column says which).
+
+The chains are independent sites whose fields depend on a frozen last site (a profile id), so that each chain of
+a batch has its own, exactly known score gaps; states are embedded by `site_embeddings`, whose cosine distance
+is the Hamming distance over n.
+"""
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+import glauber_core as gc
+import verdicts as vd
+from chapters import traps as ch
+
+
+class ProfileFields:
+    """s_i(a; x) = fields[x_last, i, a]: independent sites whose fields depend on the frozen last site, which
+    holds the chain's profile id (its own score 50 for its own colour, so it never moves and never is weakest)."""
+
+    def __init__(self, fields):
+        fields = torch.as_tensor(fields, dtype=torch.float64)
+        profiles, n, vocab = fields.shape
+        own = torch.zeros(profiles, 1, vocab, dtype=torch.float64)
+        own[torch.arange(profiles), 0, torch.arange(profiles)] = 50.0
+        self.scores = torch.cat([fields, own], 1)
+        self.vocab_size, self.max_sites, self.n = vocab, n + 1, n
+        self.allowed = torch.ones(vocab, dtype=torch.bool)
+        self.device, self.name_or_path = torch.device("cpu"), "profile-fields"
+
+    def log_scores(self, tokens, positions):
+        return self.scores[tokens[:, -1], positions]
+
+
+def run_profiles(fields, chains_per: int, steps: int, window: int, threshold: float, tau: float = 1.0, *,
+                 record_every: int = 1, seed: int = 0, judge_with=None):
+    """Glauber chains from the all-0 state, `chains_per` per profile; traps detected on site embeddings and
+    catalogued (gaps, departures, the kernel's share) under `judge_with` (default: the chain's own model)."""
+    cond = ProfileFields(fields)
+    profiles, n = cond.scores.shape[0], cond.n
+    ids = torch.arange(profiles).repeat_interleave(chains_per)
+    x0 = torch.cat([torch.zeros(len(ids), n, dtype=torch.long), ids[:, None]], 1)
+    frozen = torch.arange(n + 1) == n
+    run = gc.glauber(cond, x0, steps, tau, frozen=frozen, seed=seed, record_every=record_every, progress=False)
+    embeddings = ch.site_embeddings(run.tokens[:, :, :n])
+    judge = judge_with or cond
+    found = {tau: ch.trap_catalogue(judge, run, ch.detect_traps(embeddings, run.steps, window, threshold))}
+    return ch.trap_table(judge, {tau: (run, embeddings)}, found), run
+
+
+def locked(profiles: int, n: int, vocab: int = 2, gap: float = 30.0, free_last: bool = False):
+    """Fields of `profiles` identical profiles: colour 0 ahead by `gap` at every site (a ground state every chain
+    keeps at tau = 1: every token the argmax, a perfect trap); with free_last the last site has no field (gap 0:
+    not every token the strict argmax, an approximate trap held by its locked neighbours)."""
+    fields = np.zeros((profiles, n, vocab))
+    fields[:, :, 0] = gap
+    if free_last:
+        fields[:, -1, :] = 0.0
+    return fields
+
+
+# The notebook's detector settings at n = 10: a 15-sweep window and the paper's threshold.
+N, WINDOW, THRESHOLD, STEPS = 10, 150, 0.12, 600
+
+
+# ------------------------------------------------------------------------------------------------
+# trap_split: both kinds occur
+# ------------------------------------------------------------------------------------------------
+
+
+def test_trap_split_holds_with_both_kinds_and_differs_with_perfect_traps_only():
+    fields = np.concatenate([locked(1, N), locked(1, N, free_last=True)])  # profile 0 perfect, 1 approximate
+    traps, _ = run_profiles(fields, 10, STEPS, WINDOW, THRESHOLD)
+    assert set(traps.kind) == {"perfect", "approximate"}
+    assert ch.judge_split(traps)[0] == vd.REPRODUCED
+    traps, _ = run_profiles(locked(1, N), 40, 300, WINDOW, THRESHOLD)  # 40 ground-state chains: 40 perfect
+    assert (traps.kind == "perfect").sum() == 40
+    assert ch.judge_split(traps)[0] == vd.DIFFERS
+
+
+def test_trap_split_with_no_trap_is_inconclusive():
+    traps, _ = run_profiles(np.zeros((1, N, 4)), 10, STEPS, WINDOW, THRESHOLD)  # uniform conditionals: moves
+    assert traps.empty and ch.judge_split(traps)[0] == vd.INCONCLUSIVE
+
+
+# ------------------------------------------------------------------------------------------------
+# approximate_trap_duration: approximate traps outlast the window (only the reproduced side exists)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_approximate_traps_held_by_locked_neighbours_outlast_the_window():
+    traps, _ = run_profiles(locked(1, N, free_last=True), 10, STEPS, WINDOW, THRESHOLD)
+    assert (traps.kind == "approximate").all() and len(traps) == 10
+    verdict, _, mean, low, _ = ch.judge_approximate_duration(traps, WINDOW)
+    assert verdict == vd.REPRODUCED and mean == STEPS / WINDOW  # held the whole run: 4 windows
+
+
+def test_approximate_trap_duration_cannot_fall_below_the_detector_floor():
+    """A flagged stretch needs a whole window below the threshold, so on any chain a detected trap lasts about
+    a window or more: a chain that moves (uniform conditionals) gives no trap (inconclusive), and a chain at
+    stationarity with every site near its favourite (independent sites, field 1.5; no metastability) gives
+    traps whose mean exceeds one window. Differs is out of the detector's reach (the calibration text says so);
+    this test pins both facts so that a change of detector or rule shows here."""
+    traps, _ = run_profiles(np.zeros((1, N, 4)), 10, STEPS, WINDOW, THRESHOLD)
+    assert ch.judge_approximate_duration(traps, WINDOW)[0] == vd.INCONCLUSIVE
+    fields = np.zeros((2, N, 2))
+    fields[:, :-1, 0] = 1.5
+    traps, _ = run_profiles(fields, 20, 1500, WINDOW, THRESHOLD)
+    assert len(traps) > 5 and (traps.duration / WINDOW).min() > 0.8
+    assert ch.judge_approximate_duration(traps, WINDOW)[0] == vd.REPRODUCED
+
+
+# ------------------------------------------------------------------------------------------------
+# mean_gap_correlation: the escape rate of independent sites is sum_i (1/n) p_i(leave), known exactly
+# ------------------------------------------------------------------------------------------------
+
+
+def gap_profiles(kind: str, profiles: int = 8, n: int = 8, seed: int = 0):
+    """kind "mean": every site at m_k except one at m_k - d_k (d_k shuffled): the exit rate, a sum over all
+    sites, follows m_k, which the mean gap tracks and the shuffled minimum does not. kind "min": one weak site
+    at m_k, the others large and shuffled: the rate follows the weak site (the minimum) and the mean follows
+    the shuffled large gaps."""
+    rng = np.random.default_rng(seed)
+    fields = np.zeros((profiles, n, profiles))
+    m = np.linspace(2.5, 5.5, profiles) if kind == "mean" else np.linspace(2.0, 5.0, profiles)
+    for k in range(profiles):
+        if kind == "mean":
+            fields[k, :, 0] = m[k]
+            fields[k, -1, 0] = m[k] - rng.permutation(np.linspace(0, 1.4, profiles))[k]
+        else:
+            fields[k, :-1, 0] = rng.uniform(8, 14, n - 1)
+            fields[k, -1, 0] = m[k]
+    return fields
+
+
+@functools.lru_cache(maxsize=None)
+def first_departure_traps(kind: str):
+    """Traps that end at their first departure: a threshold below one flipped site in one recorded state of
+    the 8-step window."""
+    return run_profiles(gap_profiles(kind), 4, 1200, 8, 0.01)[0]
+
+
+def test_mean_gap_correlation_holds_when_the_rate_follows_the_mean_and_differs_when_it_follows_the_min():
+    verdict, _, s = ch.judge_gap_correlation(first_departure_traps("mean"))
+    assert verdict == vd.REPRODUCED, s
+    traps = first_departure_traps("min")
+    verdict, _, s = ch.judge_gap_correlation(traps)
+    assert verdict == vd.DIFFERS, s
+
+
+# ------------------------------------------------------------------------------------------------
+# escape_weakest_site: against the kernel's share (only the differs / inconclusive side on a Glauber chain)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_escapes_of_a_glauber_chain_follow_the_kernel_and_are_not_reproduced():
+    traps = first_departure_traps("min")
+    verdict, reason, hits, tries, chance, low, high = ch.judge_weakest_site(traps)
+    assert tries > 500 and hits / tries > 0.5  # most departures do come at the weakest site ...
+    assert low <= chance <= high, reason  # ... exactly as often as the kernel puts them there
+    assert verdict == vd.INCONCLUSIVE
+    uniform = ch.weakest_site_chance(traps.gaps)
+    assert vd.rule_share_above_chance(hits, tries, uniform)[0] == vd.REPRODUCED  # the old, uniform null
+
+
+def test_escapes_that_break_the_models_kernel_are_judged_against_it():
+    """Chains run on a model whose weakest site is weaker (or stronger) than the judged model's: their
+    departures come at the weakest site more (or less) often than the judged model's kernel says."""
+    judged = np.zeros((1, 8, 2))
+    judged[0, :, 0] = 4.0
+    judged[0, -1, 0] = 3.0  # the weakest site: the kernel puts about 27% of departures there
+    weaker, stronger = judged.copy(), judged.copy()
+    weaker[0, -1, 0] = 1.5  # about 59% under the chain's own kernel
+    stronger[0, -1, 0] = 4.5  # about 8%
+    traps, _ = run_profiles(weaker, 16, 800, 8, 0.01, judge_with=ProfileFields(judged))
+    assert ch.judge_weakest_site(traps)[0] == vd.REPRODUCED
+    traps, _ = run_profiles(stronger, 16, 800, 8, 0.01, judge_with=ProfileFields(judged))
+    assert ch.judge_weakest_site(traps)[0] == vd.DIFFERS
+
+
+# ------------------------------------------------------------------------------------------------
+# cold_chains_stay: the upper bound of the distance from the start below NEAR_START, per temperature
+# ------------------------------------------------------------------------------------------------
+
+
+def cold_frame(fields, temperatures, steps: int = 400, chains: int = 8):
+    """The notebook's cold comparison on Potts-like chains: distance from the start after `steps` steps,
+    Hamming over n (site_embeddings) in place of the sentence embedding, through distance_at and cold_distances."""
+    cond = ProfileFields(fields)
+    n = cond.n
+    x0 = torch.cat([torch.zeros(chains, n, dtype=torch.long), torch.zeros(chains, 1, dtype=torch.long)], 1)
+    frozen = torch.arange(n + 1) == n
+    distances = {}
+    for tau in temperatures:
+        run = gc.glauber(cond, x0, steps, tau, frozen=frozen, record_every=steps, progress=False)
+        vectors = ch.site_embeddings(run.tokens[:, :, :n])
+        vectors = vectors / vectors.norm(dim=-1, keepdim=True)
+        distances[tau] = ch.distance_at(vectors, run.steps, steps)
+    return ch.cold_distances(distances[temperatures[0]], distances)
+
+
+def test_cold_chains_at_a_ground_state_stay_and_uniform_chains_move():
+    ferro = np.zeros((1, N, 3))
+    ferro[0, :, 0] = 3.0  # ground state all 0, gap 3: at tau 0.1 and 0.01 it never leaves
+    verdict, reason, parts = ch.judge_cold(cold_frame(ferro, [0.1, 0.01]))
+    assert verdict == vd.REPRODUCED, reason
+    assert all(p["high"] < ch.NEAR_START for p in parts)
+    verdict, reason, parts = ch.judge_cold(cold_frame(np.zeros((1, N, 3)), [0.1, 0.01]))  # J = 0, h = 0
+    assert verdict == vd.DIFFERS and all(p["low"] > ch.NEAR_START for p in parts), reason
+    # one temperature stays, the other moves: the claim is "at every cold temperature"
+    warm = np.zeros((1, N, 3))
+    warm[0, :, 0] = 0.3  # a weak field: stays at tau 0.01 (gap / tau = 30), moves at tau 1
+    assert ch.judge_cold(cold_frame(warm, [0.01, 1.0]))[0] == vd.DIFFERS
+
+
+def test_near_start_is_the_papers_drift_threshold():
+    import book_tools as bt
+
+    assert ch.NEAR_START == float(bt.paper_protocol("trap_split")["threshold"])
+    assert not math.isnan(ch.NEAR_START)

@@ -1,0 +1,437 @@
+"""The book's judging module: every verdict rule, the intervals they use, and the checks table.
+
+A chapter computes estimates and intervals and hands them to one of the rules below, one rule per
+statistical shape; each docstring names the rule's null and its "differs" condition. Every rule can return
+reproduced, differs and inconclusive (tests/test_verdicts.py), and every general claim's rule is calibrated
+through its chapter's own estimator on chains whose answer is known (tests/test_calibration_*.py): it must
+say "reproduced" where the claim holds by mathematics and "differs" where it fails.
+
+An inconclusive verdict says what would decide it (`decide_text`). A check of the code path (an identity
+such as a joint's delta being 0) is not a reproduction: `check_row` writes it to the Checks table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
+    "reproduced", "differs", "inconclusive", "other setup", "not run here")
+VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN)
+PASS, FAIL = "pass", "fail"
+CHECK_COLUMNS = ("check", "proves", "result", "detail")
+
+
+def finite(*values) -> bool:
+    """True when every value is a finite number (None and NaN are not)."""
+    try:
+        return all(v is not None and math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def _counts(*values) -> None:
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in values):
+        raise ValueError(f"counts must be non-negative integers, got {values}")
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals (95% unless told): Wilson, percentile bootstrap, Spearman with a bootstrap interval
+# --------------------------------------------------------------------------------------------
+
+def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals for binomial shares successes / trials, elementwise over arrays."""
+    from scipy.stats import norm
+
+    k, m = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if (m < 1).any() or (k < 0).any() or (k > m).any() or not 0 < level < 1:
+        raise ValueError("share_intervals needs 0 <= successes <= trials, trials >= 1 and 0 < level < 1")
+    z = norm.ppf(0.5 + level / 2)
+    share = k / m
+    centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
+    half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
+    return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
+
+
+def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval (Efron and Tibshirani 1993) for statistic(values), rows resampled."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
+        raise ValueError(f"values must be a 1-d array of at least 2 finite numbers, got shape {values.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
+        raise ValueError(f"resamples must be an integer >= 1, got {resamples!r}")
+    draws = np.random.default_rng(seed).integers(0, len(values), (int(resamples), len(values)))
+    stats = statistic(values[draws], axis=1)
+    return tuple(float(q) for q in np.quantile(stats, [(1 - level) / 2, (1 + level) / 2]))
+
+
+def mean_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of `values` with Student's t interval (estimate, low, high); NaNs with fewer than two finite
+    values. For few, roughly symmetric values, where a percentile bootstrap is too narrow."""
+    from scipy.stats import t
+
+    values = np.asarray(values, dtype=float).reshape(-1)
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return (float(values.mean()) if len(values) else math.nan), math.nan, math.nan
+    mean, sem = float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values)))
+    half = float(t.ppf(0.5 + level / 2, len(values) - 1)) * sem
+    return mean, mean - half, mean + half
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation along the last axis (average ranks for ties); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    denominator = np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (rx * ry).sum(-1) / denominator, np.nan)
+
+
+def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rank correlation of paired x, y and its percentile bootstrap interval (pairs resampled)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError(f"x and y must be paired 1-d arrays of at least 3 values, got {x.shape} and {y.shape}")
+    draws = np.random.default_rng(seed).integers(0, len(x), (int(resamples), len(x)))
+    low, high = np.nanquantile(rank_correlation(x[draws], y[draws]), [(1 - level) / 2, (1 + level) / 2])
+    return float(rank_correlation(x, y)), float(low), float(high)
+
+
+# --------------------------------------------------------------------------------------------
+# What would decide an inconclusive row
+# --------------------------------------------------------------------------------------------
+
+def decide_text(estimate: float, low: float, high: float, null: float) -> str:
+    """For an inconclusive interval: how much larger a run would have to be (intervals shrink as
+    1/sqrt(size)) for the interval to clear the null if the estimate held, or why no size would."""
+    if not finite(estimate, low, high, null):
+        return "a run large enough to give an interval would decide it"
+    distance = abs(estimate - null)
+    half = max(estimate - low, high - estimate)
+    if distance == 0 or half == 0:
+        return "the estimate sits at the null: no run size decides it unless the effect is not zero"
+    factor = (half / distance) ** 2
+    return f"about {max(factor, 1.1):.3g}x this run's size would decide it if the estimate holds"
+
+
+# --------------------------------------------------------------------------------------------
+# Rules: one per statistical shape
+# --------------------------------------------------------------------------------------------
+
+def rule_one_sided(low: float, high: float, null: float, direction: str = "above", *,
+                   events: int | None = None, zero_verdict: str = INCONCLUSIVE,
+                   estimate: float | None = None) -> tuple[str, str]:
+    """An interval against a null. The paper says the quantity lies `direction` ("above" or "below") of
+    `null`. Reproduced when [low, high] lies wholly on the paper's side; differs when it lies wholly on the
+    other side or at the null; inconclusive when it contains the null or there is no interval.
+    With `events == 0`: `zero_verdict`, inconclusive by default (zero is what an underpowered run shows, e.g.
+    no trap ended), or differs where zero is the answer (no rectangle above the rounding floor).
+    Given `estimate`, an inconclusive reason says what run would decide it."""
+    if direction not in ("above", "below"):
+        raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
+    if zero_verdict not in (INCONCLUSIVE, DIFFERS):
+        raise ValueError(f"zero_verdict must be inconclusive or differs, got {zero_verdict!r}")
+    if events == 0:
+        if zero_verdict == DIFFERS:
+            return DIFFERS, "zero events, and here zero is the answer: the claim fails"
+        return INCONCLUSIVE, "zero events: the run is too small to decide; a run with events would decide it"
+    if not finite(low, high):
+        return INCONCLUSIVE, "no interval could be estimated from this run"
+    if low > high:
+        raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
+    above = direction == "above"
+    if (low > null) if above else (high < null):
+        return REPRODUCED, f"95% interval [{low:.3g}, {high:.3g}] lies {direction} the null {null:g}"
+    if (high <= null) if above else (low >= null):
+        other = "below" if above else "above"
+        return DIFFERS, f"95% interval [{low:.3g}, {high:.3g}] lies {other} (or at) the null {null:g}"
+    reason = f"95% interval [{low:.3g}, {high:.3g}] contains the null {null:g}"
+    if estimate is not None:
+        reason += f"; {decide_text(estimate, low, high, null)}"
+    return INCONCLUSIVE, reason
+
+
+def rule_trend(slope: float, low: float, high: float, direction: str = "above", *,
+               what: str = "slope") -> tuple[str, str]:
+    """A trend across a grid (n, tau, depth). Null: no trend, slope 0. Reproduced when the slope's interval
+    lies on the paper's side of 0 (`direction` "above": rises), differs when it lies at or on the other side,
+    inconclusive when it contains 0 (rule_one_sided on the slope)."""
+    verdict, reason = rule_one_sided(low, high, 0.0, direction, estimate=slope)
+    return verdict, f"{what} {slope:+.3g}: {reason}" if finite(slope) else reason
+
+
+def rule_share_above_chance(hits: int, trials: int, chance: float) -> tuple[str, str, float, float]:
+    """A share against a chance level known without sampling (from the kernel, or a uniform site). Null: the
+    chance share. Reproduced when the share's Wilson interval lies above it, differs when at or below it,
+    inconclusive when it contains it or with zero trials. Returns (verdict, reason, low, high)."""
+    _counts(hits, trials)
+    if hits > trials or not (finite(chance) and 0 <= chance <= 1):
+        raise ValueError(f"need 0 <= hits <= trials and a chance share in [0, 1], got {hits}, {trials}, {chance}")
+    if trials == 0:
+        return INCONCLUSIVE, "zero events: nothing to count; a run with events would decide it", math.nan, math.nan
+    low, high = (float(v[0]) for v in share_intervals([hits], [trials]))
+    verdict, reason = rule_one_sided(low, high, chance, "above", estimate=hits / trials)
+    return verdict, f"{hits} of {trials} against chance {chance:.3g}: {reason}", low, high
+
+
+def rule_against_chance(successes: int, trials: int, chance_successes: int, chance_trials: int, *,
+                        level: float = 0.95) -> tuple[str, str, tuple[float, float]]:
+    """A share against chance measured the same way (a control). Newcombe's hybrid Wilson interval for the
+    difference successes/trials - chance_successes/chance_trials. Null: difference 0. Reproduced when it lies
+    above 0, differs when at or below 0, inconclusive otherwise, with no trials, with no events, or when both
+    sides sit at the same ceiling or floor (the statistic cannot separate them at any run size).
+    Returns (verdict, reason, interval of the difference)."""
+    counts = (successes, trials, chance_successes, chance_trials)
+    _counts(*counts)
+    if successes > trials or chance_successes > chance_trials:
+        raise ValueError(f"need integer counts with 0 <= successes <= trials, got {counts}")
+    if trials == 0 or chance_trials == 0:
+        return INCONCLUSIVE, "no trials on one side: nothing to compare", (math.nan, math.nan)
+    if successes + chance_successes == 0:
+        return INCONCLUSIVE, "zero events on both sides: the run is too small to decide", (math.nan, math.nan)
+    low1, high1 = (float(v[0]) for v in share_intervals([successes], [trials], level))
+    low2, high2 = (float(v[0]) for v in share_intervals([chance_successes], [chance_trials], level))
+    p1, p2 = successes / trials, chance_successes / chance_trials
+    low = p1 - p2 - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = p1 - p2 + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    text = (f"{successes}/{trials} against chance {chance_successes}/{chance_trials}: "
+            f"difference {p1 - p2:+.2f} [{low:+.2f}, {high:+.2f}]")
+    if p1 == p2 == 1:
+        return INCONCLUSIVE, text + ": both at ceiling; a statistic below ceiling would decide it", (low, high)
+    if low > 0:
+        return REPRODUCED, text + " lies above 0", (low, high)
+    if high <= 0:
+        return DIFFERS, text + " is not above 0", (low, high)
+    return INCONCLUSIVE, f"{text} contains 0; {decide_text(p1 - p2, low, high, 0.0)}", (low, high)
+
+
+def rule_equivalence(low: float, high: float, band_low: float, band_high: float) -> tuple[str, str]:
+    """A number against the paper's, on the paper's own model and protocol: an equivalence band [band_low,
+    band_high] (the paper's range, or its value with a stated tolerance). Reproduced when our interval lies
+    inside the band, differs when it lies wholly outside, inconclusive when it straddles an edge (too wide)
+    or there is no interval. A wide interval never reproduces."""
+    if not finite(band_low, band_high) or band_low > band_high:
+        raise ValueError(f"band must be finite with low <= high, got [{band_low}, {band_high}]")
+    band = f"the paper's band [{band_low:.3g}, {band_high:.3g}]"
+    if not finite(low, high):
+        return INCONCLUSIVE, f"no interval to set against {band}"
+    if band_low <= low and high <= band_high:
+        return REPRODUCED, f"our interval [{low:.3g}, {high:.3g}] lies inside {band}"
+    if high < band_low or low > band_high:
+        return DIFFERS, f"our interval [{low:.3g}, {high:.3g}] lies outside {band}"
+    return INCONCLUSIVE, f"our interval [{low:.3g}, {high:.3g}] straddles an edge of {band}: a larger run decides"
+
+
+def rule_all_below(values, bound: float, what: str = "value") -> tuple[str, str]:
+    """A bound every observed case must respect, on exact (computed, not sampled) values. Reproduced when
+    every value lies below `bound`, differs when one reaches it, inconclusive with no case."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if not finite(bound):
+        raise ValueError(f"bound must be finite, got {bound}")
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return INCONCLUSIVE, f"zero cases: no {what} to compare with {bound:.3g}; a run with cases would decide it"
+    worst = float(values.max())
+    over = int((values >= bound).sum())
+    if over:
+        return DIFFERS, f"{over} of {len(values)} reach the bound: largest {what} {worst:.3g} >= {bound:.3g}"
+    return REPRODUCED, f"{len(values)} of {len(values)} below the bound: largest {what} {worst:.3g} < {bound:.3g}"
+
+
+def rule_both_kinds(first: int, count: int, rare: float = 0.1, names=("perfect", "approximate")) -> tuple[str, str]:
+    """Two kinds both occur among `count` cases, `first` of the first kind. Null: one kind is absent.
+    Reproduced when each occurs at least once; differs when one is absent though the run has enough cases for
+    the 95% upper bound on its share to fall below `rare`; inconclusive otherwise (no case, or too few)."""
+    _counts(first, count)
+    if first > count or not 0 < rare < 1:
+        raise ValueError(f"need 0 <= first <= count and 0 < rare < 1, got {first}, {count}, {rare}")
+    if count == 0:
+        return INCONCLUSIVE, "zero cases: nothing to split; a run with cases would decide it"
+    second = count - first
+    if first and second:
+        return REPRODUCED, f"{first} {names[0]} and {second} {names[1]} of {count}: both kinds occur"
+    missing = names[0] if first == 0 else names[1]
+    high = float(share_intervals([0], [count])[1][0])
+    if high < rare:
+        return DIFFERS, (f"no {missing} case among {count}: its share is below {high:.2f} (95% upper bound), "
+                         f"under {rare:.0%}")
+    needed = math.ceil(3.84 / rare)  # Wilson upper bound of 0 of m falls below `rare` near m = z^2 / rare
+    return INCONCLUSIVE, (f"no {missing} case among {count}: too few to rule out a share of {rare:.0%} "
+                          f"(95% upper bound {high:.2f}); about {needed} cases would decide it")
+
+
+def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 2.0) -> tuple[str, str]:
+    """Competing forms fitted to the same data. scores: an information criterion per form (lower is better,
+    e.g. AIC). Reproduced when `claimed` beats every other form by more than `margin`, differs when another
+    form beats it by more than `margin`, inconclusive otherwise."""
+    if claimed not in scores:
+        raise ValueError(f"claimed form {claimed!r} is not among {sorted(scores)}")
+    if len(scores) < 2:
+        raise ValueError("need at least two forms to compare")
+    if not all(finite(v) for v in scores.values()):
+        return INCONCLUSIVE, "a fit could not be made on this run"
+    best_other = min((v, k) for k, v in scores.items() if k != claimed)
+    gap = best_other[0] - scores[claimed]
+    if gap > margin:
+        return REPRODUCED, f"{claimed} beats the next form ({best_other[1]}) by {gap:.1f} > {margin:g}"
+    if gap < -margin:
+        return DIFFERS, f"{best_other[1]} beats {claimed} by {-gap:.1f} > {margin:g}"
+    return INCONCLUSIVE, (f"{claimed} and {best_other[1]} are within {margin:g} of each other ({gap:+.1f}); "
+                          "more lengths or trials would decide it")
+
+
+def rule_every_part(verdicts, parts=None) -> tuple[str, str]:
+    """A claim stated "in every case" (every n, every threshold), judged part by part with one of the rules
+    above. Differs when any part differs, reproduced when every part is reproduced, inconclusive otherwise.
+    `parts` names the parts in the reason."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        return INCONCLUSIVE, "no part could be judged"
+    names = list(parts) if parts is not None else [str(k) for k in range(len(verdicts))]
+    if len(names) != len(verdicts):
+        raise ValueError(f"{len(verdicts)} verdicts but {len(names)} part names")
+    tally = ", ".join(f"{name}: {v}" for name, v in zip(names, verdicts))
+    if DIFFERS in verdicts:
+        return DIFFERS, f"a part differs ({tally})"
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED, f"every part reproduced ({tally})"
+    return INCONCLUSIVE, f"not every part decided ({tally})"
+
+
+# --------------------------------------------------------------------------------------------
+# Model-specific numbers: judged only on the paper's model and protocol, against an equivalence band
+# --------------------------------------------------------------------------------------------
+
+_UNSTATED = re.compile(r"not stated|missing|number not stated", re.I)
+
+
+def _same_item(ours, theirs: str) -> bool:
+    try:
+        return math.isclose(float(str(ours).replace(",", "")), float(theirs.replace(",", "")), rel_tol=1e-9)
+    except ValueError:
+        return str(ours).strip().lower() == theirs.strip().lower()
+
+
+def compare_setup(model: str, setup: dict, paper_models, protocol: dict) -> tuple[list[str], list[str]]:
+    """Our run's model and setup item by item against the paper's: (differences, unstated). The model is
+    matched by its exact Hugging Face name (case-insensitive) among `paper_models`; an item the paper does
+    not state (absent, or marked "not stated") goes to `unstated` and does not count as a difference."""
+    names = {str(m).strip().lower() for m in paper_models}
+    differences = [] if str(model).strip().lower() in names else [
+        f"model {model} (paper: {', '.join(paper_models) or 'not named'})"]
+    unstated = []
+    for key, ours in setup.items():
+        theirs = protocol.get(key)
+        if theirs is None or _UNSTATED.search(theirs):
+            unstated.append(f"{key} {ours} (paper: not stated)")
+        elif not _same_item(ours, theirs):
+            differences.append(f"{key} {ours} (paper: {theirs})")
+    unstated += [f"{key} (paper: {value})" for key, value in protocol.items()
+                 if key not in setup and _UNSTATED.search(value)]
+    return differences, unstated
+
+
+def judge_model_specific(model: str, setup: dict, low: float, high: float, *, paper_models, protocol: dict,
+                         band: tuple[float, float] | None) -> tuple[str, str, str]:
+    """A model-specific claim: (verdict, reason, setup text). With any difference in model or protocol it is
+    "other setup" (shown, not judged) and the setup text names each difference; on the paper's own setup it
+    is judged by rule_equivalence against `band` (inconclusive when the paper gives none). Items the paper
+    does not state are listed in the setup text without blocking."""
+    differences, unstated = compare_setup(model, setup, paper_models, protocol)
+    tail = f"; not stated by the paper: {', '.join(unstated)}" if unstated else ""
+    if differences:
+        return OTHER_SETUP, "measured on another setup: shown, not judged", "; ".join(differences) + tail
+    setup_text = "the paper's model and protocol" + tail
+    if band is None:
+        return INCONCLUSIVE, "the paper gives no number to set a band on", setup_text
+    verdict, reason = rule_equivalence(low, high, *band)
+    return verdict, reason, setup_text
+
+
+# --------------------------------------------------------------------------------------------
+# Checks: identities and controls of the code path (pass / fail), outside the verdict count
+# --------------------------------------------------------------------------------------------
+
+def check_row(check: str, proves: str, passed: bool, detail: str) -> dict:
+    """One row of a chapter's checks.csv: what the check proves about the code path and whether it passed."""
+    if not check or not proves:
+        raise ValueError("a check needs a name and a sentence saying what it proves")
+    return dict(check=check, proves=proves, result=PASS if passed else FAIL, detail=detail)
+
+
+def control_check(compatible: float, incompatible: dict[str, float], floor: float) -> tuple[bool, str]:
+    """The compatible model must sit at the rounding floor (largest |statistic| <= floor) and every
+    known-incompatible reference above it: (passed, detail)."""
+    if not incompatible:
+        raise ValueError("name at least one known-incompatible reference model")
+    if not finite(compatible, floor, *incompatible.values()):
+        return False, "a statistic could not be computed"
+    weak = [name for name, value in incompatible.items() if value <= floor]
+    refs = ", ".join(f"{name} {value:.2g}" for name, value in incompatible.items())
+    detail = f"compatible {compatible:.1e} (floor {floor:g}); incompatible references {refs}"
+    if compatible > floor:
+        return False, detail + ": the compatible model exceeds the floor"
+    if weak:
+        return False, detail + f": {', '.join(weak)} also stay(s) at the floor"
+    return True, detail
+
+
+# --------------------------------------------------------------------------------------------
+# Two thresholds on one exact grid (chapter 2: Theorem 5's condition against fast mixing)
+# --------------------------------------------------------------------------------------------
+
+def grid_threshold(grid, holds) -> tuple[float, float]:
+    """Where a condition computed exactly on an increasing grid starts to hold for good: (before, first), the
+    last grid value where it fails and the first one from which it holds to the grid's end. The true threshold
+    lies in (before, first]. before = 0 when it holds on the whole grid; first = inf when it fails at the top
+    (then the threshold lies above the grid: `before`, the top, is a lower bound)."""
+    grid, holds = np.asarray(grid, dtype=float), np.asarray(holds, dtype=bool)
+    if grid.ndim != 1 or len(grid) == 0 or grid.shape != holds.shape or not (np.diff(grid) > 0).all() or (
+            grid[0] <= 0):
+        raise ValueError("grid must be positive and increasing, with one `holds` value per grid point")
+    failing = np.flatnonzero(~holds)
+    if len(failing) == 0:
+        return 0.0, float(grid[0])
+    last = failing[-1]
+    return float(grid[last]), (float(grid[last + 1]) if last + 1 < len(grid) else math.inf)
+
+
+def rule_threshold_ratio(grid, reference_holds, claimed_holds, factor: float, *,
+                         names=("reference", "claimed")) -> tuple[str, str, float, float]:
+    """Two conditions computed exactly (not sampled) on one increasing grid, each holding from a threshold on
+    (`grid_threshold`): the paper says the claimed condition's threshold lies more than `factor` times above
+    the reference's. The grid brackets their ratio in [low, high] = [before_claimed / first_reference,
+    first_claimed / before_reference] (high is inf when the reference holds on the whole grid or the claimed
+    condition never holds on it: that case is a lower bound, not a value). Null: the ratio is at most
+    `factor`. Reproduced when low > factor; differs when high <= factor, or when the claimed condition already
+    holds wherever the reference does (first_claimed <= first_reference); inconclusive otherwise (a denser or
+    wider grid would decide) or when the reference never holds on the grid. Returns (verdict, reason, low,
+    high)."""
+    if not (finite(factor) and factor >= 1):
+        raise ValueError(f"factor must be a finite number >= 1, got {factor!r}")
+    ref_before, ref_first = grid_threshold(grid, reference_holds)
+    claim_before, claim_first = grid_threshold(grid, claimed_holds)
+    reference, claimed = names
+    if math.isinf(ref_first):
+        return (INCONCLUSIVE, f"{reference} never holds to the grid's top: nothing to compare; a grid reaching "
+                f"further would decide it", math.nan, math.nan)
+    low = claim_before / ref_first
+    high = claim_first / ref_before if ref_before > 0 else math.inf
+    where = (f"{reference} from {ref_first:g} (after {ref_before:g}), {claimed} from "
+             + (f"{claim_first:g}" if math.isfinite(claim_first) else f"above the grid's top {claim_before:g}")
+             + f": ratio in [{low:.3g}, {high:.3g}]")
+    if low > factor:
+        return REPRODUCED, f"{where}, above the factor {factor:g}", low, high
+    if claim_first <= ref_first:
+        return DIFFERS, f"{where}: {claimed} already holds wherever {reference} does", low, high
+    if high <= factor:
+        return DIFFERS, f"{where}, at most the factor {factor:g}", low, high
+    return INCONCLUSIVE, f"{where} contains the factor {factor:g}; a denser grid would decide it", low, high
