@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book check-colab test test-fast benchmark across-models clean
+.PHONY: setup book book-smoke check-book check-colab test test-fast benchmark across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -83,6 +83,11 @@ benchmark: setup
 # results/across_models/ (committed; the book's "Across models" page reads it and names this command).
 across-models: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py
+
+# Every chapter on AntiBERTy, a protein MLM pretrained by others (at most 40 min on 2 cores). Writes
+# results/antiberty/ (committed; the book's "A pretrained MLM: AntiBERTy" page reads it and names this command).
+antiberty: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py --set antiberty
 
 clean:
 	rm -rf _build results/*/checkpoints

@@ -456,6 +456,7 @@ def read_benchmark(path: str | Path) -> pd.DataFrame:
 ACROSS_MODELS = REPO_ROOT / "results" / "across_models"
 ACROSS_CHAPTERS = ("01_incompatibility", "02_mixing_bounds", "04_basins")
 ACROSS_COMMAND = "make across-models"
+ANTIBERTY_RESULTS = REPO_ROOT / "results" / "antiberty"   # make antiberty (tools/across_models.py --set antiberty)
 RUN_TABLE_COLUMNS = ("chapter", "model", "status", "seconds", "profile", "command", "commit", "finished")
 
 

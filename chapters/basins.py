@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 import book_tools as bt
+from verdicts import INCONCLUSIVE, finite, mean_interval, rule_every_part, rule_one_sided
 from glauber_core import (
     MaskedLMConditionals,
     Trajectory,
@@ -262,8 +263,12 @@ def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------------------------
-# Chance controls and the verdict rules of section 6.2 (stated in the chapter before the run)
+# Chance text and the estimates the verdicts of section 6.2 are judged on (rules: verdicts.py)
 # --------------------------------------------------------------------------------------------
+
+
+# How the setup dict names each seed source (glauber_core.seed_passages' `passages`), as paper_claims.csv does
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
 
 
 def scores_or_uniform(texts, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tensor:
@@ -277,24 +282,21 @@ def scores_or_uniform(texts, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tens
     return scores
 
 
-def shuffled_null(tokens: torch.Tensor, replicas: int = 1, *, seed: int = 0) -> torch.Tensor:
-    """The chance control: the chains' own states [B, R, n] with, at every record and every position,
-    the tokens dealt out afresh among the B chains (an independent random permutation per record and
-    position), `replicas` times: [replicas * B, R, n], replica-major. Every position keeps the model's
-    own tokens there; only what ties a chain's tokens to each other (the text's structure, its basin)
-    is gone. Chains with no such structure are exchangeable with their shuffles."""
-    tokens = torch.as_tensor(tokens).cpu()
-    if tokens.dim() != 3 or tokens.shape[0] < 1:
-        raise ValueError(f"tokens must be chain states [B, R, n], got shape {tuple(tokens.shape)}")
-    replicas = check_count(replicas, "replicas", 1)
-    batch, records, n = tokens.shape
+def chance_tokens(cond, count: int, n: int, *, seed: int = 0) -> torch.Tensor:
+    """Basin-free text, the chance level of the chapter's claims: `count` states [count, n] of tokens
+    drawn uniformly and independently from the model's allowed tokens (no model involved, so no basin,
+    no seed topic and no structure). A model whose conditionals are uniform (a random-weight MLM is
+    close to that) has exactly this law as its stationary law."""
+    count, n = check_count(count, "count", 1), check_count(n, "n", 1)
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
     generator = torch.Generator().manual_seed(int(seed))
-    order = torch.rand(replicas, batch, records, n, generator=generator).argsort(1)
-    return tokens.unsqueeze(0).expand(replicas, -1, -1, -1).gather(1, order).reshape(-1, records, n)
+    return allowed[torch.randint(len(allowed), (count, n), generator=generator)]
 
 
 def state_topic_scores(cond, tokens: torch.Tensor, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tensor:
-    """Topic scores [B, R, L] of chain states [B, R, n], in one batched call."""
+    """Topic scores [B, R, L] of chain states [B, R, n] (or [B, L] of states [B, n]), in one batched call."""
+    if tokens.dim() == 2:
+        return scores_or_uniform(cond.decode_batch(tokens), labels, **scorer)
     batch, records, n = tokens.shape
     scores = scores_or_uniform(cond.decode_batch(tokens.reshape(-1, n)), labels, **scorer)
     return scores.reshape(batch, records, -1)
@@ -317,12 +319,17 @@ def control_labels(seed_labels, labels, target: str = "politics") -> list[str]:
     return picks
 
 
+CROSSING_COLUMNS = ["chain", "seed_topic", "control_label", "looks", "target_peak", "target_crossed",
+                    "control_crossed", "target_share", "control_share", "first_crossing"]
+
+
 def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "politics",
                    seed_labels: dict | None = None) -> pd.DataFrame:
-    """Per chain seeded outside `target`'s topic, from a topic_frame: whether `target` scores above
-    `baseline` at some record after the start, and whether the chain's control label (control_labels)
-    does, on the same records. Columns chain, seed_topic, control_label, target_peak, target_crossed,
-    control_crossed."""
+    """Per chain seeded outside `target`'s topic, from a topic_frame, over its records after the start
+    (`looks` of them): whether `target` scores above `baseline` at some record (target_crossed) and
+    its peak, the share of records where it does (target_share, the per-chain statistic the verdict
+    uses: below ceiling unless every record crosses), the same two for the chain's control label
+    (control_labels) on the same records, and the first step at which `target` crosses (NaN: never)."""
     seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
     if baseline is None or not 0 < baseline < 1:
         raise ValueError(f"baseline must be a number in (0, 1) (1/L for L labels), got {baseline!r}")
@@ -333,81 +340,134 @@ def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "
                          f"missing {missing}")
     later = frame[(frame.step > frame.step.min()) & (frame.seed_topic.map(seed_labels) != target)]
     if later.empty:
-        return pd.DataFrame(columns=["chain", "seed_topic", "control_label", "target_peak", "target_crossed",
-                                     "control_crossed"])
-    peaks = later.groupby("chain", sort=True)[labels].max()
-    topics = later.groupby("chain", sort=True).seed_topic.first()
+        return pd.DataFrame(columns=CROSSING_COLUMNS)
+    chains = later.groupby("chain", sort=True)
+    peaks, topics = chains[labels].max(), chains.seed_topic.first()
+    above = (later[labels] > baseline).groupby(later.chain, sort=True).mean()
     controls = control_labels([seed_labels[t] for t in topics], labels, target)
     control_peak = np.array([peaks.loc[c, k] for c, k in zip(peaks.index, controls)])
+    control_share = np.array([above.loc[c, k] for c, k in zip(peaks.index, controls)])
+    first = later[later[target] > baseline].groupby("chain").step.min().reindex(peaks.index)
     return pd.DataFrame({"chain": peaks.index, "seed_topic": topics.to_numpy(), "control_label": controls,
-                         "target_peak": peaks[target].to_numpy(),
+                         "looks": chains.size().to_numpy(), "target_peak": peaks[target].to_numpy(),
                          "target_crossed": peaks[target].to_numpy() > baseline,
-                         "control_crossed": control_peak > baseline}).reset_index(drop=True)
+                         "control_crossed": control_peak > baseline,
+                         "target_share": above[target].to_numpy(), "control_share": control_share,
+                         "first_crossing": first.to_numpy(dtype=float)}).reset_index(drop=True)
 
 
-def recurrence_rule(crossed: int, chains: int, label_crossed: int, free_crossed: int,
-                    free_chains: int) -> tuple[str, str, tuple[float, float]]:
-    """The politics-recurrence rule: `crossed` of `chains` chains cross the politics baseline; against
-    chance twice, with rule_against_chance: (a) the same chains' control label crossing the same
-    baseline on the same records (label_crossed of chains), (b) shuffled chains (shuffled_null: the
-    same looks, tokens dealt out among the chains per position) crossing it (free_crossed of
-    free_chains). Reproduced when politics beats both; differs when either comparison lies at or below
-    0; inconclusive otherwise.
-    Returns (verdict, reason, (estimate, low, high) of the weaker difference: the lower interval)."""
-    label = bt.rule_against_chance(crossed, chains, label_crossed, chains)
-    free = bt.rule_against_chance(crossed, chains, free_crossed, free_chains)
-    reason = f"vs another label: {label[1]}; vs shuffled chains: {free[1]}"
-    compared = [(label, label_crossed, chains), (free, free_crossed, free_chains)]
-    finite = [(v[2][0], v[2][1], crossed / chains - k / m) for v, k, m in compared if math.isfinite(v[2][0])]
-    low, high, estimate = min(finite) if finite else (math.nan, math.nan, math.nan)
-    interval = (estimate, low, high)
-    if bt.DIFFERS in (label[0], free[0]):
-        return bt.DIFFERS, reason, interval
-    if label[0] == free[0] == bt.REPRODUCED:
-        return bt.REPRODUCED, reason, interval
-    return bt.INCONCLUSIVE, reason, interval
+def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
+    """mean(x) - mean(y) with Welch's t interval (two independent samples, unequal variances):
+    (estimate, low, high); NaNs when either sample has fewer than two finite values. Both samples
+    constant: the interval is the estimate itself."""
+    from scipy.stats import t
+
+    x, y = (np.asarray(v, dtype=float).reshape(-1) for v in (x, y))
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) < 2 or len(y) < 2:
+        return math.nan, math.nan, math.nan
+    estimate = float(x.mean() - y.mean())
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    if vx + vy == 0:
+        return estimate, estimate, estimate
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    half = float(t.ppf(0.5 + level / 2, df)) * math.sqrt(vx + vy)
+    return estimate, estimate - half, estimate + half
 
 
-def seed_loss_intervals(start, end, null_end, resamples: int = 2_000, *, seed: int = 0) -> dict:
-    """Per chain, its seed label's score at the start and at the last step, and null_end [r, C]: the
-    same label's score on r shuffles of the final states (shuffled_null), at the chain's place. Returns
-    {"fall": (estimate, low, high) of mean(start - end), "beyond_null": (estimate, low, high) of the
-    mean over chains of the share of its shuffles that score higher than the chain (ties count half;
-    0.5 when the chain is exchangeable with its shuffles, whatever the skew of the scores)}, percentile
-    bootstrap over chains; NaNs with fewer than two chains or a non-finite score."""
-    start, end, null_end = (np.asarray(v, dtype=float) for v in (start, end, null_end))
-    if start.ndim != 1 or start.shape != end.shape or null_end.ndim != 2 or null_end.shape[1] != len(end):
-        raise ValueError(f"need start and end [C] and null_end [r, C] of one length C, got {start.shape}, "
-                         f"{end.shape}, {null_end.shape}")
+def _interval(values) -> tuple[float, float, float]:
+    values = np.asarray(values, dtype=float)
+    if len(values) >= 2 and np.isfinite(values).all() and np.ptp(values) == 0:
+        return (float(values[0]),) * 3
+    return mean_interval(values)
+
+
+def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) -> dict:
+    """The politics-recurrence verdict, per chain and below ceiling. Two comparisons, each judged by
+    verdicts.rule_one_sided against 0 and combined by rule_every_part (reproduced when both are,
+    differs when either differs):
+    (a) politics against another label: the mean over chains of target_share - control_share (the
+        share of a chain's records above the baseline for the target minus that for its control label,
+        paired on the same chain and records), Student's t interval;
+    (b) politics against basin-free text: mean target_share minus the share of chance texts
+        (chance_tokens, scored the same way: `chance_target` holds their target scores) above the
+        baseline, Welch's interval.
+    Returns {"verdict", "reason", "label": (est, low, high), "chance": (est, low, high), "chance_share"}."""
+    chance = np.asarray(chance_target, dtype=float) > baseline
+    nothing = (math.nan,) * 3
+    if len(crossings) < 2:
+        return {"verdict": INCONCLUSIVE, "reason": "fewer than two chains seeded outside politics: no interval",
+                "label": nothing, "chance": nothing, "chance_share": float(chance.mean()) if len(chance) else math.nan}
+    share = crossings.target_share.to_numpy(dtype=float)
+    label = _interval(share - crossings.control_share.to_numpy(dtype=float))
+    against = welch_interval(share, chance.astype(float))
+    parts, reasons = [], []
+    for name, (estimate, low, high) in (("vs a control label", label), ("vs basin-free text", against)):
+        verdict, reason = rule_one_sided(low, high, 0.0, "above", estimate=estimate)
+        parts.append(verdict)
+        reasons.append(f"{name}: {estimate:+.2f}, {reason}" if math.isfinite(estimate) else f"{name}: {reason}")
+    verdict, tally = rule_every_part(parts, ["vs a control label", "vs basin-free text"])
+    return {"verdict": verdict, "reason": f"{tally}; " + "; ".join(reasons), "label": label, "chance": against,
+            "chance_share": float(chance.mean())}
+
+
+def rise_table(frame: pd.DataFrame, chance_target, target: str = "politics",
+               seed_labels: dict | None = None) -> pd.DataFrame:
+    """Table 3a per seed topic outside `target`'s: the target score's mean rise from the first to the
+    last step over the topic's chains (t interval) and its mean at the last step minus its mean on
+    basin-free text (`chance_target`: the chance texts' target scores; Welch's interval). A part is
+    reproduced when both lie above 0 (rule_every_part over the two rule_one_sided verdicts): a rise
+    that dissolving into word salad explains does not count. Columns chains, rise, rise_low,
+    rise_high, end_vs_chance, end_low, end_high, verdict, reason."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    missing = [c for c in ("chain", "step", "seed_topic", target) if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(f"frame must be non-empty with columns chain, step, seed_topic, {target}; missing {missing}")
+    first, last = frame.step.min(), frame.step.max()
+    rows = []
+    for topic, group in frame[frame.seed_topic.map(seed_labels) != target].groupby("seed_topic", sort=False):
+        start = group[group.step == first].set_index("chain")[target]
+        end = group[group.step == last].set_index("chain")[target].reindex(start.index)
+        rise, versus = _interval(end - start), welch_interval(end, chance_target)
+        verdicts = [rule_one_sided(v[1], v[2], 0.0, "above", estimate=v[0]) for v in (rise, versus)]
+        verdict, reason = rule_every_part([v for v, _ in verdicts], ["rise from the start", "end vs chance"])
+        rows.append({"seed topic": topic, "chains": len(start), "rise": rise[0], "rise_low": rise[1],
+                     "rise_high": rise[2], "end_vs_chance": versus[0], "end_low": versus[1], "end_high": versus[2],
+                     "verdict": verdict, "reason": reason})
+    columns = ["chains", "rise", "rise_low", "rise_high", "end_vs_chance", "end_low", "end_high", "verdict",
+               "reason"]
+    return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
+
+
+def seed_loss_intervals(start, end, chance_end) -> dict:
+    """Per chain, its seed label's score at the start and at the last step, and chance_end [M, C]: the
+    same label's score on M basin-free texts (chance_tokens), in the chain's column. Returns
+    {"fall": (estimate, low, high) of mean(start - end), "beyond_chance": (estimate, low, high) of the
+    mean over chains of the share of chance texts scoring the seed label higher than the chain's last
+    state (ties count half; 0.5 when the chain ends like basin-free text, whatever the skew of the
+    scores)}, Student's t intervals over chains; NaNs with fewer than two chains or a non-finite score."""
+    start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
+    if start.ndim != 1 or start.shape != end.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(end):
+        raise ValueError(f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
+                         f"{end.shape}, {chance_end.shape}")
     nothing = (math.nan, math.nan, math.nan)
-    if len(start) < 2 or not np.isfinite(np.concatenate([start, end, null_end.ravel()])).all():
-        return {"fall": nothing, "beyond_null": nothing}
-    above = ((null_end > end) + 0.5 * (null_end == end)).mean(0)
-    intervals = {}
-    for name, values in (("fall", start - end), ("beyond_null", above)):
-        if np.ptp(values) == 0:
-            intervals[name] = (float(values[0]),) * 3
-        else:
-            intervals[name] = (float(values.mean()), *bt.bootstrap_ci(values, resamples=resamples, seed=seed))
-    return intervals
+    if len(start) < 2 or not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
+        return {"fall": nothing, "beyond_chance": nothing}
+    above = ((chance_end > end) + 0.5 * (chance_end == end)).mean(0)
+    return {"fall": _interval(start - end), "beyond_chance": _interval(above)}
 
 
-def seed_loss_rule(fall: tuple, beyond_null: tuple) -> tuple[str, str]:
-    """The seed-topic-loss rule. The paper says the seed label's score falls; a fall that word salad
-    explains does not count. Null: a chain ends no further from its topic than its shuffles (the same
-    final tokens per position dealt out among the chains): a share 0.5 of them score higher.
-    Reproduced when the interval of that share lies above 0.5; differs when the interval of
-    mean(start - final) lies at or below 0 (no fall at all); inconclusive otherwise or without
-    intervals."""
-    if not all(math.isfinite(v) for v in (*fall, *beyond_null)):
-        return bt.INCONCLUSIVE, "too few chains for an interval"
-    words = (f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; shuffles "
-             f"scoring higher {beyond_null[0]:.2f} [{beyond_null[1]:.2f}, {beyond_null[2]:.2f}] (null 0.5)")
-    if fall[2] <= 0:
-        return bt.DIFFERS, words + ": the seed score does not fall"
-    if beyond_null[1] > 0.5:
-        return bt.REPRODUCED, words + ": the chains end further from their topic than their shuffles"
-    return bt.INCONCLUSIVE, words + ": not clearly further from the topic than their shuffles"
+def seed_loss_verdict(loss: dict) -> tuple[str, str]:
+    """The seed-topic-loss verdict: verdicts.rule_one_sided on the interval of the share of basin-free
+    texts scoring the seed label higher than the chain's last state, against 0.5 (the chain ends no
+    further from its topic than word salad). Reproduced above 0.5 (the chains end further from their
+    topic than salad: they moved on to other readable text); differs at or below 0.5 (they keep their
+    topic than salad has); inconclusive when it contains 0.5 (a chain that dissolves into salad)."""
+    estimate, low, high = loss["beyond_chance"]
+    verdict, reason = rule_one_sided(low, high, 0.5, "above", estimate=estimate)
+    fall = loss["fall"]
+    words = (f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; " if finite(*fall) else "")
+    return verdict, words + f"chance texts scoring higher: {reason}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,11 +502,25 @@ def trajectory_words(records: int, distinct: int, every: int) -> dict:
                                 "as dark, tight clusters")}
 
 
+def first_chains(frame: pd.DataFrame, per_topic: int, by: str = "seed_topic") -> pd.DataFrame:
+    """The rows of the first `per_topic` chains (in chain order) of every group of `by`."""
+    per_topic = check_count(per_topic, "per_topic", 1)
+    keep = frame.groupby(by, sort=False).chain.unique().map(lambda chains: sorted(chains)[:per_topic])
+    return frame[frame.chain.isin([c for chains in keep for c in chains])]
+
+
+def endpoint_chains(available: int) -> int:
+    """Chains per seed topic for Table 5's endpoint row: the paper's count (its protocol in
+    paper_claims.csv), or all we have when fewer."""
+    return min(int(bt.paper_protocol("endpoint_topics_crossing")["chains_per_topic"]), int(available))
+
+
 def endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str,
                  target: str = "politics") -> dict:
     """Table 5's endpoint comparison (B.5) as a model-specific claims row: how many seed topics other
     than the target end, on average over their chains, above the baseline. table3: recurrence_table of
-    the run; setup: our protocol items (chains per topic are read from table3)."""
+    the chains used (first_chains with endpoint_chains per topic); setup: our protocol items (chains per
+    topic are read from table3)."""
     ends = table3.drop(index=target, errors="ignore")[f"{target} at end"]
     chains = sorted(set(table3.chains.astype(int)))
     per_topic = str(chains[0]) if len(chains) == 1 else f"{chains[0]}-{chains[-1]}"
@@ -464,53 +538,75 @@ def endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: s
                                  f"({marks})", model=model, setup=setup, low=above, high=above)
 
 
-def chapter_verdicts(crossings: pd.DataFrame, recurrence: tuple, loss: tuple, loss_verdict: tuple, *,
-                     setup: dict, model: str, free: tuple[int, int]) -> tuple[list[dict], dict]:
+def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
+    """politics_rises_every_topic: rule_every_part over the seed topics of rise_table."""
+    return rule_every_part(rises.verdict.tolist(), rises.index.tolist())
+
+
+def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: dict, *,
+                     setup: dict, model: str) -> tuple[list[dict], dict]:
     """The chapter's claims rows (Table 5's endpoint row is endpoint_row's) and the verdict words its prose
     quotes.
 
-    crossings: crossing_table of the run; recurrence: recurrence_rule's (verdict, reason, interval);
-    loss: seed_loss_intervals' {"fall", "beyond_null"} and loss_verdict seed_loss_rule's (verdict, reason);
-    setup: our protocol items (keys as in paper_claims.csv's protocol column); free: (shuffled
-    chains crossing, shuffled chains)."""
+    crossings: crossing_table of the run; recurrence: recurrence_verdict's dict; rises: rise_table;
+    loss: seed_loss_intervals' {"fall", "beyond_chance"}; setup: our protocol items (keys as in
+    paper_claims.csv's protocol column)."""
     chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
     label_crossed = int(crossings.control_crossed.sum()) if chains else 0
-    share = crossed / chains if chains else math.nan
+    missing = "fewer than two chains: no estimate"
+    weaker = min((recurrence["label"], recurrence["chance"]), key=lambda v: v[1] if finite(v[1]) else -math.inf)
     if chains:
         low, high = (float(v[0]) for v in bt.share_intervals([crossed], [chains]))
-        difference = bt.interval_text(*recurrence[2], missing="no difference estimable (zero events)")
-        recurrence_text = f"{crossed} of {chains} ({share:.2f}); minus chance (weaker control): {difference}"
+        politics, control = crossings.target_share.mean(), crossings.control_share.mean()
+        recurrence_text = (f"share of a chain's looks above 1/L: politics {politics:.2f}, control label "
+                           f"{control:.2f}, basin-free text {recurrence['chance_share']:.2f}; politics minus "
+                           f"control {bt.interval_text(*recurrence['label'], signed=True, missing=missing)}, "
+                           f"minus basin-free text "
+                           f"{bt.interval_text(*recurrence['chance'], signed=True, missing=missing)}")
     else:
-        low = high = math.nan
+        low = high = politics = control = math.nan
         recurrence_text = "no chain seeded outside politics in this run"
-    missing = "fewer than two chains: no estimate"
-    excess_text = (f"{bt.interval_text(*loss['beyond_null'], digits=2, missing=missing)} (fall from the start "
+    rise_verdict, rise_reason = rises_verdict(rises)
+    rise_text = "; ".join(
+        f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=missing)}, "
+        f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=missing)}"
+        for topic, r in rises.iterrows()) or "no seed topic outside politics in this run"
+    loss_verdict = seed_loss_verdict(loss)
+    excess_text = (f"{bt.interval_text(*loss['beyond_chance'], digits=2, missing=missing)} (fall from the start "
                    f"{bt.interval_text(*loss['fall'], digits=3, missing=missing)})")
     peak = float(crossings.target_peak.max()) if chains else math.nan
     peak_text = f"{peak:.3f}" if chains else "no chain seeded outside politics was scored after its start"
     rows = [
         bt.claim_row("politics_recurrence",
-                     "share of non-politics chains ever above 1/9 politics, against a control label on the "
-                     "same looks and against the chains' shuffles", share, recurrence_text, recurrence[0],
-                     recurrence[1]),
+                     "politics minus control label, and minus basin-free text, in the share of a chain's looks "
+                     "above 1/L (chains seeded outside politics; the weaker difference)", weaker[0],
+                     recurrence_text, recurrence["verdict"], recurrence["reason"], low=weaker[1], high=weaker[2],
+                     null=0.0),
+        bt.claim_row("politics_rises_every_topic",
+                     "per seed topic outside politics: mean politics rise from start to end, and end minus "
+                     "basin-free text", int((rises.verdict == bt.REPRODUCED).sum()), rise_text, rise_verdict,
+                     rise_reason),
         bt.claim_row("seed_topic_loss",
-                     "share of shuffled final states scoring the seed label higher than their chain "
-                     "(mean over chains; null 0.5)", loss["beyond_null"][0], excess_text, *loss_verdict),
-        bt.model_specific_row("politics_recurrence_count", "non-politics chains ever above 1/9 politics",
-                              crossed, f"{crossed} of {chains} non-politics chains" if chains else
-                              recurrence_text, model=model, setup=setup,
-                              low=low * chains, high=high * chains),
+                     "share of basin-free texts scoring the seed label higher than the chain's last state "
+                     "(mean over chains; null 0.5)", loss["beyond_chance"][0], excess_text, *loss_verdict,
+                     low=loss["beyond_chance"][1], high=loss["beyond_chance"][2], null=0.5),
+        bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
+                              crossed / chains if chains else math.nan,
+                              f"{crossed} of {chains} non-politics chains" if chains else recurrence_text,
+                              model=model, setup=setup, low=low, high=high),
         bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
-                              peak, peak_text, model=model, setup=setup),
+                              peak, peak_text, model=model, setup=setup, low=peak, high=peak),
     ]
-    below = {bt.REPRODUCED: "clearly below theirs", bt.DIFFERS: "no lower than at the start"}.get(
-        loss_verdict[0], "not clearly below theirs")
+    below = {bt.REPRODUCED: "clearly below", bt.DIFFERS: "no lower than"}.get(loss_verdict[0], "not clearly below")
     strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
-    words = {"ch4_verdict_politics_recurrence": recurrence[0], "ch4_verdict_seed_topic_loss": loss_verdict[0],
+    words = {"ch4_verdict_politics_recurrence": recurrence["verdict"],
+             "ch4_verdict_seed_topic_loss": loss_verdict[0], "ch4_verdict_rises": rise_verdict,
              "ch4_crossed": f"{crossed} of {chains}", "ch4_label_crossed": f"{label_crossed} of {chains}",
-             "ch4_free_crossed": f"{free[0]} of {free[1]}", "ch4_peak": peak_text,
-             "ch4_strong": f"{strong} of {chains}",
-             "ch4_seed_loss": f"{below} (share of shuffles scoring higher: {excess_text})"}
+             "ch4_share_politics": f"{politics:.2f}", "ch4_share_control": f"{control:.2f}",
+             "ch4_share_chance": f"{recurrence['chance_share']:.2f}", "ch4_peak": peak_text,
+             "ch4_strong": f"{strong} of {chains}", "ch4_rises": rise_text,
+             "ch4_seed_loss": f"{below} those of basin-free text (share of chance texts scoring higher: "
+                              f"{excess_text})"}
     return rows, words
 
 
@@ -533,9 +629,7 @@ def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.Dat
         "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-politics seed topics "
                           f"({', '.join(falls) or 'none'})",
         "ch4_politics_seed_start": f"{own_start:.2f}", "ch4_other_seed_start": f"{other_start:.2f}",
-        "ch4_politics_seed_note": "lower, as its seed passages are often about policy areas (health, "
-                                  "schools, the environment) that the scorer files elsewhere"
-                                  if own_start < other_start else "not lower",
+        "ch4_politics_seed_note": "lower" if own_start < other_start else "not lower",
         "ch4_false_alarm": f"{q:.0%}", "ch4_records": f"{looks}", "ch4_by_chance": f"{by_chance:.2f}",
         "ch4_top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
         "ch4_politics_lead": f"{overall[target]:.0%}",

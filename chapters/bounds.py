@@ -21,11 +21,13 @@ from glauber_core import (
     all_states,
     check_count,
     check_enumerable,
+    check_temperature,
     check_tokens,
     conditional_log_probs,
     conditional_probs,
     exact_mixing_time,
     exact_stationary,
+    glauber_kernel,
     influence_coefficients,
     mixing_time_bound,
     seed_passages,
@@ -39,6 +41,11 @@ NOTEBOOK = "02_mixing_bounds"
 FAST_FACTOR = 2.0
 CONDITION_FACTOR = 2.0
 PL_FLOOR = 1e-9  # mu_vs_pseudolikelihood_tv: the rounding floor of an exactly computed TV
+# Exact window chains over the model's FULL vocabulary run when it has at most this many allowed tokens
+# (a protein MLM's 20 residues: 20^k states for k free sites).
+FULL_VOCABULARY_LIMIT = 32
+# The germline families of the full-vocabulary windows, in order (distinct families, heavy, kappa, lambda).
+WINDOW_FAMILIES = ("IGHV3", "IGKV1", "IGHV1", "IGLV2", "IGHV4", "IGKV3", "IGLV1", "IGHV5")
 
 
 def exact_influence_coefficients(cond: Conditionals, n: int, temperatures, limit: int = 20_000) -> torch.Tensor:
@@ -374,14 +381,15 @@ def conditional_gap(cond: Conditionals, mu: torch.Tensor, n: int, temperature: f
     return total / n
 
 
-def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: float = 1.0) -> dict:
+def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: float = 1.0, mu=None) -> dict:
     """The chain's stationary law mu_tau against pseudo-likelihood laws, on an enumerable chain.
 
     tv_model_pl: TV(mu_tau, PL law of the model's conditionals); tv_compatible_pl: TV(mu_tau, PL law of
     mu_tau's own conditionals), what a compatible chain with the same stationary law shows; pl_gap: TV between
     the two PL laws, 0 exactly for every compatible model (its conditionals are mu's) and the claim's effect;
-    conditional_gap: the mu-averaged TV between the model's and mu's conditionals (see `conditional_gap`)."""
-    mu = exact_stationary(cond, n, temperature).clamp_min(0)
+    conditional_gap: the mu-averaged TV between the model's and mu's conditionals (see `conditional_gap`).
+    `mu`: mu_tau when already solved (else solved here)."""
+    mu = (exact_stationary(cond, n, temperature) if mu is None else torch.as_tensor(mu).double()).clamp_min(0)
     mu = mu / mu.sum()
     model_pl = pseudo_likelihood_law(cond, n, temperature)
     own_pl = pseudo_likelihood_from_joint(mu, cond.vocab_size, n)
@@ -418,6 +426,118 @@ def pseudo_likelihood_row(gaps, floor: float = PL_FLOOR) -> dict:
     return bt.claim_row("mu_vs_pseudolikelihood_tv", quantity, estimate, text, verdict,
                         reason + " (null: 0, every compatible chain; t interval over windows)",
                         low=low, high=high, null=floor)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact chains on windows of the FULL vocabulary (a model with few tokens, e.g. a protein MLM)
+# --------------------------------------------------------------------------------------------
+
+def full_vocabulary(cond: Conditionals, limit: int = FULL_VOCABULARY_LIMIT) -> bool:
+    """True when the model has at most `limit` allowed tokens: windows need no restricted token set."""
+    return int(cond.allowed.sum()) <= limit
+
+
+def window_contexts(cond: MaskedLMConditionals, n: int, count: int, seed: int = 0) -> pd.DataFrame:
+    """`count` contexts [n] for full-vocabulary windows, one row each (label, family, chain, tokens): for a
+    protein model one human germline V gene from each of the first `count` WINDOW_FAMILIES (distinct families),
+    else `count` seed passages (family: their topic)."""
+    count = check_count(count, "count", 1)
+    if getattr(cond, "residues", False):
+        if count > len(WINDOW_FAMILIES):
+            raise ValueError(f"at most {len(WINDOW_FAMILIES)} germline families, got count = {count}")
+        picks = [seed_passages(cond, n, 1, seed=seed, topic=family) for family in WINDOW_FAMILIES[:count]]
+        return pd.DataFrame([dict(label=p.genes[0], family=p.families[0], chain=p.chains[0], text=p.texts[0],
+                                  tokens=p.tokens[0]) for p in picks])
+    seeds = seed_passages(cond, n, count, seed=seed)
+    return pd.DataFrame([dict(label=f"passage {k}", family=topic, chain="", text=text, tokens=tokens)
+                         for k, (topic, text, tokens) in enumerate(zip(seeds.topics, seeds.texts, seeds.tokens))])
+
+
+def site_conditionals(cond: Conditionals, k: int, temperature: float = 1.0) -> torch.Tensor:
+    """[k, q^k]: p_tau(x_i | x_-i) of each state x (lexicographic) at each site i, fp64."""
+    states = all_states(cond.vocab_size, k)
+    out = []
+    for site in range(k):
+        logp = conditional_log_probs(cond, states, torch.full((len(states),), site), temperature).double().cpu()
+        out.append(logp.gather(1, states[:, site : site + 1]).squeeze(1).exp())
+    return torch.stack(out)
+
+
+def window_mixing_time(cond: Conditionals, k: int, temperature: float, mu: torch.Tensor, eps: float = 0.25,
+                       max_steps: int = 20_000, chunk: int = 1000) -> float:
+    """Exact t_mix(eps) = min{t : max_x TV(P^t(x, .), mu) <= eps} of the random-scan chain on q^k states,
+    without matrix powers: P = (1/k) sum_i P_i and a row law m times P_i is m summed over x_i times
+    p_tau(x_i | x_-i), so one step of every start costs O(k q^(2k)), not q^(3k). Each start's TV to mu never
+    increases (mu P = mu, P contracts TV), so the starts run in chunks and t_mix is the chunks' maximum.
+    math.inf beyond `max_steps`. Equals exact_mixing_time (tests)."""
+    q = cond.vocab_size
+    shape = (q,) * k
+    probs = site_conditionals(cond, k, temperature).view(k, *shape).numpy()
+    mu = torch.as_tensor(mu, dtype=torch.float64).numpy()
+    states, worst = q**k, 0
+    for start in range(0, states, chunk):
+        rows = np.arange(start, min(start + chunk, states))
+        m = np.zeros((len(rows), states))
+        m[np.arange(len(rows)), rows] = 1.0
+        t = 0
+        while 0.5 * np.abs(m - mu).sum(1).max() > eps:
+            if t >= max_steps:
+                return math.inf
+            cube = m.reshape(len(rows), *shape)
+            m = sum(cube.sum(axis=1 + i, keepdims=True) * probs[i] for i in range(k)).reshape(len(rows), -1) / k
+            t += 1
+        worst = max(worst, t)
+    return float(worst)
+
+
+def window_chain(window: Conditionals, k: int, temperature: float = 1.0, eps: float = 0.25
+                 ) -> tuple[dict, torch.Tensor]:
+    """Everything exact about one window chain at one temperature, from one kernel: its size, how far the
+    kernel's rows are from summing to 1 and mu_tau from stationary (both to 1e-12 or a bug), t_mix(eps), the
+    exact alpha (c_ij over every window context), Theorem 5's bound, and mu_tau against the PL laws; and
+    mu_tau itself."""
+    temperature = check_temperature(temperature)
+    kernel = glauber_kernel(window, k, temperature)
+    system = kernel.numpy().T - np.eye(len(kernel))
+    system[-1] = 1.0  # mu (P - I) = 0 with one equation replaced by the normalisation (LU, as the core does)
+    mu = torch.from_numpy(np.linalg.solve(system, np.r_[np.zeros(len(kernel) - 1), 1.0]))
+    row_error = float((kernel.sum(1) - 1).abs().max())
+    stationarity = float((mu @ kernel - mu).abs().max())
+    del kernel, system
+    alpha = float(alpha_from_influence(exact_influence_coefficients(window, k, [temperature]))[0])
+    t_mix = window_mixing_time(window, k, temperature, mu, eps)
+    laws = stationary_vs_pseudo_likelihood(window, k, temperature, mu=mu)
+    return dict(laws, k=k, temperature=temperature, row_error=row_error, stationarity=stationarity,
+                mu_min=float(mu.min()), t_mix=t_mix, alpha=alpha, bound=mixing_time_bound(alpha, k, eps),
+                t_independent=coupon_collector_time(k, eps)), mu
+
+
+def full_window_table(cond: MaskedLMConditionals, contexts: pd.DataFrame, k: int, temperatures, first_site: int,
+                      model: str, eps: float = 0.25) -> tuple[pd.DataFrame, list]:
+    """Exact chains on k consecutive free sites from `first_site` of each context (`window_contexts`), over the
+    model's full allowed vocabulary, at each temperature: one tidy row per (context, temperature), with the
+    forwards the window took (cumulative) and the seconds per row; and per context and temperature
+    (label, k, tau, token ids of the window's free sites per state, mu_tau, the model's PL law) for figures."""
+    import time
+
+    every = cond.allowed.cpu().nonzero().squeeze(1)
+    sites = list(range(first_site, first_site + check_count(k, "k", 1)))
+    rows, laws = [], []
+    for context in contexts.itertuples():
+        window = RestrictedConditionals(cond, context.tokens, sites, every)
+        for tau in temperatures:
+            start = time.perf_counter()
+            result, mu = window_chain(window, k, float(tau), eps)
+            laws.append((context.label, k, float(tau), every[all_states(len(every), k)], mu,
+                         pseudo_likelihood_law(window, k, float(tau))))
+            rows.append(dict(model=model, germline=context.label, family=context.family, chain=context.chain,
+                             context=context.text, sites=f"{sites[0]}-{sites[-1]}", **result,
+                             forwards=window.forwards, seconds=time.perf_counter() - start))
+    table = pd.DataFrame(rows)
+    table["bound_ratio"] = table.bound / table.t_mix
+    first = ["model", "germline", "family", "chain", "k", "temperature", "states", "t_mix", "alpha", "bound",
+             "pl_gap"]
+    return table[first + [c for c in table.columns if c not in first]], laws
 
 
 # --------------------------------------------------------------------------------------------

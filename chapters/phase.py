@@ -16,14 +16,18 @@ from glauber_core import (
     Conditionals,
     MaskedLMConditionals,
     Trajectory,
+    alpha_from_influence,
     check_count,
     check_temperature,
     check_tokens,
     coupling_times,
     glauber,
+    influence_candidates,
+    influence_coefficients,
     pair_temperatures,
 )
 import book_tools as bt
+import verdicts as vd
 from book_tools import share_intervals
 
 
@@ -38,15 +42,15 @@ PROFILES = {
         drift_lengths=[6, 8, 10], drift_temperatures=[0.3, 1.0, 1.4, 4.0], drift_chains=3, drift_steps=40,
         record_every=4, saturation_tau=1.0, saturation_steps=40, saturation_chains=3,
         hit_tau=1.4, hit_steps=40, hit_chains=3, hit_radius=0.7,
-        crossover_steps=40, crossover_chains=3, crossover_radius=0.7,
-        alpha_length=6, alpha_contexts=2, top_k=2, regime_steps=20, n_boot=20),
+        crossover_steps=40, crossover_chains=3,
+        alpha_length=6, alpha_contexts=2, top_k=2, regime_steps=20, n_boot=20, passages="bbc"),
     "quick": dict(
         grid_lengths=[8, 16, 32], grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=8, budget=400,
         drift_lengths=[8, 12, 16, 24, 32], drift_temperatures=[0.3, 1.0, 1.4, 2.5], drift_chains=6,
         drift_steps=300, record_every=4, saturation_tau=1.0, saturation_steps=300, saturation_chains=6,
         hit_tau=1.4, hit_steps=300, hit_chains=6, hit_radius=0.7,
-        crossover_steps=300, crossover_chains=6, crossover_radius=0.7,
-        alpha_length=12, alpha_contexts=6, top_k=3, regime_steps=200, n_boot=200),
+        crossover_steps=300, crossover_chains=6,
+        alpha_length=12, alpha_contexts=6, top_k=3, regime_steps=200, n_boot=200, passages="bbc"),
     "paper": dict(
         grid_lengths=[8, 16, 20, 32, 48, 64],
         grid_temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0], pairs=100, budget=10_000,
@@ -54,8 +58,8 @@ PROFILES = {
         drift_chains=100, drift_steps=10_000, record_every=5,
         saturation_tau=1.0, saturation_steps=10_000, saturation_chains=100,
         hit_tau=1.4, hit_steps=1_000, hit_chains=50, hit_radius=1.0,
-        crossover_steps=5_000, crossover_chains=100, crossover_radius=0.7,
-        alpha_length=20, alpha_contexts=16, top_k=8, regime_steps=10_000, n_boot=1000),
+        crossover_steps=5_000, crossover_chains=100,
+        alpha_length=20, alpha_contexts=16, top_k=8, regime_steps=10_000, n_boot=1000, passages="ms_marco"),
 }
 
 
@@ -311,11 +315,20 @@ def threshold_shares(distances, rows: pd.DataFrame, radii=(0.4, 0.7, 1.0), level
     return table
 
 
+def _import_arviz():
+    """ArviZ, without the FutureWarning about its coming refactor that ArviZ 0.23 prints on the first import
+    of each calendar day (it keeps the day in ~/.cache/arviz): only that notice is silenced."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                                category=FutureWarning)
+        import arviz
+    return arviz
+
+
 def convergence_diagnostics(distances, burn_in: float = 0.5) -> dict:
     """ArviZ split R-hat, bulk and tail ESS of distance traces [chains, R] after dropping the first
     `burn_in` share of records (Vehtari et al. 2021). R-hat near 1 says the chains forgot their starts."""
-    import arviz
-
+    arviz = _import_arviz()
     draws = np.asarray(torch.as_tensor(distances).double())
     if draws.ndim != 2 or draws.shape[0] < 2 or not 0 <= burn_in < 1:
         raise ValueError(f"need traces [chains >= 2, R] and 0 <= burn_in < 1, got {draws.shape} and {burn_in}")
@@ -361,14 +374,6 @@ def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> 
         return math.nan, math.nan, undefined
     low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
     return float(low), float(high), undefined
-
-
-def _ratio(a: float, b: float) -> float:
-    return a / b if _ok(a, b) and b != 0 else math.nan
-
-
-def _ok(*values) -> bool:
-    return all(v is not None and math.isfinite(float(v)) for v in values)
 
 
 def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
@@ -426,7 +431,7 @@ def coupling_overview(cells: pd.DataFrame, budget: int) -> str:
 
 def direction_text(low: float, high: float, null: float, above: str, below: str, between: str) -> str:
     """Which side of `null` an interval lies on, in the words given (or that it has none)."""
-    if not _ok(low, high):
+    if not bt.finite(low, high):
         return "not estimable in this run"
     return above if low > null else below if high < null else between
 
@@ -435,28 +440,99 @@ def direction_text(low: float, high: float, null: float, above: str, below: str,
 # Fig. 3a and Fig. 7: the saturation and crossover rules, and the section 7 comparison
 # --------------------------------------------------------------------------------------------
 
-GROWTH_FORMS = {"log n": lambda n: np.log(n), "n": lambda n: n * 1.0}
+def saturation_trend(n, distances, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+    """Fig. 3a: the median distance d(x_T, x_0) per length and two slopes across lengths, each with a
+    percentile bootstrap interval (chains resampled within each length; Efron and Tibshirani 1993):
+    `slope`, of the median d against log n (does d grow with n?), and `exponent`, of log median d against
+    log n (is the growth slower than linear, exponent < 1?). The exponent is NaN when a median is 0. NaN
+    slopes with fewer than 3 lengths. The medians are in ["medians"] (columns n, median_distance)."""
+    n, d = np.asarray(n, dtype=float), np.asarray(distances, dtype=float)
+    if n.shape != d.shape or n.ndim != 1 or (n < 2).any() or not np.isfinite(d).all():
+        raise ValueError("n and distances must be equal-length 1-d arrays (finite distances, every n >= 2)")
+    lengths = np.unique(n)
+    groups = [d[n == m] for m in lengths]
+    medians = np.array([np.median(g) for g in groups])
+    out = {"medians": pd.DataFrame({"n": lengths, "median_distance": medians}), "lengths": len(lengths)}
+    nan = {k: math.nan for k in ("slope", "slope_low", "slope_high", "exponent", "exponent_low", "exponent_high")}
+    if len(lengths) < 3:
+        return out | nan
+    x = np.log(lengths)
+
+    def slopes(meds):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            exponent = np.polyfit(x, np.log(meds), 1)[0] if (meds > 0).all() else math.nan
+        return np.polyfit(x, meds, 1)[0], exponent
+
+    rng = np.random.default_rng(seed)
+    boot = np.array([slopes(np.array([np.median(rng.choice(g, len(g))) for g in groups]))
+                     for _ in range(check_count(n_boot, "n_boot", 1))])
+    (slope, exponent), alpha = slopes(medians), (1 - level) / 2
+    out |= {"slope": float(slope), "exponent": float(exponent)}
+    for k, name in enumerate(("slope", "exponent")):
+        draws = boot[:, k]
+        low, high = (np.quantile(draws, [alpha, 1 - alpha]) if bt.finite(out[name]) and np.isfinite(draws).all()
+                     else (math.nan, math.nan))
+        out[f"{name}_low"], out[f"{name}_high"] = float(low), float(high)
+    return out
 
 
-def growth_fits(n, distances) -> pd.DataFrame:
-    """Fig. 3a: the median distance d(x_T, x_0) per length fitted by c log n and by c n (least squares on
-    log d, one parameter each), ranked by AIC as in scaling_fits. NaN rows with fewer than 3 lengths of
-    positive median distance."""
-    return scaling_fits(n, distances, n_boot=1, forms=GROWTH_FORMS)
+def rise_with_temperature(peaks, rows: pd.DataFrame, radii, draws: int = 2000, seed: int = 0,
+                          level: float = 0.95) -> pd.DataFrame:
+    """Fig. 7 per (n, radius): does the share of chains whose distance reached the radius rise with tau?
+    One row per length (column n of `rows`, if any) and radius: the chains and hits per temperature, the
+    least-squares slope of the share against tau, and its interval from Jeffreys posterior draws of each
+    temperature's share (Beta(k + 1/2, m - k + 1/2), honest at 0 of m and m of m: a cell at the ceiling or
+    the floor at every temperature gets an interval around 0). peaks [B] (or traces [B, R], maxed over R)."""
+    peaks = torch.as_tensor(peaks)
+    peaks = np.asarray(peaks.max(1).values if peaks.dim() == 2 else peaks, dtype=float)
+    if len(peaks) != len(rows) or "temperature" not in rows:
+        raise ValueError(f"need one peak per row of a table with a temperature column, got {len(peaks)} and "
+                         f"{len(rows)}")
+    lengths = rows.n.to_numpy() if "n" in rows else np.zeros(len(rows))
+    rng, alpha, out = np.random.default_rng(seed), (1 - level) / 2, []
+    for n in np.unique(lengths):
+        in_n = lengths == n
+        taus = np.unique(rows.temperature[in_n])
+        chains = np.array([(in_n & (rows.temperature == t).to_numpy()).sum() for t in taus])
+        for radius in radii:
+            hits = np.array([(peaks[in_n & (rows.temperature == t).to_numpy()] >= radius).sum() for t in taus])
+            if len(taus) < 2:
+                slope, low, high = math.nan, math.nan, math.nan
+            else:
+                shares = rng.beta(hits + 0.5, chains - hits + 0.5, (check_count(draws, "draws", 1), len(taus)))
+                centred = taus - taus.mean()
+                fit = (shares - shares.mean(1, keepdims=True)) @ centred / (centred**2).sum()
+                slope = float((hits / chains - (hits / chains).mean()) @ centred / (centred**2).sum())
+                low, high = (float(q) for q in np.quantile(fit, [alpha, 1 - alpha]))
+            out.append({"n": n, "radius": radius, "temperatures": " ".join(f"{t:g}" for t in taus),
+                        "reached": " ".join(f"{k}/{m}" for k, m in zip(hits, chains)),
+                        "slope": slope, "slope_low": low, "slope_high": high})
+    return pd.DataFrame(out)
 
 
-def rise_with_temperature(peaks, rows: pd.DataFrame, radius: float) -> dict:
-    """Fig. 7 summarised: chains (pooled over lengths) whose distance reached `radius` at the hottest and at
-    the coldest temperature of `rows`, for bt.rule_against_chance (the cold chains are the control)."""
-    peaks = np.asarray(torch.as_tensor(peaks).max(1).values if torch.as_tensor(peaks).dim() == 2 else peaks)
-    if len(peaks) != len(rows):
-        raise ValueError(f"need one peak per row, got {len(peaks)} and {len(rows)}")
-    hot, cold = rows.temperature.max(), rows.temperature.min()
-    reached = peaks >= radius
-    is_hot, is_cold = (rows.temperature == hot).to_numpy(), (rows.temperature == cold).to_numpy()
-    return {"hot": float(hot), "cold": float(cold), "hot_reached": int(reached[is_hot].sum()),
-            "hot_chains": int(is_hot.sum()), "cold_reached": int(reached[is_cold].sum()),
-            "cold_chains": int(is_cold.sum())}
+def rise_text(rise: pd.DataFrame) -> str:
+    """How many (n, R) parts of rise_with_temperature rise, fall or stay undecided, in words."""
+    if rise.empty or rise.slope_low.isna().all():
+        return "no part has two temperatures to compare"
+    up, down = rise[rise.slope_low > 0], rise[rise.slope_high <= 0]
+    text = f"{len(up)} of {len(rise)} parts rise with tau (slope interval above 0), {len(down)} fall or stay flat"
+    if len(down):
+        text += " (" + ", ".join(f"n = {r.n:g}, R = {r.radius:g}" for r in down.itertuples()) + ")"
+    return text + f" and {len(rise) - len(up) - len(down)} are undecided"
+
+
+def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int) -> pd.DataFrame:
+    """The influence sum alpha per context (chapter 2's estimator, a lower bound from the top-k candidates)
+    on the seed passages at every temperature of `visited` and on the states visited at each temperature:
+    visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha."""
+    temperatures, rows = list(visited), []
+    for kind, states, temps in [("seed passages", seeds, temperatures)] + [
+            ("visited", states, [tau]) for tau, states in visited.items()]:
+        influence = influence_coefficients(cond, states, influence_candidates(cond, states, top_k), temps)
+        for tau, per_tau in zip(temps, influence):
+            rows += [dict(temperature=tau, states=kind, context=c, alpha=a)
+                     for c, a in enumerate(alpha_from_influence(per_tau).tolist())]
+    return pd.DataFrame(rows)
 
 
 def paired_difference(before, after, level: float = 0.95) -> tuple[float, float, float]:
@@ -481,24 +557,33 @@ def paired_difference(before, after, level: float = 0.95) -> tuple[float, float,
 # --------------------------------------------------------------------------------------------
 
 
-def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str = "BBC News") -> dict:
-    """coupling_boundary_tau (model-specific): tau_1/2 at length n, shown beside RoBERTa's band, never judged
-    off the paper's model and protocol (the setup lists budget, pairs per cell, n and passages)."""
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "germline V genes"}
+
+
+def boundary_setup(*, budget: int, pairs: int, n: int, passages: str) -> dict:
+    """The setup of coupling_boundary_tau, keyed as its protocol in paper_claims.csv (budget, passages) plus
+    the items the paper does not state (pairs per cell, n): `passages` is a seed_passages source name."""
+    return {"budget": budget, "pairs": pairs, "n": n, "passages": PASSAGE_NAMES.get(passages, passages)}
+
+
+def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str) -> dict:
+    """coupling_boundary_tau (model-specific): tau_1/2 at length n, judged against the paper's band only on
+    the paper's model and protocol (bt.model_specific_row), else "other setup" with each difference listed."""
     text = bt.interval_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high,
                          missing=f"no transition inside the temperature grid at n = {n}")
     return bt.model_specific_row(
         "coupling_boundary_tau", f"tau where half the pairs couple, n = {n}", fit.midpoint, text, model=model,
-        setup={"budget": budget, "pairs": pairs, "n": n, "passages": passages},
+        setup=boundary_setup(budget=budget, pairs=pairs, n=n, passages=passages),
         low=fit.midpoint_low, high=fit.midpoint_high)
 
 
 def one_sided(low: float, high: float, null: float, direction: str = "above", *,
               events: int | None = None) -> tuple[str, str]:
-    """bt.rule_one_sided, also for an interval with an infinite end (a bootstrap whose resamples put the
+    """vd.rule_one_sided, also for an interval with an infinite end (a bootstrap whose resamples put the
     boundary beyond the grid): the end is replaced by a finite stand-in beyond every other number."""
     far = 1e300
     clip = [max(-far, min(far, v)) if v is not None and not math.isnan(float(v)) else v for v in (low, high)]
-    verdict, reason = bt.rule_one_sided(clip[0], clip[1], null, direction, events=events)
+    verdict, reason = vd.rule_one_sided(clip[0], clip[1], null, direction, events=events)
     return verdict, reason.replace("1e+300", "inf")
 
 
@@ -512,7 +597,7 @@ def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict
     shift. Reproduced when the 95% interval of tau_1/2(n_max) - tau_1/2(n_min) lies above 0, differs when at or
     below 0, inconclusive otherwise, with zero coupled pairs or no interval."""
     verdict, reason = one_sided(shift["shift_low"], shift["shift_high"], 0.0, "above", events=events)
-    why = (_undefined_reason(shift, "shift") if _ok(shift["shift"])
+    why = (_undefined_reason(shift, "shift") if bt.finite(shift["shift"])
            else "no transition inside the grid at one of the two lengths")
     if small == large:
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
@@ -521,30 +606,39 @@ def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict
     text = bt.interval_text(shift["shift"], shift["shift_low"], shift["shift_high"], signed=True,
                          missing=why if events else "zero pairs met within the scaled budget")
     return bt.claim_row("boundary_shift_with_n", f"tau_1/2(n={large}) - tau_1/2(n={small}), budget scaled by n log n",
-                        shift["shift"], text, verdict, f"null: no shift; {reason}")
+                        shift["shift"], text, verdict, f"null: no shift; {reason}",
+                        low=shift["shift_low"], high=shift["shift_high"], null=0.0)
 
 
-def transition_width_row(width: dict, small: int, large: int) -> dict:
-    """transition_width (general): the width ratio s(n_max) / s(n_min) of the logistic fits. Null: the
-    sharpening of an Ising-like transition, whose window narrows like n^-1/2, a ratio sqrt(n_min / n_max).
-    Reproduced (smoother than Ising) when the 95% interval lies above that ratio, differs when at or below it,
-    inconclusive otherwise."""
+def transition_width_row(width: dict, small: int, large: int, fixed: dict | None = None) -> dict:
+    """transition_width (general): the width ratio s(n_max) / s(n_min) of the logistic fits on the grid whose
+    budget is scaled by n log n (scaled_budget_grid, as for the boundary shift): a fixed budget widens the
+    transition at larger n by itself. Null: the sharpening of an Ising-like transition, whose window narrows
+    like n^-1/2, a ratio sqrt(n_min / n_max). Reproduced (sharpens more slowly than Ising) when the 95%
+    interval lies above that ratio, differs when at or below it, inconclusive otherwise. The fixed-budget
+    ratio (`fixed`) is shown beside it, not judged."""
     null = math.sqrt(small / large)
-    verdict, reason = bt.rule_one_sided(width["ratio_low"], width["ratio_high"], null, "above")
-    why = (_undefined_reason(width, "ratio") if _ok(width["ratio"])
+    verdict, reason = vd.rule_one_sided(width["ratio_low"], width["ratio_high"], null, "above",
+                                        estimate=width["ratio"] if bt.finite(width["ratio"]) else None)
+    why = (_undefined_reason(width, "ratio") if bt.finite(width["ratio"])
            else "no transition inside the grid at one of the two lengths")
     if small == large:
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
-    elif not _ok(width["ratio_low"], width["ratio_high"]):
+    elif not bt.finite(width["ratio_low"], width["ratio_high"]):
         reason = why
     text = bt.interval_text(width["ratio"], width["ratio_low"], width["ratio_high"], missing=why)
-    return bt.claim_row("transition_width", f"width ratio n={large} / n={small} (Ising-like n^-1/2: {null:.2f})",
-                        width["ratio"], text, verdict, f"null: Ising-like sharpening, ratio {null:.2f}; {reason}")
+    if fixed is not None:
+        text += " (budget scaled by n log n; at the fixed budget " + bt.interval_text(
+            fixed["ratio"], fixed["ratio_low"], fixed["ratio_high"], missing="not estimable") + ")"
+    return bt.claim_row("transition_width", f"width ratio n={large} / n={small}, budget scaled by n log n "
+                        f"(Ising-like n^-1/2: {null:.2f})", width["ratio"], text, verdict,
+                        f"null: Ising-like sharpening, ratio {null:.2f}; {reason}",
+                        low=width["ratio_low"], high=width["ratio_high"], null=null)
 
 
 def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:
     """nlogn_fit (general): AIC of C n log n against c n and c n^2 on the median hitting times (Fig. 3b), by
-    bt.rule_preferred_form (null: another form fits as well; margin 2 in AIC); zero hits: inconclusive."""
+    vd.rule_preferred_form (null: another form fits as well; margin 2 in AIC); zero hits: inconclusive."""
     table = scaling.set_index("form")
     fit = table.loc["n log n"]
     if events == 0:
@@ -553,7 +647,7 @@ def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, mar
         verdict, reason = bt.INCONCLUSIVE, (f"only {int(fit.lengths)} length(s) had half their chains reach "
                                             f"d >= {radius:g}; three are needed to compare the forms")
     else:
-        verdict, reason = bt.rule_preferred_form(table.aic.to_dict(), "n log n", margin)
+        verdict, reason = vd.rule_preferred_form(table.aic.to_dict(), "n log n", margin)
     text = bt.interval_text(fit.C, fit.C_low, fit.C_high, missing="no fit: too few lengths reached the radius")
     if table.aic.notna().all():
         text += "; AIC " + ", ".join(f"{form} {aic:.1f}" for form, aic in table.aic.items())
@@ -561,40 +655,55 @@ def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, mar
                         f"null: c n or c n^2 fits as well (AIC margin {margin:g}); {reason}")
 
 
-def saturation_row(growth: pd.DataFrame, tau: float, steps: int, margin: float = 2.0) -> dict:
-    """distance_saturates (general, Fig. 3a): the median d(x_T, x_0) per length fitted by c log n against
-    c n; null: linear growth. Reproduced when c log n wins by more than the AIC margin and the distance grows
-    from the shortest to the longest length, differs when c n wins, inconclusive otherwise (or with fewer
-    than 3 lengths of positive distance)."""
-    table = growth.set_index("form")
-    medians = growth.attrs["medians"]
-    if table.aic.notna().all():
-        verdict, reason = bt.rule_preferred_form(table.aic.to_dict(), "log n", margin)
-        gap = float(table.aic["n"] - table.aic["log n"])
+def saturation_row(trend: dict, tau: float, steps: int) -> dict:
+    """distance_saturates (general, Fig. 3a): d(x_T, x_0) at a fixed T grows with n, but slower than
+    linearly. Two parts, both needed (vd.rule_every_part): "grows", the slope of the median d against log n
+    (vd.rule_trend, null 0: a flat or falling median differs), and "slower than linear", the exponent of
+    median d against n (vd.rule_one_sided, null 1: reproduced below 1, differs at or above it)."""
+    grows = vd.rule_trend(trend["slope"], trend["slope_low"], trend["slope_high"], "above",
+                          what="slope of median d against log n")
+    sublinear = vd.rule_one_sided(trend["exponent_low"], trend["exponent_high"], 1.0, "below",
+                                  estimate=trend["exponent"] if bt.finite(trend["exponent"]) else None)
+    if trend["lengths"] < 3:
+        verdict, reason = bt.INCONCLUSIVE, f"only {trend['lengths']} length(s): three are needed for a trend"
     else:
-        verdict, reason, gap = bt.INCONCLUSIVE, "fewer than 3 lengths moved away from their start", math.nan
+        verdict, tally = vd.rule_every_part([grows[0], sublinear[0]], ["grows", "slower than linear"])
+        reason = f"{tally}; grows: {grows[1]}; slower than linear: exponent {sublinear[1]}"
+    medians = trend["medians"]
     ends = medians.iloc[[0, -1]]
-    if verdict == bt.REPRODUCED and not ends.median_time.iloc[-1] > ends.median_time.iloc[0]:
-        verdict, reason = bt.INCONCLUSIVE, (f"{reason}, but the median distance does not grow with n here, so the "
-                                            "better log-n fit is not the paper's logarithmic growth")
-    text = ("median d " + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_time))
-            + (f"; AIC(c n) - AIC(c log n) = {gap:+.1f}" if _ok(gap) else ""))
-    return bt.claim_row("distance_saturates", f"AIC(c n) - AIC(c log n), median d(x_T, x_0), tau = {tau:g}, "
-                        f"T = {steps}", gap, text, verdict, f"null: linear growth in n; {reason}")
+    text = ("median d " + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_distance))
+            + "; slope per unit log n " + bt.interval_text(trend["slope"], trend["slope_low"],
+                                                           trend["slope_high"], signed=True,
+                                                           missing="not estimable")
+            + "; exponent " + bt.interval_text(trend["exponent"], trend["exponent_low"], trend["exponent_high"],
+                                               missing="not estimable (a median distance is 0)"))
+    return bt.claim_row("distance_saturates", f"slope of median d(x_T, x_0) against log n, tau = {tau:g}, "
+                        f"T = {steps}", trend["slope"], text, verdict,
+                        f"null: no growth (slope 0) or linear growth (exponent 1); {reason}",
+                        low=trend["slope_low"], high=trend["slope_high"], null=0.0)
 
 
-def crossover_row(rise: dict, radius: float) -> dict:
-    """crossover_fractions (general, Fig. 7): the share of chains reaching d >= radius at the hottest
-    temperature against the coldest (pooled over lengths), by bt.rule_against_chance; null: equal shares."""
-    verdict, reason, (low, high) = bt.rule_against_chance(rise["hot_reached"], rise["hot_chains"],
-                                                          rise["cold_reached"], rise["cold_chains"])
-    diff = (rise["hot_reached"] / rise["hot_chains"] - rise["cold_reached"] / rise["cold_chains"]
-            if rise["hot_chains"] and rise["cold_chains"] else math.nan)
-    text = (f"{rise['hot_reached']}/{rise['hot_chains']} at tau = {rise['hot']:g} vs {rise['cold_reached']}/"
-            f"{rise['cold_chains']} at tau = {rise['cold']:g}: "
-            + bt.interval_text(diff, low, high, signed=True, missing="no chains to compare"))
-    return bt.claim_row("crossover_fractions", f"share reaching d >= {radius:g}, hottest minus coldest tau",
-                        diff, text, verdict, f"null: the same share at both temperatures; {reason}")
+def crossover_row(rise: pd.DataFrame) -> dict:
+    """crossover_fractions (general, Fig. 7): the share of chains reaching d >= R rises with tau at every
+    n and threshold. Per (n, R) part, vd.rule_trend on the slope of the share against tau (null: no rise);
+    the parts are combined by vd.rule_every_part (differs when any part differs, reproduced when all are)."""
+    parts = [vd.rule_trend(r.slope, r.slope_low, r.slope_high, "above", what="slope")[0]
+             for r in rise.itertuples()]
+    names = [f"n={r.n:g} R={r.radius:g}" for r in rise.itertuples()]
+    verdict, reason = vd.rule_every_part(parts, names)
+    rising = sum(v == bt.REPRODUCED for v in parts)
+    if len(rise) and rise.slope_low.notna().any():
+        weakest = rise.loc[rise.slope_low.idxmin()]
+        text = (f"{rising} of {len(rise)} (n, R) parts rise with tau; weakest n = {weakest.n:g}, R = "
+                f"{weakest.radius:g}: reached {weakest.reached} at tau {weakest.temperatures}, slope "
+                + bt.interval_text(weakest.slope, weakest.slope_low, weakest.slope_high, signed=True,
+                                   missing="not estimable") + " per unit tau")
+        ours, low, high = weakest.slope, weakest.slope_low, weakest.slope_high
+    else:
+        text, ours, low, high = "no part with two temperatures to compare", math.nan, math.nan, math.nan
+    return bt.claim_row("crossover_fractions", "slope of the share reaching d >= R against tau, weakest "
+                        "(n, R) part", ours, text, verdict, f"null: no rise with tau in some part; {reason}",
+                        low=low, high=high, null=0.0)
 
 
 def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
@@ -609,9 +718,9 @@ def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
     coupling boundary, the mean over contexts of alpha(seed passage) - alpha(visited state), paired, with
     Student's t interval over contexts. Null: no difference. Reproduced (visited states less coupled) when the
     interval lies above 0, differs when at or below 0, inconclusive otherwise."""
-    above = [t for t in sorted(temperatures) if _ok(boundary) and t >= boundary]
+    above = [t for t in sorted(temperatures) if bt.finite(boundary) and t >= boundary]
     if not above:
-        why = ("no coupling boundary inside the grid" if not _ok(boundary)
+        why = ("no coupling boundary inside the grid" if not bt.finite(boundary)
                else f"no drift temperature at or above the boundary {boundary:.2f}")
         return bt.claim_row("context_averaged_alpha", "mean alpha(seed) - alpha(visited) past the boundary",
                             math.nan, why, bt.INCONCLUSIVE, f"null: no difference; {why}")
@@ -619,7 +728,7 @@ def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
     pairs = alpha_pairs(alpha, tau)
     diff, low, high = paired_difference(pairs["seed passages"], pairs["visited"]) if len(pairs) \
         else (math.nan, math.nan, math.nan)
-    verdict, reason = bt.rule_one_sided(low, high, 0.0, "above")
+    verdict, reason = vd.rule_one_sided(low, high, 0.0, "above")
     text = bt.interval_text(diff, low, high, signed=True, missing="no paired contexts")
     if len(pairs):
         text += (f" at tau = {tau:g} over {len(pairs)} contexts (means: seeds "

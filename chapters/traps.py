@@ -6,6 +6,7 @@ Imports the core (and the book's intervals); never another chapter module.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -286,6 +287,170 @@ def site_embeddings(tokens) -> torch.Tensor:
         raise ValueError(f"tokens must be a LongTensor [B, R, n], got {tuple(tokens.shape)} of {tokens.dtype}")
     vocab = int(tokens.max()) + 1
     return torch.nn.functional.one_hot(tokens.long(), vocab).flatten(2).float()
+
+
+# --------------------------------------------------------------------------------------------
+# A protein model (AntiBERTy): Hamming distances instead of sentence embeddings, germline seeds and their gaps
+# --------------------------------------------------------------------------------------------
+
+
+def is_protein(cond) -> bool:
+    """Whether `cond` is a protein MLM (its proposals are the 20 amino acids, `cond.residues`): a sentence
+    embedder has no meaning for its states, so the chapter measures distance by Hamming share instead."""
+    return bool(getattr(cond, "residues", False))
+
+
+def hamming_vectors(tokens) -> torch.Tensor:
+    """site_embeddings scaled to unit norm, FloatTensor[B, R, n V]: the cosine distance of two states is their
+    Hamming distance over n, and distance_at reads these vectors as it reads unit-norm sentence embeddings."""
+    vectors = site_embeddings(tokens)
+    return vectors / math.sqrt(torch.as_tensor(tokens).shape[2])
+
+
+def state_vectors(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
+    """The recorded states as unit vectors [B, R, d] for detect_traps and distance_at: the sentence embedding
+    (gc.trajectory_embeddings) with an embedder, the one-hot site vectors (hamming_vectors: cosine distance =
+    Hamming distance / n) with embedder None, as for a protein model."""
+    if embedder is None:
+        return hamming_vectors(trajectory.tokens)
+    from glauber_core import trajectory_embeddings
+
+    return trajectory_embeddings(cond, embedder, trajectory)
+
+
+def start_distances(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
+    """d(x_t, x_0) for every recorded state, FloatTensor[B, R]: eq. B.1's embedding distance with an embedder,
+    the Hamming share (sites differing from the start over n) with embedder None."""
+    if embedder is None:
+        tokens = trajectory.tokens
+        return (tokens != tokens[:, :1]).double().mean(-1).float()
+    from glauber_core import trajectory_distances
+
+    return trajectory_distances(cond, embedder, trajectory)
+
+
+def distance_phrases(cond, embedder_name: str = "all-MiniLM-L6-v2") -> dict:
+    """The sentences that name the chapter's distance and seeds for this model."""
+    if is_protein(cond):
+        return {"ch5_distance": (
+                    "this model is a protein MLM, and a sentence embedder has no meaning for an amino-acid "
+                    "sequence, so every distance here is the Hamming distance over n: each state is the "
+                    "concatenation of its sites' one-hot vectors (`ch.site_embeddings`), whose cosine distance "
+                    "is exactly the share of sites that differ. The window and threshold logic is the "
+                    "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
+                    "that share of its sites of where the window began"),
+                "ch5_seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
+                             "first n residues from the start of framework 1"}
+    return {"ch5_distance": (f"distances are cosine distances between {embedder_name} sentence embeddings "
+                             "(eq. B.1)"),
+            "ch5_seeds": "held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to n tokens"}
+
+
+def seed_source(cond, passages: str) -> str:
+    """The seed passages the run uses: a protein model takes germline V genes (for the default "bbc" too)."""
+    return "germline" if is_protein(cond) and passages in ("", "bbc") else passages
+
+
+def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
+    """Every distinct human germline V gene cut to n residues from the start of `region` (the first allele of
+    each cut, as gc.seed_passages takes them): gene, family, chain, residues and tokens (ids), one row each."""
+    from glauber_core import germline_v_genes
+
+    n = check_count(n, "n", 1)
+    cuts = {}
+    for allele, family, chain, residues in germline_v_genes("human", region):
+        if len(residues) >= n:
+            cuts.setdefault(residues[:n], (allele, family, chain))
+    rows = [dict(gene=a, family=f, chain=c, residues=r, tokens=cond.encode(r).tolist())
+            for r, (a, f, c) in cuts.items()]
+    frame = pd.DataFrame(rows, columns=["gene", "family", "chain", "residues", "tokens"])
+    allowed = cond.allowed.cpu()
+    return frame[[len(t) == n and bool(allowed[t].all()) for t in frame.tokens]].reset_index(drop=True)
+
+
+def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataFrame:
+    """Score gaps Delta_i(x) on the germlines themselves (one batched gc.score_gaps call): per seed its gaps,
+    mean and min gap, negative_sites (sites whose residue is not the model's argmax) and perfect (every
+    residue the argmax, Delta* > 0: a perfect trap in the sense of appendix A.1)."""
+    if not isinstance(seeds, pd.DataFrame) or not {"tokens", "family", "chain"} <= set(seeds):
+        raise ValueError("seeds must be the DataFrame of germline_seeds (tokens, family, chain)")
+    if seeds.empty:
+        raise ValueError("no germline seed to measure")
+    gaps = score_gaps(cond, torch.tensor(seeds.tokens.tolist()), max_rows=max_rows)
+    return seeds.drop(columns="tokens").assign(
+        gaps=gaps.tolist(), mean_gap=gaps.mean(1).numpy(), min_gap=gaps.amin(1).numpy(),
+        negative_sites=(gaps < 0).sum(1).numpy(), perfect=(gaps.amin(1) > 0).numpy())
+
+
+def germline_section(cond, n: int, out, model: str, profile: str) -> pd.DataFrame | None:
+    """The germline gaps of a protein model: germline_gaps on every distinct germline cut to n residues, written
+    to <out>/germline_gaps.csv (model, profile and n columns; one row per seed, its gaps as a list) and drawn
+    (plot_germline_gaps). A text model has no germline: one sentence, and None."""
+    if not is_protein(cond):
+        print("A text model has no germline seeds: this section is for protein models (e.g. AntiBERTy).")
+        return None
+    gaps = germline_gaps(cond, germline_seeds(cond, n))
+    gaps.assign(model=model, profile=profile, n=n).to_csv(Path(out) / "germline_gaps.csv", index=False)
+    plot_germline_gaps(gaps)
+    return gaps
+
+
+def germline_family_table(gaps: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Per germline family (chain order, then family), then every seed: how many seeds, how many are perfect
+    traps (k of m, with a 95% Wilson interval from five seeds on), the sites with a negative gap (all, and the
+    mean per seed) and the median min gap Delta*. None for a text model (no germline)."""
+    from book_tools import share_text
+
+    if gaps is None:
+        return None
+
+    def row(name, chain, group):
+        seeds, perfect = len(group), int(group.perfect.sum())
+        return {"family": name, "chain": chain, "seeds": seeds, "perfect traps": share_text(perfect, seeds),
+                "perfect share": perfect / seeds, "sites with Δ_i < 0": int(group.negative_sites.sum()),
+                "of sites": int(seeds * len(group.gaps.iloc[0])),
+                "per seed": round(float(group.negative_sites.mean()), 2),
+                "median Δ*": round(float(group.min_gap.median()), 2)}
+
+    order = {"heavy": 0, "kappa": 1, "lambda": 2}
+    keyed = gaps.assign(_order=gaps.chain.map(order).fillna(3), _number=gaps.family.str.extract(r"(\d+)$")[0]
+                        .astype(float))
+    rows = [row(family, group.chain.iloc[0], group)
+            for family, group in keyed.sort_values(["_order", "_number"]).groupby("family", sort=False)]
+    rows.append(row("all", "all", gaps))
+    return pd.DataFrame(rows)
+
+
+def plot_germline_gaps(gaps: pd.DataFrame):
+    """Two panels: how many sites of a germline have a negative gap (seeds per count), and the share of
+    germlines whose residue at each site is not the model's argmax."""
+    import matplotlib.pyplot as plt
+
+    table = np.asarray(gaps.gaps.tolist(), float)
+    counts = np.bincount(gaps.negative_sites.to_numpy(int), minlength=1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
+    left.bar(np.arange(len(counts)), counts, color="C0")
+    left.set(xlabel="sites with a negative gap", ylabel="germline seeds",
+             title=f"{int(gaps.perfect.sum())} of {len(gaps)} germlines are perfect traps")
+    right.bar(np.arange(1, table.shape[1] + 1), (table < 0).mean(0), color="C3")
+    right.set(xlabel="site (residue position)", ylabel="share with Δ_i < 0", ylim=(0, 1),
+              title="where the germline residue is not the argmax")
+    fig.tight_layout()
+    plt.show()
+    return fig
+
+
+def germline_phrases(gaps: pd.DataFrame) -> dict:
+    """The sentence the germline section quotes: perfect share, negative sites, the family with most seeds."""
+    if gaps is None:
+        return {"ch5_germline": "this model is not a protein model, so there is no germline to measure"}
+    seeds, perfect = len(gaps), int(gaps.perfect.sum())
+    sites = int(gaps.negative_sites.sum())
+    n = len(gaps.gaps.iloc[0])
+    one = int((gaps.negative_sites == 1).sum())
+    return {"ch5_germline": (f"{perfect} of {seeds} germline seeds ({perfect / seeds:.0%}) are perfect traps; "
+                             f"{sites} of {seeds * n} sites ({sites / (seeds * n):.0%}) have a negative gap, and "
+                             f"{one} seeds are one residue away from being perfect (exactly one negative gap)")}
 
 
 def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> pd.DataFrame:
@@ -623,7 +788,7 @@ def cold_budget(cfg) -> int:
 
 
 # The seed passages: the names our `passages` setting takes and how the paper's protocol writes them.
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO"}
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
 
 
 def settings(profile: str, table: dict, **overrides):

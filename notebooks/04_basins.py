@@ -25,8 +25,8 @@
 #   for BERT, politics is one such recurrent basin
 #   ({glue:text}`paper_politics_recurrence_count` pass the politics baseline
 #   at least once, with peaks up to {glue:text}`paper_politics_peak`).
-# - **Look at**: the Table 3 counterpart, the crossings against chance, the
-#   leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
+# - **Look at**: the Table 3 counterpart, the politics looks against
+#   chance, the per-topic rise (Table 3a), the leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
 #   and the prefix table (C.4).
 # - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/04_basins.ipynb), or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
@@ -82,14 +82,14 @@ import book_tools as bt
 from chapters import basins as ch
 
 PROFILES = {
-    "smoke": dict(seq_len=20, n_seeds=1, steps=30, record_every=10,
-                  pca_every=5, n_check=5, null_replicas=4,
+    "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10,
+                  pca_every=5, n_check=5, chance_texts=20,
                   prefix_chains=1, prefix_steps=10),
     "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50,
-                  pca_every=10, n_check=60, null_replicas=3,
+                  pca_every=10, n_check=60, chance_texts=300,
                   prefix_chains=4, prefix_steps=500),
     "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200,
-                  pca_every=10, n_check=200, null_replicas=4,
+                  pca_every=10, n_check=200, chance_texts=1000,
                   prefix_chains=10, prefix_steps=3_500),
 }
 cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
@@ -101,14 +101,15 @@ cond = gc.load_mlm(model or None)
 embedder = gc.load_embedder()
 model_name = Path(cond.name_or_path).name if not model else model
 out = bt.results_dir("04_basins")
+seed_source = "bbc"  # glauber_core.seed_passages' passages: the seeds
 cfg
 
 # %% [markdown]
-# | profile | chains | steps | scores every | scorer check | shuffles | prefix runs |
+# | profile | chains | steps | scores every | scorer check | chance texts | prefix runs |
 # |---|---|---|---|---|---|---|
-# | smoke | 5 topics x 1 | 30 | 10 | 5 per topic | 4 | 1 chain, 10 steps |
-# | quick | 5 topics x 6 | 1,500 | 50 | 60 per topic | 3 | 4 chains, 500 steps |
-# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 4 | 10 chains, 3,500 steps |
+# | smoke | 5 topics x 2 | 30 | 10 | 5 per topic | 20 | 1 chain, 10 steps |
+# | quick | 5 topics x 6 | 1,500 | 50 | 60 per topic | 300 | 4 chains, 500 steps |
+# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 1,000 | 10 chains, 3,500 steps |
 #
 # The `paper` profile follows the paper's Table 3 item by item: 50 chains
 # (five seed topics, ten seeds each), 10,000 steps at $\tau = 1$, topic
@@ -120,7 +121,7 @@ cfg
 # sections, one of them politics, against the paper's five). The paper does
 # not give its prefix runs' length; we use 3,500 steps there, the length of
 # its Fig. 4, and the same number of chains per prefix as seeds per topic.
-# The shuffled controls are ours (see below).
+# The chance texts are ours (see below).
 #
 # ## The topic scorer
 #
@@ -215,52 +216,55 @@ bt.glue_all(ch.scorer_check_words(check, accuracy, cut_name))
 # spread evenly over the eight wrong labels would send $1/8 \approx 13\%$
 # there, and a share well above that would make a rising politics score
 # along a chain partly the scorer's doing. Its misses on BBC politics
-# snippets went to {glue:text}`ch4_politics_misread_as`: the section covers
-# policy on hospitals, schools and the environment, so some such readings
-# are fair.
+# snippets went to {glue:text}`ch4_politics_misread_as`.
 #
 # ## What we test, and against what
 #
 # The paper's evidence for a politics basin is that chains cross the
 # politics baseline $1/9$ at least once
-# ({glue:text}`paper_politics_recurrence_count`), and that every seed topic's
-# own score falls. Both can happen without any basin. A score that hovers
-# near $1/9$ crosses it at some look out of dozens by chance, and text that
-# dissolves into word salad loses its seed topic too: a masked LM with
-# random weights does both. So each general claim is judged against a chance
-# level, by a rule fixed here, before the run. The chance level comes from
-# *shuffled chains*: at every scored step and every position, the tokens our
-# chains hold there are dealt out afresh among the chains. Each position
-# keeps the model's own words, so a model that only favours some tokens
-# (a random one, say) is matched exactly; what the shuffle destroys is what
-# ties one chain's tokens together, its text and so its basin.
+# ({glue:text}`paper_politics_recurrence_count`), that the politics score
+# rises for every seed topic, and that every seed topic's own score falls.
+# All three can happen without any basin. A score that hovers near $1/9$
+# crosses it at some look out of dozens by chance, and text that dissolves
+# into word salad gains some politics and loses its seed topic: a masked LM
+# with random weights does all three. So each general claim is judged
+# against a chance level, by a rule fixed here, before the run. The chance
+# level is *basin-free text*: states of $n$ tokens drawn uniformly from the
+# model's vocabulary, scored by the same scorer. A random-weight model's
+# chains end close to such text, so it reproduces none of the claims (the
+# calibration tests check this, and that a model tilted towards politics by
+# construction does reproduce them).
 #
-# - **Politics recurrence** (`politics_recurrence`). Over the chains seeded
-#   from the four non-politics topics, count those whose politics score
-#   exceeds $1/9$ at some scored step after the start. Two nulls, each
-#   compared with Newcombe's interval for a difference of two shares
-#   (`bt.rule_against_chance`): (a) *politics is no different from another
-#   label*: the same chains, each paired with one control label (neither
-#   politics nor its own seed label, cycled through the seven), crossing the
-#   same baseline at the same looks; (b) *the chains carry no basin*: their
-#   shuffles crossing it, at the same looks.
-#   *Reproduced* when politics crosses more often than both controls (both
-#   intervals above 0), *differs* when either interval lies at or below 0,
-#   *inconclusive* otherwise, including zero crossings on both sides.
+# - **Politics recurrence** (`politics_recurrence`). For each chain seeded
+#   from one of the four non-politics topics, the share of its scored looks
+#   after the start at which politics scores above $1/9$: a per-chain share,
+#   below its ceiling unless every look crosses. Two comparisons, each an
+#   interval against 0: (a) *politics is no different from another label*:
+#   minus the same share for the chain's control label (neither politics nor
+#   its own seed label, cycled through the seven) on the same looks, paired
+#   over chains (t interval); (b) *the chains carry no basin*: minus the
+#   share of basin-free texts above $1/9$ (Welch interval).
+#   *Reproduced* when both lie above 0, *differs* when either lies at or
+#   below 0, *inconclusive* otherwise.
+# - **Politics rises for every topic** (`politics_rises_every_topic`,
+#   Table 3a). Per non-politics seed topic, the mean rise of the politics
+#   score from the start to the last step (t interval over its chains) and
+#   the last step's mean minus basin-free text (Welch interval). A topic is
+#   reproduced when both lie above 0 and differs when either lies at or
+#   below 0; the claim needs every topic reproduced and differs if one
+#   differs.
 # - **Loss of the seed topic** (`seed_topic_loss`). For every chain, the
-#   share of the shuffles of the final states whose seed-label score (at the
-#   chain's place) is higher than the chain's own (ties count half). Null:
-#   0.5, the chain ends no further from its topic than a shuffle of the
-#   model's final words (a rank comparison, so the skew of topic scores on
-#   word salad cannot tip it). *Reproduced* when the
-#   bootstrap interval of the mean share (chains resampled) lies above 0.5:
-#   the chains end further from their topic than their own words shuffled,
-#   having moved on to other readable text. *Differs* when the seed score does not
-#   fall at all (the interval of the mean fall from the start lies at or
-#   below 0), *inconclusive* otherwise.
+#   share of basin-free texts whose seed-label score is higher than the
+#   chain's last state's (ties count half). Null: 0.5, the chain ends no
+#   further from its topic than word salad (a rank comparison, so the skew
+#   of topic scores on salad cannot tip it). *Reproduced* when the t
+#   interval of the mean share over chains lies above 0.5: the chains end
+#   further from their topic than salad, having moved on to other readable
+#   text. *Differs* when it lies at or below 0.5: they keep more of their
+#   topic than salad has. *Inconclusive* otherwise.
 # - The paper's own numbers for BERT (the crossing count and the peak
-#   politics score) are shown beside ours and not judged: our model, scorer
-#   and seeds differ from the paper's.
+#   politics score) are shown beside ours and judged only on the paper's
+#   model and protocol: our model, scorer and seeds differ from the paper's.
 #
 # ## Long chains from each topic
 #
@@ -270,7 +274,8 @@ bt.glue_all(ch.scorer_check_words(check, accuracy, cut_name))
 
 # %%
 seeds = [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed,
-                          topic=t) for t in ch.BBC_TOPIC_LABELS]
+                          topic=t, passages=seed_source)
+         for t in ch.BBC_TOPIC_LABELS]
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
 run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
@@ -283,19 +288,17 @@ frame.assign(model=model_name).to_csv(out / "scores.csv", index=False)
 frame.head()
 
 # %% [markdown]
-# The chance control: `null_replicas` shuffles of the scored states.
+# The chance level: `chance_texts` basin-free texts of the chains' length.
 
 # %%
-scored = torch.isin(run.steps, score_steps)
-null_tokens = ch.shuffled_null(run.tokens[:, scored], cfg.null_replicas,
-                               seed=seed + 11)
-null_scores = ch.state_topic_scores(cond, null_tokens, labels, **score_with)
-null_frame = ch.topic_frame(null_scores, score_steps, labels,
-                            seed_topic=seed_topic * cfg.null_replicas)
-null_frame.assign(model=model_name).to_csv(out / "shuffled_scores.csv",
-                                           index=False)
-print("a final state and one of its shuffles:\n  "
-      f"{cond.decode(run.final[0])}\n  {cond.decode(null_tokens[0, -1])}")
+chance = ch.state_topic_scores(
+    cond, ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len,
+                           seed=seed + 11), labels, **score_with)
+pd.DataFrame(chance.numpy(), columns=labels).assign(model=model_name).to_csv(
+    out / "chance_scores.csv", index=False)
+chance_politics = chance[:, labels.index("politics")].numpy()
+print("a basin-free text:", cond.decode(
+    ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]))
 
 # %% [markdown]
 # ## Table 3: politics recurrence and loss of the seed topic
@@ -304,13 +307,14 @@ print("a final state and one of its shuffles:\n  "
 # mean score of the seed topic's own label at both ends, how many chains
 # rise above the baseline $1/9$ at some recorded step after the start, and
 # the highest politics score seen after the start. The last column is the
-# seed label's mean score on the shuffled final states: where the seed score
-# ends when the words stay and the text goes.
+# seed label's mean score on basin-free text: where the seed score would
+# end if the chain dissolved into word salad.
 
 # %%
 table3 = ch.recurrence_table(frame, "politics", baseline)
-null_table = ch.recurrence_table(null_frame, "politics", baseline)
-table3["seed score at end, shuffled"] = null_table["seed score at end"]
+table3["seed score, basin-free text"] = [
+    chance[:, labels.index(label)].mean().item()
+    for label in table3["seed label"]]
 table3.assign(model=model_name).to_csv(out / "table3.csv")
 table3.round(3)
 
@@ -318,26 +322,33 @@ table3.round(3)
 # The paper's five seed topics (from MS MARCO, one of them food) are not
 # BBC's, and politics is not among them; so we count crossings over our
 # chains seeded from the four non-politics topics, whose politics score has
-# to rise to cross. Beside each chain's politics crossing stands its control
-# label's crossing on the same looks, and the shuffled chains' politics
-# crossing:
+# to rise to cross. Per chain, the share of its looks after the start at
+# which politics is above $1/9$, beside the same share for its control label
+# on the same looks; basin-free text gives the chance share:
 
 # %%
 crossings = ch.crossing_table(frame, labels, baseline)
-chains = len(crossings)
-crossed = int(crossings.target_crossed.sum())
-label_crossed = int(crossings.control_crossed.sum())
-null_crossings = ch.crossing_table(null_frame, labels, baseline)
-free = (int(null_crossings.target_crossed.sum()), len(null_crossings))
 crossings.assign(model=model_name).to_csv(out / "crossings.csv",
                                           index=False)
-recurrence = ch.recurrence_rule(crossed, chains, label_crossed, *free)
+recurrence = ch.recurrence_verdict(crossings, chance_politics, baseline)
 pd.DataFrame({
-    "chains": [chains, chains, free[1]],
-    "crossing 1/9 at least once": [crossed, label_crossed, free[0]],
+    "chains or texts": [len(crossings)] * 2 + [cfg.chance_texts],
+    "share of looks above 1/9": [crossings.target_share.mean(),
+                                 crossings.control_share.mean(),
+                                 recurrence["chance_share"]],
+    "ever above 1/9": [crossings.target_crossed.mean(),
+                       crossings.control_crossed.mean(), np.nan],
 }, index=["politics, our chains", "control label, same chains and looks",
-          "politics, shuffled chains, same looks"]).assign(
-    share=lambda t: (t.iloc[:, 1] / t.chains.clip(lower=1)).round(2))
+          "politics, basin-free text"]).round(2)
+
+# %% [markdown]
+# Table 3a, topic by topic: the rise of the mean politics score from the
+# start to the last step, and where it ends against basin-free text.
+
+# %%
+rises = ch.rise_table(frame, chance_politics)
+rises.assign(model=model_name).to_csv(out / "table3a_rises.csv")
+rises.drop(columns="reason").round(3)
 
 # %% [markdown]
 # The same question asked of a single held-out snippet: the share of
@@ -355,17 +366,14 @@ print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
       f"1 - (1 - q)^{looks} = {by_chance:.2f}")
 
 # %% [markdown]
-# Loss of the seed topic against the shuffles, chain by chain:
+# Loss of the seed topic against basin-free text, chain by chain:
 
 # %%
 own = [labels.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
-null_end = null_scores[:, -1].reshape(cfg.null_replicas, len(own), -1)
-null_end = null_end[:, at, own].numpy()
-loss = ch.seed_loss_intervals(start_score, end_score, null_end, seed=seed)
-loss_verdict = ch.seed_loss_rule(loss["fall"], loss["beyond_null"])
+loss = ch.seed_loss_intervals(start_score, end_score, chance[:, own].numpy())
 pd.DataFrame(loss, index=["mean", "95% low", "95% high"]).T.round(3)
 
 # %% [markdown]
@@ -525,15 +533,16 @@ pd.DataFrame(endpoints).groupby("prefix", sort=False).first().endpoint
 # on each bundled model.
 
 # %% tags=["remove-input"]
-setup = {"n": cfg.seq_len, "chains": chains, "steps": cfg.steps,
+setup = {"n": cfg.seq_len, "chains": len(seed_topic), "steps": cfg.steps,
          "tau": f"{temperature:g}", "record_every": every * cfg.pca_every,
          "scorer": Path(scorer).name if scorer else
          "MiniLM embedding zero-shot", "labels": len(labels),
-         "passages": "BBC News"}
-claim_rows, words = ch.chapter_verdicts(
-    crossings, recurrence, loss, loss_verdict, setup=setup,
-    model=model_name, free=free)
-claim_rows.append(ch.endpoint_row(table3, baseline, setup=setup,
+         "passages": ch.PASSAGE_NAMES[seed_source]}
+claim_rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss,
+                                        setup=setup, model=model_name)
+table5 = ch.recurrence_table(ch.first_chains(
+    frame, ch.endpoint_chains(cfg.n_seeds)), "politics", baseline)
+claim_rows.append(ch.endpoint_row(table5, baseline, setup=setup,
                                   model=model_name))
 claims = bt.write_claims(claim_rows, "04_basins", model_name, cfg.profile)
 bt.glue_all({**words, **ch.summary_words(
@@ -547,21 +556,30 @@ claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 #
 # In this run ({glue:text}`ch4_run`), the seed label's mean score falls
 # from start to end for {glue:text}`ch4_seed_falls`; the paper reports that
-# BERT's seed-topic scores fall in every case. Against shuffles of the
-# final states, the chains' own seed scores sit
-# {glue:text}`ch4_seed_loss`, so the loss of the seed topic comes out
-# *{glue:text}`ch4_verdict_seed_topic_loss`*. The politics row starts from a
-# mean politics score of {glue:text}`ch4_politics_seed_start`, against
-# {glue:text}`ch4_other_seed_start` for the other topics' own labels:
-# {glue:text}`ch4_politics_seed_note`.
+# BERT's seed-topic scores fall in every case. The chains' last seed
+# scores sit {glue:text}`ch4_seed_loss`, so the loss of the seed topic
+# comes out *{glue:text}`ch4_verdict_seed_topic_loss`*. The politics row
+# starts from a mean seed-label score of
+# {glue:text}`ch4_politics_seed_start`, against
+# {glue:text}`ch4_other_seed_start` for the other topics' own labels
+# ({glue:text}`ch4_politics_seed_note`); where the scorer's misses on
+# politics snippets go is in the scorer check above, and why politics
+# starts where it does is not measured here.
+#
+# Topic by topic (Table 3a): {glue:text}`ch4_rises`. The paper reports a
+# rise for all five of its topics; against basin-free text, politics rising
+# for every topic comes out *{glue:text}`ch4_verdict_rises`*.
 #
 # Of the non-politics chains, {glue:text}`ch4_crossed` pass the politics
 # baseline at some scored step (the paper:
 # {glue:text}`paper_politics_recurrence_count`), against
-# {glue:text}`ch4_label_crossed` for their control labels on the same looks
-# and {glue:text}`ch4_free_crossed` for the shuffled chains; the highest
-# politics score is {glue:text}`ch4_peak` (the paper:
-# {glue:text}`paper_politics_peak`). Under the rule fixed above, politics
+# {glue:text}`ch4_label_crossed` for their control labels on the same
+# looks; the highest politics score is {glue:text}`ch4_peak` (the paper:
+# {glue:text}`paper_politics_peak`). Crossing once is nearly at its ceiling,
+# so the rule reads the share of looks instead: politics is above $1/9$ in
+# {glue:text}`ch4_share_politics` of a chain's looks on average, its control
+# label in {glue:text}`ch4_share_control`, basin-free text in
+# {glue:text}`ch4_share_chance`. Under the rule fixed above, politics
 # recurrence comes out *{glue:text}`ch4_verdict_politics_recurrence`*.
 # Crossing once is a weak test: {glue:text}`ch4_false_alarm` of plain,
 # non-political held-out snippets already pass $1/9$, so with

@@ -70,7 +70,7 @@ cold_steps: int = 0  # steps of the cold chains; 0: the profile's value
 record_every: int = 0  # steps between embedded states; 0: profile's value
 window: int = 0  # drift window in steps; 0: the profile's
 threshold: float = 0.0  # drift threshold; 0: the paper's
-passages: str = ""  # seed passages: "bbc" | "ms_marco" (online); "": profile's
+passages: str = ""  # "bbc" | "ms_marco" (online); a protein model: germline
 seed: int = 0
 
 # %%
@@ -104,7 +104,9 @@ cfg = ch.settings(
 cold_temperatures = cold_temperatures or ch.paper_cold_temperatures()
 bt.set_book_style()
 cond = gc.load_mlm(model or None)
-embedder = gc.load_embedder()
+cfg.passages = ch.seed_source(cond, cfg.passages)  # protein: germline V genes
+# a protein model has no sentence embedder: Hamming distance (None) instead
+embedder = None if ch.is_protein(cond) else gc.load_embedder()
 model_name = model or gc.DEFAULT_MODEL_DIR.name
 out = bt.results_dir("05_traps")
 cfg
@@ -112,6 +114,7 @@ cfg
 # %% tags=["remove-input"]
 bt.glue_paper("05_traps")
 bt.glue_all(ch.setup_phrases(TABLE4, cfg, cond, cold_temperatures))
+bt.glue_all(ch.distance_phrases(cond))
 
 # %% [markdown]
 # | profile | $n$ | chains per $\tau$ | steps | $\tau$ | embedded every | window | cold chains |
@@ -132,7 +135,9 @@ bt.glue_all(ch.setup_phrases(TABLE4, cfg, cond, cold_temperatures))
 # window at every length. The threshold stays at the paper's value at every size (a cosine
 # distance from the same kind of embedder). The `quick` and `smoke` profiles also run a colder
 # $\tau = 0.5$ beside the paper's $\tau = 1$, fixed in advance (appendix C.3 names $\tau \le 0.5$
-# as the regime where chains stall), not tuned to produce traps.
+# as the regime where chains stall), not tuned to produce traps. On a protein model
+# (`-p model antiberty`) the seeds are germline V genes and every distance is a Hamming distance
+# (section "Running the chains"); the profiles stay the same.
 #
 # ## What we test, and how we judge it
 #
@@ -173,10 +178,9 @@ bt.glue_all(ch.setup_phrases(TABLE4, cfg, cond, cold_temperatures))
 #
 # ## Running the chains
 #
-# Seed passages are held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to
-# $n$ tokens. All chains of a temperature
-# share one batched forward per step; every `record_every` steps each state is stored, and its text
-# embedded (each distinct text once, in batches). The cold chains start from the same passages.
+# Seeds in this run: {glue:text}`ch5_seeds`. All chains of a temperature share one batched
+# forward per step; every `record_every` steps each state is stored and turned into a vector. In
+# this run, {glue:text}`ch5_distance`. The cold chains start from the same seeds.
 
 # %%
 seeds = gc.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed,
@@ -185,7 +189,7 @@ runs = {}
 for tau in cfg.temperatures:
     run = gc.glauber(cond, seeds.tokens, cfg.steps, tau, seed=seed,
                      record_every=cfg.record_every, progress=False)
-    runs[tau] = (run, gc.trajectory_embeddings(cond, embedder, run))
+    runs[tau] = (run, ch.state_vectors(cond, embedder, run))
 cold_runs = {tau: gc.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
                              seed=seed, record_every=cfg.cold_steps,
                              progress=False)
@@ -199,8 +203,8 @@ cold_runs = {tau: gc.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
 #
 # $$D_t = \operatorname{mean}_{t < s \le t + w} \bigl(1 - \cos(\phi(x_s), \phi(x_t))\bigr),$$
 #
-# the average embedding distance (eq. B.1) of the window's recorded states from where the window
-# began. A window is flagged when $D_t$ is below the threshold. A trap runs from the first start of
+# the average distance (eq. B.1's embedding distance; the Hamming share on a protein model) of the
+# window's recorded states from where the window began. A window is flagged when $D_t$ is below the threshold. A trap runs from the first start of
 # a run of flagged windows to the last recorded state, inside those windows, that is still within
 # the threshold of its window's start; overlapping stretches merge, back-to-back traps stay
 # separate. Its **held state** is the state recorded most often inside it. A trap that reaches the
@@ -277,6 +281,29 @@ ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps,
 # a step revisits each site more often) and our runs shorter (so no trap can outlast the run, and
 # long ones are censored).
 #
+# ## Are the seeds themselves traps? (protein models)
+#
+# A germline V gene is what evolution and selection left in the genome, and a model trained on
+# hundreds of millions of antibodies may rank its residues first almost everywhere: the seed may sit
+# at or next to a perfect trap before the chain takes a step. On a protein model we therefore
+# measure $\Delta_i(x)$ on every distinct human germline cut to $n$ residues (not only the run's
+# seeds): how many are perfect traps (all $\Delta_i > 0$), per family, and how many sites have a
+# negative gap (the germline residue is not the model's first choice). On a text model this
+# section is skipped. Here, {glue:text}`ch5_germline`.
+
+# %%
+germline = ch.germline_section(cond, cfg.seq_len, out, model_name,
+                               cfg.profile)
+bt.glue_all(ch.germline_phrases(germline))
+
+# %%
+ch.germline_family_table(germline)
+
+# %% [markdown]
+# "perfect traps" is a count ("k of m") for small families and a share with its 95% Wilson
+# interval otherwise; "per seed" is the mean number of sites whose germline residue is not the
+# argmax; $\Delta^*$ is each seed's smallest gap (positive for a perfect trap), in logit units.
+#
 # ## Theorem 8 for the perfect traps
 #
 # For a perfect trap, Theorem 8 gives $t_{\mathrm{mix}}(1/4) \ge e^{\Delta^*/\tau}/(4|V|)$, with
@@ -334,13 +361,14 @@ ch.weakest_table(traps)
 # The paper's cold chains ($\tau$ = {glue:text}`ch5_cold_taus`) stayed close to their start for
 # thousands of steps. Ours run {glue:text}`ch5_cold_steps` steps from the same passages as the
 # $\tau = 1$ chains; each is compared with the $\tau = 1$ chain from the same start after as many
-# steps (cosine distance from the start, eq. B.1).
+# steps (distance from the start: eq. B.1's cosine distance, or on a protein model the share
+# of sites that differ from the start; "near" is the same threshold either way).
 
 # %%
 warm_run, warm_vectors = runs[cfg.temperatures[0]]
 cold = ch.cold_distances(
     ch.distance_at(warm_vectors, warm_run.steps, cfg.cold_steps),
-    {tau: gc.trajectory_distances(cond, embedder, run)[:, -1]
+    {tau: ch.start_distances(cond, embedder, run)[:, -1]
      for tau, run in cold_runs.items()})
 cold.assign(model=model_name, profile=cfg.profile,
             steps=cfg.cold_steps).to_csv(out / "cold.csv", index=False)

@@ -234,29 +234,19 @@ def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
 import book_tools as bt  # noqa: E402
 
 
-def test_shuffled_null_deals_each_position_out_among_the_chains():
-    tokens = torch.arange(5 * 3 * 4).reshape(5, 3, 4)
-    null = ch.shuffled_null(tokens, 3, seed=1)
-    assert null.shape == (15, 3, 4)
-    assert torch.equal(null, ch.shuffled_null(tokens, 3, seed=1))
-    for replica in null.reshape(3, 5, 3, 4):
-        # every (record, position) column holds the chains' own tokens there, in some order
-        assert torch.equal(replica.sort(0).values, tokens)
-    assert not torch.equal(null[:5], tokens)
-    with pytest.raises(ValueError, match="chain states"):
-        ch.shuffled_null(tokens[0])
+def test_chance_tokens_are_uniform_over_the_allowed_tokens(tiny_bert):
+    tokens = ch.chance_tokens(tiny_bert, 400, 5, seed=3)
+    assert tokens.shape == (400, 5) and torch.equal(tokens, ch.chance_tokens(tiny_bert, 400, 5, seed=3))
+    assert bool(tiny_bert.allowed.cpu()[tokens].all())
+    assert len(set(tokens.reshape(-1).tolist())) > 1900  # 2,000 draws from ~29,000 tokens: few repeats
 
 
-def test_chains_without_structure_are_exchangeable_with_their_shuffles():
-    """Chains whose positions are independent (a random model's word salad): the rank share of the
-    shuffles' scores against the chain's own stays at chance, so the seed-loss rule does not pass."""
-    rng = np.random.default_rng(4)
-    tokens = torch.as_tensor(rng.integers(0, 50, size=(300, 1, 6)))
-    score = (tokens[:, 0] < 10).float().mean(1).numpy()  # a skewed per-text score
-    null = ch.shuffled_null(tokens, 4, seed=2)[:, 0]
-    null_score = (null < 10).float().mean(1).numpy().reshape(4, 300)
-    loss = ch.seed_loss_intervals(np.ones(300), score, null_score, 500)
-    assert loss["beyond_null"][1] < 0.5 < loss["beyond_null"][2]
+def test_welch_interval_covers_the_difference_and_degenerates_on_constants():
+    rng = np.random.default_rng(0)
+    estimate, low, high = ch.welch_interval(rng.normal(1.0, 1, 200), rng.normal(0.0, 2, 300))
+    assert low < 1.0 < high and low < estimate < high and high - low < 0.8
+    assert ch.welch_interval([1, 1], [0, 0]) == (1.0, 1.0, 1.0)
+    assert all(math.isnan(v) for v in ch.welch_interval([1], [0, 1]))
 
 
 def test_state_topic_scores_match_topic_scores(tiny_bert):
@@ -299,81 +289,147 @@ def test_crossing_table_counts_target_and_control_after_the_start():
         ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=1.5)
 
 
-@pytest.mark.parametrize("counts, verdict", [
-    ((40, 40, 5, 10, 60), bt.REPRODUCED),      # politics beats another label and basin-free text
-    ((30, 40, 5, 58, 60), bt.DIFFERS),         # basin-free text crosses more often: no basin needed
-    ((5, 40, 35, 10, 60), bt.DIFFERS),         # another label crosses more often than politics
-    ((20, 40, 15, 20, 60), bt.INCONCLUSIVE),   # neither control is beaten nor beats politics
-    ((0, 40, 0, 0, 60), bt.INCONCLUSIVE),      # zero events
-    ((0, 0, 0, 3, 60), bt.INCONCLUSIVE),       # no chain to count
+def _looks_frame(politics, control, chains=6, looks=10, seed=0):
+    """A topic_frame of `chains` business chains whose politics / sport scores sit above 0.25 at the given
+    per-chain shares of their looks (finance, the seed label, takes the rest)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for chain in range(chains):
+        for step in range(looks + 1):
+            p = 0.30 if step and rng.random() < politics else 0.05
+            s = 0.30 if step and rng.random() < control else 0.05
+            rows.append(dict(chain=chain, step=step, seed_topic="business", politics=p, sport=s, finance=1 - p - s))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("politics, control, chance, verdict", [
+    (0.8, 0.1, 0.2, bt.REPRODUCED),   # politics beats the control label and basin-free text
+    (0.8, 0.1, 0.95, bt.DIFFERS),     # basin-free text crosses more often: no basin needed
+    (0.1, 0.8, 0.05, bt.DIFFERS),     # another label crosses more often than politics
+    (0.4, 0.4, None, bt.INCONCLUSIVE),  # neither control is beaten nor beats politics
 ])
-def test_recurrence_rule_reaches_every_outcome(counts, verdict):
-    result, reason, (estimate, low, high) = ch.recurrence_rule(*counts)
-    assert result == verdict
-    assert "another label" in reason and "shuffled" in reason
-    if verdict == bt.REPRODUCED:
-        assert low > 0 and low <= estimate <= high
+def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, control, chance, verdict):
+    frame = _looks_frame(politics, control, chains=12, looks=20)
+    crossings = ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=0.25)
+    assert set(crossings.control_label) == {"sport"} and (crossings.looks == 20).all()
+    chance_scores = (frame[frame.step > 0].politics.to_numpy() if chance is None  # the chains' own looks
+                     else np.where(np.random.default_rng(1).random(300) < chance, 0.3, 0.05))
+    result = ch.recurrence_verdict(crossings, chance_scores, 0.25)
+    assert result["verdict"] == verdict, result["reason"]
+    assert "vs a control label" in result["reason"] and "vs basin-free text" in result["reason"]
+    few = ch.recurrence_verdict(crossings.iloc[:1], chance_scores, 0.25)
+    assert few["verdict"] == bt.INCONCLUSIVE
 
 
-def test_recurrence_rule_on_random_weights_like_counts_is_not_reproduced():
-    """Chains of a model with no structure look like basin-free text: same crossing rate, no verdict."""
-    assert ch.recurrence_rule(55, 60, 50, 56, 60)[0] != bt.REPRODUCED
+def test_crossing_table_shares_and_first_crossing():
+    table = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
+    assert table.target_share.tolist() == pytest.approx([0.5, 0.0, 0.0])
+    assert table.control_share.tolist() == pytest.approx([0.0, 1.0, 0.0])  # chain 1: sport 0.40 twice
+    assert table.first_crossing.iloc[0] > 0 and np.isnan(table.first_crossing.iloc[1])
 
 
-def test_seed_loss_intervals_and_rule_reach_every_outcome():
+def test_rise_table_needs_a_rise_and_an_end_above_chance():
+    frame = _looks_frame(0.0, 0.0, chains=4, looks=2)
+    frame.loc[frame.step == 2, "politics"] = 0.5 + 0.01 * frame.chain[frame.step == 2]
+    chance = np.random.default_rng(0).uniform(0.0, 0.2, 200)
+    rises = ch.rise_table(frame, chance)
+    assert rises.loc["business", "verdict"] == bt.REPRODUCED and rises.loc["business", "chains"] == 4
+    assert ch.rise_table(frame, chance + 0.6).loc["business", "verdict"] == bt.DIFFERS  # salad scores higher
+    flat = ch.rise_table(_looks_frame(0.0, 0.0, chains=4, looks=2), chance)
+    assert flat.loc["business", "verdict"] == bt.DIFFERS
+    assert ch.rises_verdict(rises)[0] == bt.REPRODUCED
+
+
+def test_seed_loss_intervals_and_verdict_reach_every_outcome():
     rng = np.random.default_rng(0)
     start = 0.8 + rng.normal(0, 0.02, 30)
-    null_end = 0.10 + rng.normal(0, 0.02, (4, 30))  # shuffled final states sit at the salad level
-    cases = {"left for other text": 0.02, "dissolved like the null": None, "kept the topic": 0.85}
+    chance_end = 0.10 + rng.normal(0, 0.02, (200, 30))  # basin-free text sits at the salad level
+    cases = {"left for other text": 0.02, "dissolved like salad": None, "kept the topic": 0.85}
     verdicts = {}
     for name, level in cases.items():
         end = 0.10 + rng.normal(0, 0.02, 30) if level is None else level + rng.normal(0, 0.01, 30)
-        loss = ch.seed_loss_intervals(start, end, null_end, 500, seed=1)
+        loss = ch.seed_loss_intervals(start, end, chance_end)
         for estimate, low, high in loss.values():
             assert low <= estimate <= high
-        verdicts[name] = ch.seed_loss_rule(loss["fall"], loss["beyond_null"])[0]
-    assert verdicts == {"left for other text": bt.REPRODUCED, "dissolved like the null": bt.INCONCLUSIVE,
+        verdicts[name] = ch.seed_loss_verdict(loss)[0]
+    assert verdicts == {"left for other text": bt.REPRODUCED, "dissolved like salad": bt.INCONCLUSIVE,
                         "kept the topic": bt.DIFFERS}
     few = ch.seed_loss_intervals([0.5], [0.1], [[0.1]])
-    assert all(math.isnan(v) for v in few["fall"] + few["beyond_null"])
-    assert ch.seed_loss_rule(few["fall"], few["beyond_null"])[0] == bt.INCONCLUSIVE
+    assert all(math.isnan(v) for v in few["fall"] + few["beyond_chance"])
+    assert ch.seed_loss_verdict(few)[0] == bt.INCONCLUSIVE
     same = ch.seed_loss_intervals([0.5, 0.5], [0.2, 0.2], [[0.2, 0.2]])
-    assert same["beyond_null"] == (0.5, 0.5, 0.5)
-    assert ch.seed_loss_rule(same["fall"], same["beyond_null"])[0] == bt.INCONCLUSIVE
+    assert same["beyond_chance"] == (0.5, 0.5, 0.5)
+    assert ch.seed_loss_verdict(same)[0] == bt.DIFFERS  # exactly at the null: not above it
     with pytest.raises(ValueError, match="one length"):
-        ch.seed_loss_intervals(start, start[:3], null_end)
+        ch.seed_loss_intervals(start, start[:3], chance_end)
 
 
 def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
-    """Skewed scores (mostly low, now and then high): one draw sits below the mean of its replicas most
-    of the time, which a difference of means would call a loss; the rank share stays at chance."""
+    """Skewed scores (mostly low, now and then high): one draw sits below the mean of the chance texts
+    most of the time, which a difference of means would call a loss; the rank share stays at chance."""
     rng = np.random.default_rng(2)
-    draws = rng.beta(0.3, 1.5, size=(5, 400))  # chain 0 and four null replicas, all from one law
-    loss = ch.seed_loss_intervals(np.ones(400), draws[0], draws[1:], 500)
-    assert loss["beyond_null"][1] < 0.5 < loss["beyond_null"][2]
-    assert ch.seed_loss_rule(loss["fall"], loss["beyond_null"])[0] == bt.INCONCLUSIVE
+    draws = rng.beta(0.3, 1.5, size=(401, 400))  # the chains' last states and 400 chance texts, one law
+    loss = ch.seed_loss_intervals(np.ones(400), draws[0], draws[1:])
+    assert loss["beyond_chance"][1] < 0.5 < loss["beyond_chance"][2]
+    assert ch.seed_loss_verdict(loss)[0] == bt.INCONCLUSIVE
+
+
+def _verdict_inputs():
+    crossings = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
+    recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
+    rises = ch.rise_table(_frame(), np.full(10, 0.05))
+    loss = {"fall": (-0.2, -0.3, -0.1), "beyond_chance": (0.45, 0.4, 0.48)}
+    return crossings, recurrence, rises, loss
 
 
 def test_chapter_verdicts_keep_model_specific_rows_unjudged():
-    crossings = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
-    recurrence = ch.recurrence_rule(1, 3, 1, 10, 20)
-    loss = {"fall": (-0.2, -0.3, -0.1), "beyond_null": (0.5, 0.4, 0.6)}
-    rows, words = ch.chapter_verdicts(crossings, recurrence, loss,
-                                      ch.seed_loss_rule(loss["fall"], loss["beyond_null"]),
+    crossings, recurrence, rises, loss = _verdict_inputs()
+    rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss,
                                       setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
-                                      model="tiny", free=(10, 20))
+                                      model="tiny")
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
     assert verdicts["seed_topic_loss"] == bt.DIFFERS
-    assert words["ch4_crossed"] == "1 of 3" and words["ch4_free_crossed"] == "10 of 20"
+    assert words["ch4_crossed"] == "1 of 3"
     assert all("nan" not in r["ours_text"].lower() for r in rows)
     empty = crossings.iloc[:0]
-    nothing = {"fall": (math.nan,) * 3, "beyond_null": (math.nan,) * 3}
-    rows, words = ch.chapter_verdicts(empty, ch.recurrence_rule(0, 0, 0, 0, 20), nothing,
-                                      ch.seed_loss_rule(nothing["fall"], nothing["beyond_null"]), setup={"n": 20},
-                                      model="tiny", free=(0, 20))
-    assert [r["verdict"] for r in rows[:2]] == [bt.INCONCLUSIVE, bt.INCONCLUSIVE]
+    nothing = {"fall": (math.nan,) * 3, "beyond_chance": (math.nan,) * 3}
+    rows, words = ch.chapter_verdicts(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
+                                      rises.iloc[:0], nothing, setup={"n": 20}, model="tiny")
+    assert [r["verdict"] for r in rows[:3]] == [bt.INCONCLUSIVE] * 3
     assert all("nan" not in r["ours_text"].lower() for r in rows)
+
+
+def paper_setup(scorer="bart-large-mnli"):
+    """What the notebook's setup dict holds at the paper profile (5 topics x 10 seeds, 10,000 steps, scores
+    every 200, nine labels) with the paper's scorer and seeds."""
+    return {"n": 20, "chains": 50, "steps": 10_000, "tau": "1", "record_every": 200, "scorer": scorer,
+            "labels": 9, "passages": ch.PASSAGE_NAMES["ms_marco"]}
+
+
+def test_model_specific_rows_are_judged_on_the_papers_setup_only():
+    crossings, recurrence, rises, loss = _verdict_inputs()
+    assert paper_setup().keys() == bt.paper_protocol("politics_recurrence_count").keys()
+    for model, setup, judged in (("bert-base-uncased", paper_setup(), True),
+                                 ("bert-base-uncased", paper_setup("MiniLM embedding zero-shot"), False),
+                                 ("bert-base-uncased", {**paper_setup(), "passages": "BBC News"}, False),
+                                 ("tiny", paper_setup(), False)):
+        rows, _ = ch.chapter_verdicts(crossings, recurrence, rises, loss, setup=setup, model=model)
+        for row in rows[3:]:
+            assert (row["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)) == judged, row
+            assert judged or row["verdict"] == bt.OTHER_SETUP
+    table = ch.recurrence_table(_frame(), "politics", baseline=0.12).assign(chains=5)
+    judged = ch.endpoint_row(table, 0.12, setup=paper_setup(), model="roberta-base")
+    assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE), judged
+    other = ch.endpoint_row(table, 0.12, setup=paper_setup("MiniLM embedding zero-shot"), model="roberta-base")
+    assert other["verdict"] == bt.OTHER_SETUP and "scorer" in other["setup"]
+
+
+def test_endpoint_chains_follow_table5_and_first_chains_keeps_them():
+    assert ch.endpoint_chains(10) == int(bt.paper_protocol("endpoint_topics_crossing")["chains_per_topic"])
+    assert ch.endpoint_chains(1) == 1
+    kept = ch.first_chains(_frame(), 1)
+    assert sorted(kept.chain.unique()) == [0, 2]
 
 
 def test_endpoint_row_counts_topics_ending_above_the_baseline_and_judges_only_the_papers_setup():

@@ -1,15 +1,21 @@
-"""Regenerate the book's "Across models" page: chapters 1, 2 and 4 on every bundled model, through sweep.py.
+"""Regenerate the results of the book's "Across models" and "A pretrained MLM: AntiBERTy" pages, through sweep.py.
 
-    .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 25 min on 2 cores)
+    .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 36 min on 2 cores)
+    .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (at most 40 min)
     .venv/bin/python tools/across_models.py --profile smoke
 
-For each chapter of `book_tools.ACROSS_CHAPTERS` this runs
+`--set family` (the default) runs chapters 1, 2 and 4 on every bundled model into results/across_models/;
+`--set antiberty` runs every chapter on AntiBERTy (a protein MLM pretrained by others, offline from the
+`antiberty` wheel) into results/antiberty/, each chapter with the sizes of `ANTIBERTY` (its quick profile with
+a few overrides, so that the whole run fits 40 minutes on 2 cores).
 
-    python sweep.py notebooks/<chapter>.ipynb -p model <every bundled model> --profile <profile>
-                    --out _build/sweeps/across_models/<profile>/<chapter>-<code version>
+For each chapter of the set this runs
 
-then copies the merged tables the page reads (`KEPT`) to `results/across_models/<chapter>/` and writes
-`results/across_models/run.csv`: one row per chapter and model with its status, seconds, profile, this command,
+    python sweep.py notebooks/<chapter>.ipynb -p model <the set's models> [-p NAME VALUE ...] --profile <profile>
+                    --out _build/sweeps/<set>/<profile>/<chapter>-<code version>
+
+then copies the merged tables the page reads to `results/<set folder>/<chapter>/` and writes
+`results/<set folder>/run.csv`: one row per chapter and model with its status, seconds, profile, this command,
 and the commit and date its claims rows name. Commit `results/across_models/` afterwards: the book reads it as
 it is and says when the code has changed since. A killed run resumes (sweep.py skips the cells already done);
 after a change to the chapter's code (`book_tools.code_version`) the chapter is run afresh in a new folder.
@@ -34,12 +40,23 @@ import glauber_core as gc  # noqa: E402
 
 KEPT = {"01_incompatibility": ("claims", "table1"), "02_mixing_bounds": ("claims", "alpha"),
         "04_basins": ("claims", "table3")}
+# AntiBERTy: the tables its page reads, and per chapter the papermill parameters that size the run to 40 minutes
+ANTIBERTY = {"01_incompatibility": (("claims", "checks", "table1"), {}),
+             "02_mixing_bounds": (("claims", "checks", "alpha", "windows_full"), {}),
+             "03_phase_diagram": (("claims",), {}),
+             "04_basins": (("claims",), {}),
+             "05_traps": (("claims", "germline_gaps"), {})}
+SETS = {"family": {"kept": KEPT, "parameters": {}, "out": bt.ACROSS_MODELS},
+        "antiberty": {"kept": {c: tables for c, (tables, _) in ANTIBERTY.items()},
+                      "parameters": {c: p for c, (_, p) in ANTIBERTY.items()}, "out": bt.ANTIBERTY_RESULTS}}
 
 
-def sweep_command(chapter: str, models: list[str], profile: str, out: Path) -> list[str]:
-    """The sweep.py command line of one chapter over the models."""
+def sweep_command(chapter: str, models: list[str], profile: str, out: Path, parameters: dict | None = None
+                  ) -> list[str]:
+    """The sweep.py command line of one chapter over the models (each extra parameter a one-value -p)."""
+    extra = [item for name, value in (parameters or {}).items() for item in ("-p", name, str(value))]
     return [sys.executable, str(ROOT / "sweep.py"), str(ROOT / "notebooks" / f"{chapter}.ipynb"),
-            "-p", "model", *models, "--profile", profile, "--out", str(out)]
+            "-p", "model", *models, *extra, "--profile", profile, "--out", str(out)]
 
 
 def sweep_folder(sweeps: Path, chapter: str) -> Path:
@@ -47,18 +64,19 @@ def sweep_folder(sweeps: Path, chapter: str) -> Path:
     return sweeps / f"{chapter}-{bt.code_version(chapter)}"
 
 
-def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str) -> pd.DataFrame:
+def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str, kept: dict = KEPT
+            ) -> pd.DataFrame:
     """Copy each chapter's kept merged tables (rows of `models` only) from its sweep folder's merged/ to
     results/<chapter>/ and write results/run.csv from the sweeps' index.csv files and claims rows; returns the
     run table. Nothing is replaced unless every table is there."""
-    missing = [path for chapter, tables in KEPT.items() for path in
+    missing = [path for chapter, tables in kept.items() for path in
                [sweep_folder(sweeps, chapter) / "index.csv",
                 *(sweep_folder(sweeps, chapter) / "merged" / f"{table}.csv" for table in tables)]
                if not path.exists()]
     if missing:
         raise FileNotFoundError(f"the sweeps have not written {', '.join(map(str, missing))}")
     rows = []
-    for chapter, tables in KEPT.items():
+    for chapter, tables in kept.items():
         folder = sweep_folder(sweeps, chapter)
         index = pd.read_csv(folder / "index.csv", dtype=str, keep_default_na=False)
         claims = pd.read_csv(folder / "merged" / "claims.csv", dtype=str, keep_default_na=False)
@@ -80,21 +98,25 @@ def collect(sweeps: Path, results: Path, models: list[str], profile: str, comman
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default="family", choices=sorted(SETS), help="which page's results (default family)")
     parser.add_argument("--profile", default="quick", choices=bt.PROFILES)
-    parser.add_argument("--models", nargs="+", default=gc.bundled_models(),
-                        help="masked LMs by name (default: every bundled model)")
-    parser.add_argument("--out", type=Path, default=bt.ACROSS_MODELS, help="where the page's tables go")
+    parser.add_argument("--models", nargs="+", help="masked LMs by name (default: every bundled model, or antiberty)")
+    parser.add_argument("--out", type=Path, help="where the page's tables go (default: the set's results folder)")
     args = parser.parse_args(argv)
-    sweeps = ROOT / "_build" / "sweeps" / "across_models" / args.profile
+    chosen = SETS[args.set]
+    models = args.models or (gc.bundled_models() if args.set == "family" else ["antiberty"])
+    out = args.out or chosen["out"]
+    sweeps = ROOT / "_build" / "sweeps" / ("across_models" if args.set == "family" else args.set) / args.profile
     command = " ".join(["python tools/across_models.py", *(sys.argv[1:] if argv is None else argv)])
-    for chapter in KEPT:
+    for chapter in chosen["kept"]:
         folder = sweep_folder(sweeps, chapter)
-        status = subprocess.run(sweep_command(chapter, args.models, args.profile, folder)).returncode
+        parameters = chosen["parameters"].get(chapter, {})
+        status = subprocess.run(sweep_command(chapter, models, args.profile, folder, parameters)).returncode
         if status:
             print(f"across_models: the {chapter} sweep failed (see {folder}/index.csv)", file=sys.stderr)
             return status
-    run = collect(sweeps, args.out, args.models, args.profile, command)
-    print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {args.out}")
+    run = collect(sweeps, out, models, args.profile, command, chosen["kept"])
+    print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
     return 0
 
 

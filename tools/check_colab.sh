@@ -11,7 +11,7 @@ export PATH="$PWD/$venv/bin:$PATH" HOME="$PWD/_build/colab-home" XDG_CACHE_HOME=
 mkdir -p "$HOME"
 python -m pip install -q --upgrade pip
 python -m pip install -q torch==2.13.0 ipykernel papermill   # what Colab has before the set-up runs
-sh tools/colab_setup.sh
+sh tools/colab_setup.sh python
 export GLAUBER_PROFILE=smoke GLAUBER_RESULTS="$PWD/_build/colab-results" HF_HUB_OFFLINE=1
 for notebook in notebooks/*.ipynb; do
     echo "colab path: $notebook"

@@ -3,7 +3,9 @@
 # itself (pyproject.toml: the core, chapters, book tools and their run-time packages) and the packages installed
 # without their dependencies (requirements-nodeps.txt: the causal-LM control's weights). `make check-colab` runs
 # every chapter in a fresh virtual environment made by this script alone.
+# Usage: sh tools/colab_setup.sh [PYTHON]   (the notebook passes its own interpreter, sys.executable)
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
-python -m pip install -q -e "$here"
-python -m pip install -q --no-deps -r "$here/requirements-nodeps.txt"
+python="${1:-python3}"
+"$python" -m pip install -q -e "$here"
+"$python" -m pip install -q --no-deps -r "$here/requirements-nodeps.txt"

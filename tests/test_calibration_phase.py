@@ -1,0 +1,247 @@
+"""Chapter 3's verdict rules calibrated on chains whose answer is known by mathematics.
+
+Each test runs the estimator and the claims-row builder the notebook calls (chapters/phase.py: coupling_grid,
+scaled_budget_grid, transition_fits, compare_lengths, hitting_times, scaling_fits, saturation_trend,
+rise_with_temperature, context_alpha and the *_row functions), at a small size, on a chain where the claim
+holds and on one where it fails, and asserts "reproduced" and "differs". The notebook feeds those functions
+the embedding distance d = 1 - cos of its MLM chains; here the same functions get a distance whose law is
+known (Hamming distance to the start), so that only the distance differs from the notebook's code path.
+
+Chains:
+- Curie-Weiss (all-to-all Potts, q = 2) from its two ground states, with the per-site total coupling
+  growing like n (J not scaled by n: the critical temperature grows like n, the transition widens in tau)
+  or falling like 1/n (J ~ 1/n^2: the critical temperature falls like 1/n and the window narrows like
+  n^-3/2, faster than Ising-like n^-1/2).
+- Independent sites (J = 0) with a field that makes every update leave the start colour for good: the
+  share of sites changed is the share of sites visited, so the time to change all is the coupon collector
+  (n H_n, n log n) and the time to change half is about n ln 2 (linear); at a fixed T the count of changed
+  sites is n (1 - (1 - 1/n)^T), growing and saturating at T, while the share changed falls with n.
+- Independent sites with a field on the start colour: a hotter chain leaves it more often (Fig. 7 holds at
+  every n and threshold); with the field against the start colour, hotter chains leave it less.
+- A gated chain for section 7: sites are coupled only while site 0 holds colour 0 (the seeds do), and a
+  field drives site 0 to colour 1, so visited states are uncoupled; on independent sites alpha is 0 on
+  every state (no difference).
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import glauber_core as gc
+import book_tools as bt
+from chapters import phase as ch
+
+TAUS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+SMALL, LARGE = 4, 16
+
+
+def curie_weiss(n: int, total: float) -> gc.PottsConditionals:
+    """All-to-all Potts (q = 2) with per-site total coupling `total` (pair coupling total / (n - 1))."""
+    return gc.PottsConditionals(torch.full((n, n), total / (n - 1), dtype=torch.float64), q=2)
+
+
+def coupling_comparison(total_coupling, pairs: int = 12, n_boot: int = 30):
+    """What the notebook does in section 2: a coupling grid per length from the two ground states, the grid
+    with the budget scaled by n log n, logistic fits per length, and the shift and width ratio between the
+    shortest and longest length (both budgets)."""
+    budget = int(6 * LARGE * math.log(LARGE))
+    grids = []
+    for n in (SMALL, 8, LARGE):
+        x0, y0 = torch.zeros(pairs, n, dtype=torch.long), torch.ones(pairs, n, dtype=torch.long)
+        grids.append(ch.coupling_grid(curie_weiss(n, total_coupling(n)), x0, y0, TAUS, budget, seed=1,
+                                      progress=False))
+    grid = pd.concat(grids, ignore_index=True)
+    scaled = ch.scaled_budget_grid(grid, budget)
+    scaled_fits = ch.transition_fits(scaled, n_boot=n_boot, seed=0)
+    fixed_fits = ch.transition_fits(grid, n_boot=n_boot, seed=0)
+    return (ch.compare_lengths(scaled_fits, SMALL, LARGE), ch.compare_lengths(fixed_fits, SMALL, LARGE),
+            int(scaled.coupled.sum()))
+
+
+@pytest.fixture(scope="module")
+def widening():  # J not scaled by n: tau_c = (n - 1) / 2 grows with n and the window widens in tau
+    return coupling_comparison(lambda n: n - 1.0)
+
+
+@pytest.fixture(scope="module")
+def narrowing():  # J ~ 1/n^2: tau_c ~ 8 / n falls with n and the window narrows like n^-3/2
+    return coupling_comparison(lambda n: 16.0 / n)
+
+
+def test_boundary_shift_holds_when_the_critical_temperature_grows_with_n(widening):
+    scaled, _, events = widening
+    row = ch.boundary_shift_row(scaled, events, SMALL, LARGE)
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+
+
+def test_boundary_shift_fails_when_the_critical_temperature_falls_with_n(narrowing):
+    scaled, _, events = narrowing
+    row = ch.boundary_shift_row(scaled, events, SMALL, LARGE)
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
+
+
+def test_transition_width_holds_when_the_window_widens(widening):
+    scaled, fixed, _ = widening
+    row = ch.transition_width_row(scaled, SMALL, LARGE, fixed)
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+    assert "budget scaled by n log n" in row["ours_text"] and "fixed budget" in row["ours_text"]
+
+
+def test_transition_width_fails_when_the_window_narrows_faster_than_ising(narrowing):
+    scaled, fixed, _ = narrowing
+    row = ch.transition_width_row(scaled, SMALL, LARGE, fixed)
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Drift claims on independent sites, with a Hamming distance whose law is known
+# ---------------------------------------------------------------------------------------------
+
+LENGTHS = (8, 12, 16, 24, 32)
+
+
+def leaving_sites(n: int, field: float = 40.0) -> gc.PottsConditionals:
+    """Independent sites (J = 0) whose conditional puts all but e^-40 of its mass on colour 1."""
+    return gc.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
+
+
+def hamming(trajectory: gc.Trajectory, normalised: bool = True) -> torch.Tensor:
+    """Hamming distance of every record to the chain's start [B, R] (share of sites, or count)."""
+    changed = (trajectory.tokens != trajectory.tokens[:, :1]).double().sum(-1)
+    return changed / trajectory.tokens.shape[-1] if normalised else changed
+
+
+@pytest.fixture(scope="module")
+def coupon_hits():
+    """Hitting times of share-changed >= R per chain on leaving sites from all-0 starts (coupon collector)."""
+    out = {}
+    for radius, lengths in ((1.0, LENGTHS), (0.5, (16, 32, 64, 128, 256))):
+        n_all, times_all = [], []
+        for n in lengths:  # a cutoff that every chain meets (all sites: n log n + 6 n; half: 2 n)
+            steps = int(4 * n * math.log(n) + 6 * n) if radius == 1 else 2 * n
+            run = gc.glauber(leaving_sites(n), torch.zeros(60, n, dtype=torch.long), steps, seed=n, progress=False)
+            times = ch.hitting_times(hamming(run), run.steps, radius)
+            n_all += [n] * len(times)
+            times_all += times.tolist()
+        out[radius] = (np.array(n_all), np.array(times_all))
+    return out
+
+
+def test_nlogn_fit_holds_on_the_coupon_collector(coupon_hits):
+    n, times = coupon_hits[1.0]  # every site changed: the coupon collector, median n (ln n + 0.37)
+    row = ch.nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 1.0)
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+
+
+def test_nlogn_fit_fails_when_half_the_sites_suffice(coupon_hits):
+    n, times = coupon_hits[0.5]  # half the sites changed: n (H_n - H_n/2) -> n ln 2 steps, linear in n
+    row = ch.nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 0.5)
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
+
+
+def fixed_time_distances(steps: int, normalised: bool, lengths=(8, 16, 32, 64, 128), chains: int = 30):
+    n_all, d_all = [], []
+    for n in lengths:
+        run = gc.glauber(leaving_sites(n), torch.zeros(chains, n, dtype=torch.long), steps, seed=n,
+                         record_every=steps, progress=False)
+        n_all += [n] * chains
+        d_all += hamming(run, normalised)[:, -1].tolist()
+    return np.array(n_all), np.array(d_all)
+
+
+def test_distance_saturates_holds_when_the_count_changed_saturates_at_T():
+    n, d = fixed_time_distances(24, normalised=False)  # n (1 - (1 - 1/n)^T): grows, below linear, up to T
+    row = ch.saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+
+
+def test_distance_saturates_fails_when_the_distance_falls_with_n():
+    n, d = fixed_time_distances(24, normalised=True)  # 1 - (1 - 1/n)^T falls with n
+    row = ch.saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
+
+
+def test_distance_saturates_is_not_reproduced_by_linear_growth():
+    n_all, d_all = [], []  # uniform sites at T >> n log n: the count changed is Binomial(n, 1/2), linear in n
+    for n in (8, 16, 32):
+        cond = gc.PottsConditionals(torch.zeros(n, n), q=2)
+        run = gc.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400,
+                         progress=False)
+        n_all += [n] * 30
+        d_all += hamming(run, normalised=False)[:, -1].tolist()
+    row = ch.saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
+    assert row["verdict"] != bt.REPRODUCED, row["reason"]
+    assert "slower than linear: inconclusive" in row["reason"] or "slower than linear: differs" in row["reason"]
+
+
+def fig7_rise(field_on_start: float, steps: int, radii):
+    """Independent sites, q = 3, a field `field_on_start` on colour 0 (the start), chains at four
+    temperatures per length, the notebook's rise_with_temperature on the peak Hamming share over `steps`."""
+    peaks, rows = [], []
+    for n in (8, 16):
+        field = torch.tensor([[field_on_start, 0.0, 0.0]] * n)
+        cond = gc.PottsConditionals(torch.zeros(n, n), field, q=3)
+        run, table = ch.multi_temperature_glauber(cond, torch.zeros(12, n, dtype=torch.long),
+                                                  [0.5, 1.0, 2.0, 4.0], steps, seed=n, progress=False)
+        peaks.append(hamming(run))
+        rows.append(table.assign(n=n))
+    peaks, rows = torch.cat(peaks), pd.concat(rows, ignore_index=True)
+    return ch.rise_with_temperature(peaks, rows, radii, draws=1000)
+
+
+def test_crossover_fractions_holds_when_hot_chains_leave_a_favoured_start():
+    row = ch.crossover_row(fig7_rise(3.0, 40, (0.2, 0.4, 0.6)))  # leaving share 2 / (e^(3 / tau) + 2)
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+
+
+def test_crossover_fractions_fails_when_hot_chains_leave_less():
+    # the start colour disfavoured: cold chains leave every site (d = 1), hot ones hover near 2/3; at R = 0.2
+    # and 0.6 every chain gets there (a ceiling: those parts cannot decide), at R = 1 the share falls with tau
+    rise = fig7_rise(-3.0, 80, (0.2, 0.6, 1.0))
+    row = ch.crossover_row(rise)
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
+    assert "n=8 R=0.2: inconclusive" in row["reason"] and "R=1: differs" in row["reason"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 7: influence on visited states (context_averaged_alpha)
+# ---------------------------------------------------------------------------------------------
+
+
+class GatedPotts:
+    """s_i(a; x) = gate(x) * sum_j J 1[x_j = a] + h_i(a), gate(x) = 1[x_0 = 0] for i != 0; site 0 feels a
+    field towards colour 1 only. Seeds with x_0 = 0 are coupled; visited states (x_0 = 1) are not."""
+
+    def __init__(self, n: int, coupling: float = 2.0, q: int = 3):
+        self.vocab_size, self.allowed, self.max_sites = q, torch.ones(q, dtype=torch.bool), n
+        self.coupling, self.device, self.name_or_path = coupling, torch.device("cpu"), "gated potts"
+        self.field = torch.zeros(n, q, dtype=torch.float64)
+        self.field[0, 1] = 40.0
+
+    def log_scores(self, tokens, positions):
+        colours = torch.nn.functional.one_hot(tokens, self.vocab_size).double()
+        own = torch.nn.functional.one_hot(positions, tokens.shape[1]).bool()
+        counts = (colours * (~own).unsqueeze(-1)).sum(1)
+        gate = ((tokens[:, 0] == 0) & (positions != 0)).double().unsqueeze(1)
+        return self.coupling * gate * counts + self.field[positions]
+
+
+def alpha_calibration(cond, n: int = 5, contexts: int = 6, tau: float = 2.0):
+    seeds = torch.randint(0, 3, (contexts, n), generator=torch.Generator().manual_seed(0))
+    seeds[:, 0] = 0
+    run = gc.glauber(cond, seeds, 40 * n, tau, seed=0, progress=False)
+    alpha = ch.context_alpha(cond, seeds, {tau: run.final}, top_k=2)
+    return ch.alpha_row(alpha, 1.0, [tau])
+
+
+def test_context_alpha_holds_when_visited_states_are_uncoupled():
+    row = alpha_calibration(GatedPotts(5))
+    assert row["verdict"] == bt.REPRODUCED, row["reason"]
+
+
+def test_context_alpha_fails_on_independent_sites():
+    row = alpha_calibration(gc.PottsConditionals(torch.zeros(5, 5), q=3))  # alpha = 0 on every state
+    assert row["verdict"] == bt.DIFFERS, row["reason"]
