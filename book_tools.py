@@ -51,6 +51,8 @@ NUMBER_COLUMNS = ("ours", "low", "high", "null")
 RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
 CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
 KINDS = ("general", "model-specific")
+# How a chapter names its seed passages in setups and on its page (glauber_core.seed_passages(passages=...)).
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
 TABLES = ("paper", "beyond")
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
@@ -219,11 +221,16 @@ def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *
 
 
 def code_version(notebook: str) -> str:
-    """A short hash of the code a chapter runs: the core, book_tools, verdicts, chapters/*.py and the notebook."""
+    """A short hash of the code a chapter runs: the core, book_tools, verdicts, the chapter modules its notebook
+    imports (chapters never import one another) and the notebook itself."""
     digest = hashlib.sha256()
     folder = "book" if (REPO_ROOT / "book" / f"{notebook}.ipynb").exists() else "notebooks"
+    source = REPO_ROOT / folder / f"{notebook}.ipynb"
+    text = source.read_text() if source.exists() else ""
+    modules = sorted(set(re.findall(r"from chapters import (\w+)|import chapters\.(\w+)", text)))
+    chapters = [REPO_ROOT / "chapters" / f"{name}.py" for pair in modules for name in pair if name]
     for path in [REPO_ROOT / "glauber_core.py", REPO_ROOT / "book_tools.py", REPO_ROOT / "verdicts.py",
-                 *sorted((REPO_ROOT / "chapters").glob("*.py")), REPO_ROOT / folder / f"{notebook}.ipynb"]:
+                 *chapters, source]:
         digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:12]
 
@@ -793,3 +800,55 @@ def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
         lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
     first = ranked.groupby("example").first()
     return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})
+
+
+# --------------------------------------------------------------------------------------------
+# A pretrained MLM: AntiBERTy (tools/across_models.py --set antiberty writes results/antiberty/,
+# book/antiberty.ipynb reads it)
+# --------------------------------------------------------------------------------------------
+
+ANTIBERTY_COMMAND = "make antiberty"
+
+
+def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every general claim (paper_claims.csv's order), one column per model of `claims` (label -> that model's
+    claims rows): its verdict, "not run here" where the model has no row. The quantity of the last model's row
+    says what was measured on it."""
+    paper = read_paper_claims() if paper is None else paper
+    general = paper[paper.kind == "general"]
+    frame = pd.DataFrame({"claim": general.claim.to_numpy(), "chapter": general.chapter.to_numpy()})
+    for label, rows in claims.items():
+        verdicts = rows[rows.kind == "general"].drop_duplicates("claim").set_index("claim")
+        frame[label] = frame.claim.map(verdicts.verdict).fillna(NOT_RUN)
+        frame[f"{label}: what was measured"] = frame.claim.map(verdicts.quantity).fillna("—")
+    return frame
+
+
+def windows_figure(windows: pd.DataFrame):
+    """Exact full-vocabulary windows of a protein MLM (chapter 2): exact t_mix(1/4) against Theorem 5's bound
+    (where alpha < 1; otherwise the bound says nothing and the window is marked at the top), and the PL gap
+    TV(PL law of the model, PL law of mu_tau's own conditionals) per window. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    finite_bound = windows.bound.map(lambda v: finite(v) and v != math.inf)
+    for k, rows in windows.groupby("k"):
+        with_bound = rows[finite_bound.loc[rows.index]]
+        axes[0].plot(with_bound.t_mix, with_bound.bound, "o", label=f"k = {k}: α < 1")
+        without = rows[~finite_bound.loc[rows.index]]
+        if len(without):
+            axes[0].plot(without.t_mix, np.full(len(without), np.nan), "x")
+            axes[0].text(0.02, 0.95, f"k = {k}: {len(without)} window(s) with α ≥ 1 (no bound)",
+                         transform=axes[0].transAxes, fontsize=8, va="top")
+    low = max(1.0, float(windows.t_mix.min()))
+    axes[0].plot([low, low * 1e3], [low, low * 1e3], color="grey", ls="--", label="bound = t_mix")
+    axes[0].set(xscale="log", yscale="log", xlabel="exact t_mix(1/4), steps", ylabel="Theorem 5's bound, steps",
+                title="Exact mixing time against Theorem 5")
+    axes[0].legend(fontsize=8)
+    labels = [f"{g} (k={k}, τ={t:g})" for g, k, t in zip(windows.germline, windows.k, windows.temperature)]
+    axes[1].barh(labels, windows.pl_gap, color="#0969da")
+    axes[1].set(xlabel="TV(PL law of the model, PL law of μ_τ's conditionals)",
+                title="μ_τ against the pseudo-likelihood law")
+    axes[1].tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    return fig

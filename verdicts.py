@@ -143,11 +143,11 @@ def rule_one_sided(low: float, high: float, null: float, direction: str = "above
         if zero_verdict == DIFFERS:
             return DIFFERS, "zero events, and here zero is the answer: the claim fails"
         return INCONCLUSIVE, "zero events: the run is too small to decide; a run with events would decide it"
-    if not finite(low, high):
+    if low is None or high is None or math.isnan(float(low)) or math.isnan(float(high)):
         return INCONCLUSIVE, "no interval could be estimated from this run"
     if low > high:
         raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
-    above = direction == "above"
+    above = direction == "above"  # an infinite end (a one-sided interval) is compared as it stands
     if (low > null) if above else (high < null):
         return REPRODUCED, f"95% interval [{low:.3g}, {high:.3g}] lies {direction} the null {null:g}"
     if (high <= null) if above else (low >= null):
@@ -182,37 +182,6 @@ def rule_share_above_chance(hits: int, trials: int, chance: float) -> tuple[str,
     return verdict, f"{hits} of {trials} against chance {chance:.3g}: {reason}", low, high
 
 
-def rule_against_chance(successes: int, trials: int, chance_successes: int, chance_trials: int, *,
-                        level: float = 0.95) -> tuple[str, str, tuple[float, float]]:
-    """A share against chance measured the same way (a control). Newcombe's hybrid Wilson interval for the
-    difference successes/trials - chance_successes/chance_trials. Null: difference 0. Reproduced when it lies
-    above 0, differs when at or below 0, inconclusive otherwise, with no trials, with no events, or when both
-    sides sit at the same ceiling or floor (the statistic cannot separate them at any run size).
-    Returns (verdict, reason, interval of the difference)."""
-    counts = (successes, trials, chance_successes, chance_trials)
-    _counts(*counts)
-    if successes > trials or chance_successes > chance_trials:
-        raise ValueError(f"need integer counts with 0 <= successes <= trials, got {counts}")
-    if trials == 0 or chance_trials == 0:
-        return INCONCLUSIVE, "no trials on one side: nothing to compare", (math.nan, math.nan)
-    if successes + chance_successes == 0:
-        return INCONCLUSIVE, "zero events on both sides: the run is too small to decide", (math.nan, math.nan)
-    low1, high1 = (float(v[0]) for v in share_intervals([successes], [trials], level))
-    low2, high2 = (float(v[0]) for v in share_intervals([chance_successes], [chance_trials], level))
-    p1, p2 = successes / trials, chance_successes / chance_trials
-    low = p1 - p2 - math.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
-    high = p1 - p2 + math.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
-    text = (f"{successes}/{trials} against chance {chance_successes}/{chance_trials}: "
-            f"difference {p1 - p2:+.2f} [{low:+.2f}, {high:+.2f}]")
-    if p1 == p2 == 1:
-        return INCONCLUSIVE, text + ": both at ceiling; a statistic below ceiling would decide it", (low, high)
-    if low > 0:
-        return REPRODUCED, text + " lies above 0", (low, high)
-    if high <= 0:
-        return DIFFERS, text + " is not above 0", (low, high)
-    return INCONCLUSIVE, f"{text} contains 0; {decide_text(p1 - p2, low, high, 0.0)}", (low, high)
-
-
 def rule_equivalence(low: float, high: float, band_low: float, band_high: float) -> tuple[str, str]:
     """A number against the paper's, on the paper's own model and protocol: an equivalence band [band_low,
     band_high] (the paper's range, or its value with a stated tolerance). Reproduced when our interval lies
@@ -230,20 +199,23 @@ def rule_equivalence(low: float, high: float, band_low: float, band_high: float)
     return INCONCLUSIVE, f"our interval [{low:.3g}, {high:.3g}] straddles an edge of {band}: a larger run decides"
 
 
-def rule_all_below(values, bound: float, what: str = "value") -> tuple[str, str]:
-    """A bound every observed case must respect, on exact (computed, not sampled) values. Reproduced when
-    every value lies below `bound`, differs when one reaches it, inconclusive with no case."""
+def rule_every_case_above(values, floor: float, what: str = "value") -> tuple[str, str]:
+    """Exact (computed, not sampled) values of a statistic that is 0 up to the rounding `floor` wherever the
+    claim fails (e.g. a distance that vanishes for every compatible chain). Reproduced when every case lies
+    above the floor, differs when none does, inconclusive when some do and some do not, or with no case."""
     values = np.asarray(values, dtype=float).reshape(-1)
-    if not finite(bound):
-        raise ValueError(f"bound must be finite, got {bound}")
     values = values[np.isfinite(values)]
+    if not (finite(floor) and floor >= 0):
+        raise ValueError(f"floor must be a finite number >= 0, got {floor}")
     if len(values) == 0:
-        return INCONCLUSIVE, f"zero cases: no {what} to compare with {bound:.3g}; a run with cases would decide it"
-    worst = float(values.max())
-    over = int((values >= bound).sum())
-    if over:
-        return DIFFERS, f"{over} of {len(values)} reach the bound: largest {what} {worst:.3g} >= {bound:.3g}"
-    return REPRODUCED, f"{len(values)} of {len(values)} below the bound: largest {what} {worst:.3g} < {bound:.3g}"
+        return INCONCLUSIVE, f"zero cases: no {what} to compare with the floor; a run with cases would decide it"
+    above = int((values > floor).sum())
+    text = f"{above} of {len(values)} cases with {what} above the floor {floor:g} (exact values)"
+    if above == len(values):
+        return REPRODUCED, text
+    if above == 0:
+        return DIFFERS, text + ": every case sits at the floor"
+    return INCONCLUSIVE, text + ": the cases disagree"
 
 
 def rule_both_kinds(first: int, count: int, rare: float = 0.1, names=("perfect", "approximate")) -> tuple[str, str]:
@@ -323,7 +295,8 @@ def _same_item(ours, theirs: str) -> bool:
 def compare_setup(model: str, setup: dict, paper_models, protocol: dict) -> tuple[list[str], list[str]]:
     """Our run's model and setup item by item against the paper's: (differences, unstated). The model is
     matched by its exact Hugging Face name (case-insensitive) among `paper_models`; an item the paper does
-    not state (absent, or marked "not stated") goes to `unstated` and does not count as a difference."""
+    not state (absent, or marked "not stated") goes to `unstated` and does not count as a difference; an item
+    the paper states that the run does not record is a difference (nothing is assumed equal)."""
     names = {str(m).strip().lower() for m in paper_models}
     differences = [] if str(model).strip().lower() in names else [
         f"model {model} (paper: {', '.join(paper_models) or 'not named'})"]
@@ -334,8 +307,13 @@ def compare_setup(model: str, setup: dict, paper_models, protocol: dict) -> tupl
             unstated.append(f"{key} {ours} (paper: not stated)")
         elif not _same_item(ours, theirs):
             differences.append(f"{key} {ours} (paper: {theirs})")
-    unstated += [f"{key} (paper: {value})" for key, value in protocol.items()
-                 if key not in setup and _UNSTATED.search(value)]
+    for key, value in protocol.items():
+        if key in setup:
+            continue
+        if _UNSTATED.search(value):
+            unstated.append(f"{key} (paper: {value})")
+        else:
+            differences.append(f"{key} not recorded by this run (paper: {value})")
     return differences, unstated
 
 

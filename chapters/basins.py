@@ -21,6 +21,7 @@ from glauber_core import (
     check_count,
     check_tokens,
     embed,
+    germline_v_genes,
     load_embedder,
     quiet_load,
     seed_passages,
@@ -111,6 +112,8 @@ def topic_scores(texts, labels=tuple(TOPIC_LABELS), *, model=None, scale: float 
     "facebook/bart-large-mnli"): the transformers zero-shot pipeline over the label names, single-label.
     """
     texts, descriptions = _check_texts(texts), topic_descriptions(labels)
+    if model == FAMILY_SCORER:  # a protein model's "topics": the germline families (family_scores)
+        return family_scores(texts, list(descriptions))
     if isinstance(model, (str, Path)):
         classify = _zero_shot_pipeline(str(model))
         names = list(descriptions)
@@ -121,6 +124,115 @@ def topic_scores(texts, labels=tuple(TOPIC_LABELS), *, model=None, scale: float 
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
     similarities = label_similarities(texts, descriptions, model, batch_size)
     return torch.softmax(scale * similarities.double(), -1).float()
+
+
+# --------------------------------------------------------------------------------------------
+# A protein model (AntiBERTy): human germline V-gene families stand in for the topics
+# --------------------------------------------------------------------------------------------
+
+
+# topic_scores(..., model=FAMILY_SCORER) scores residue strings by germline family (family_scores)
+FAMILY_SCORER = "germline family identity"
+# The commonest human heavy-chain family (111 of 249 IMGT heavy alleles) plays politics' part
+FAMILY_TARGET = "IGHV3"
+# Seed families: the three largest heavy families, the largest kappa and the largest lambda family
+FAMILY_SEEDS = ("IGHV1", "IGHV3", "IGHV4", "IGKV1", "IGLV3")
+# What the prefix section (C.4) prints on a protein model
+NO_PREFIX = "protein model: no prefix runs (a spoken prefix such as \"X said that\" has no residue counterpart)"
+
+
+@functools.lru_cache(maxsize=8)
+def _germline_table(n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Families (heavy, kappa, lambda; by number), alleles' first n residues as bytes [A, n] (0 past the
+    end) and each allele's family index [A]."""
+    genes = germline_v_genes("human")
+    order = {"heavy": 0, "kappa": 1, "lambda": 2}
+    families = sorted({(order[c], int(f[4:]), f) for _, f, c, _ in genes})
+    families = [f for *_, f in families]
+    codes = np.zeros((len(genes), n), np.uint8)
+    for k, (_, _, _, residues) in enumerate(genes):
+        cut = residues[:n].encode()
+        codes[k, : len(cut)] = np.frombuffer(cut, np.uint8)
+    return families, codes, np.array([families.index(f) for _, f, _, _ in genes])
+
+
+def germline_families() -> list[str]:
+    """The human IMGT germline V-gene families (IGHV1-7, then kappa, then lambda), the protein labels."""
+    return list(_germline_table(1)[0])
+
+
+def family_identity(texts, labels=None, *, counts: bool = False) -> torch.Tensor:
+    """Per residue string and family [N, L]: the share of its residues identical (same position from
+    the gene's start) to a human germline allele of the family, max over the family's alleles (1 for a
+    germline cut against its own family); with `counts`, the number of identical residues instead.
+    labels: family names (None: all, germline_families order)."""
+    texts = ["".join(t.split()) for t in _check_texts(texts)]
+    length = max(len(t) for t in texts)
+    families, codes, member = _germline_table(length)
+    labels = families if labels is None else list(topic_descriptions(labels))
+    unknown = [k for k in labels if k not in families]
+    if unknown:
+        raise ValueError(f"labels {unknown} are no human germline families; families: {families}")
+    states = np.ones((len(texts), length), np.uint8)  # 1 past a text's end matches no residue (nor the 0s)
+    for k, text in enumerate(texts):
+        states[k, : len(text)] = np.frombuffer(text.encode(), np.uint8)
+    matches = np.concatenate([(part[:, None, :] == codes[None]).sum(-1)
+                              for part in np.array_split(states, max(1, len(states) // 256))])
+    best = np.stack([matches[:, member == families.index(k)].max(1) for k in labels], 1).astype(float)
+    sizes = np.array([len(t) for t in texts], dtype=float)[:, None]
+    return torch.tensor(best if counts else best / sizes)
+
+
+def family_scores(texts, labels=None) -> torch.Tensor:
+    """A protein state's "topic scores" [N, L] (rows sum to 1): softmax over the families of the number
+    of residues identical to the family's nearest allele (family_identity with counts), so that every
+    identical residue multiplies a family's weight by e; the largest score is the nearest family."""
+    return torch.softmax(family_identity(texts, labels, counts=True), -1).float()
+
+
+def family_seeds(cond: MaskedLMConditionals, n: int, count: int, families=FAMILY_SEEDS, *,
+                 seed: int = 0) -> list:
+    """seed_passages per germline family: `count` distinct n-residue germline cuts, or all the family
+    has when fewer (IGHV1 has 6 distinct 20-residue cuts)."""
+    cuts = {f: {r[:n] for _, g, _, r in germline_v_genes("human") if g == f and len(r) >= n} for f in families}
+    return [seed_passages(cond, n, min(count, len(cuts[f])), seed=seed, topic=f) for f in families]
+
+
+def germline_check(n: int, labels, target: str = FAMILY_TARGET) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The family scorer on the germlines themselves: every distinct n-residue cut of a human germline
+    V gene (its first allele), its family, the family the scorer puts first and its scores. Returns
+    (check: one row per cut, columns allele, chain, label, predicted, identity to its own family and the
+    labels' scores; accuracy per chain: cuts, share read as their own family, share with `target`'s
+    score above 1/L among cuts of other families)."""
+    names = list(topic_descriptions(labels))
+    cuts = {}
+    for allele, family, chain, residues in germline_v_genes("human"):
+        if len(residues) >= n and family in names:
+            cuts.setdefault(residues[:n], (allele, chain, family))
+    texts = list(cuts)
+    scores = family_scores(texts, names).numpy()
+    own = family_identity(texts, names).numpy()
+    check = pd.DataFrame([dict(zip(("allele", "chain", "label"), v)) for v in cuts.values()])
+    check["predicted"] = np.asarray(names)[scores.argmax(1)]
+    check["own identity"] = own[np.arange(len(texts)), [names.index(k) for k in check.label]]
+    check = check.join(pd.DataFrame(scores, columns=names))
+    others = check[check.label != target]
+    accuracy = check.assign(correct=check.predicted == check.label).groupby("chain").agg(
+        cuts=("correct", "size"), accuracy=("correct", "mean"))
+    accuracy[f"{target} above 1/L (other families)"] = (others[target] > 1 / len(names)).groupby(
+        others.chain).mean()
+    return check, accuracy
+
+
+def protein_words(check: pd.DataFrame, accuracy: pd.DataFrame, labels, target: str = FAMILY_TARGET) -> dict:
+    """Glue values for the germline check of a protein model (the BBC scorer check's counterpart)."""
+    wrong = check[check.predicted != check.label]
+    return {"ch4_acc_cut": f"{(check.predicted == check.label).mean():.0%}",
+            "ch4_acc_whole": "not measured (germline cuts only)",
+            "ch4_errors_to_politics": ("none (it made none)" if wrong.empty
+                                       else f"{(wrong.predicted == target).mean():.0%}"),
+            "ch4_politics_misread_as": ", ".join(f"{k} ({v})" for k, v in wrong[wrong.label == target]
+                                                 .predicted.value_counts().head(3).items()) or "none"}
 
 
 def fit_topic_scale(similarities: torch.Tensor, targets, low: float = 1e-3, high: float = 1e4) -> float:
@@ -543,14 +655,32 @@ def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
     return rule_every_part(rises.verdict.tolist(), rises.index.tolist())
 
 
+def protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -> dict:
+    """The general claims' quantity texts on a protein model: germline families as topics, `target` for
+    politics, uniform random residues as basin-free text."""
+    scorer = (f"topic = nearest human germline family by identity, softmax over {labels or 'the'} families of "
+              "the identical-residue count")
+    return {"politics_recurrence": f"{target} minus a control family, and minus uniform random residues, in the share "
+                                   f"of a chain's looks with {target}'s score above 1/L (chains seeded outside "
+                                   f"{target}; {scorer}; the weaker difference)",
+            "politics_rises_every_topic": f"per seed family outside {target}: mean {target} score rise from start "
+                                          f"to end, and end minus uniform random residues ({scorer})",
+            "seed_topic_loss": "share of uniform random residue strings scoring the seed family higher than the "
+                               f"chain's last state (mean over chains; null 0.5; {scorer})"}
+
+
 def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: dict, *,
-                     setup: dict, model: str) -> tuple[list[dict], dict]:
+                     setup: dict, model: str, target: str = "politics",
+                     quantities: dict | None = None) -> tuple[list[dict], dict]:
     """The chapter's claims rows (Table 5's endpoint row is endpoint_row's) and the verdict words its prose
     quotes.
 
     crossings: crossing_table of the run; recurrence: recurrence_verdict's dict; rises: rise_table;
     loss: seed_loss_intervals' {"fall", "beyond_chance"}; setup: our protocol items (keys as in
-    paper_claims.csv's protocol column)."""
+    paper_claims.csv's protocol column). A `target` other than politics (a protein model's germline
+    family, with protein_quantities as `quantities`) keeps the general rows only: the model-specific ones
+    are BERT's politics numbers, with no counterpart there."""
+    quantities = quantities or {}
     chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
     label_crossed = int(crossings.control_crossed.sum()) if chains else 0
     missing = "fewer than two chains: no estimate"
@@ -558,38 +688,40 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
     if chains:
         low, high = (float(v[0]) for v in bt.share_intervals([crossed], [chains]))
         politics, control = crossings.target_share.mean(), crossings.control_share.mean()
-        recurrence_text = (f"share of a chain's looks above 1/L: politics {politics:.2f}, control label "
-                           f"{control:.2f}, basin-free text {recurrence['chance_share']:.2f}; politics minus "
+        recurrence_text = (f"share of a chain's looks above 1/L: {target} {politics:.2f}, control label "
+                           f"{control:.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} minus "
                            f"control {bt.interval_text(*recurrence['label'], signed=True, missing=missing)}, "
                            f"minus basin-free text "
                            f"{bt.interval_text(*recurrence['chance'], signed=True, missing=missing)}")
     else:
         low = high = politics = control = math.nan
-        recurrence_text = "no chain seeded outside politics in this run"
+        recurrence_text = f"no chain seeded outside {target} in this run"
     rise_verdict, rise_reason = rises_verdict(rises)
     rise_text = "; ".join(
         f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=missing)}, "
         f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=missing)}"
-        for topic, r in rises.iterrows()) or "no seed topic outside politics in this run"
+        for topic, r in rises.iterrows()) or f"no seed topic outside {target} in this run"
     loss_verdict = seed_loss_verdict(loss)
     excess_text = (f"{bt.interval_text(*loss['beyond_chance'], digits=2, missing=missing)} (fall from the start "
                    f"{bt.interval_text(*loss['fall'], digits=3, missing=missing)})")
     peak = float(crossings.target_peak.max()) if chains else math.nan
-    peak_text = f"{peak:.3f}" if chains else "no chain seeded outside politics was scored after its start"
+    peak_text = f"{peak:.3f}" if chains else f"no chain seeded outside {target} was scored after its start"
     rows = [
-        bt.claim_row("politics_recurrence",
+        bt.claim_row("politics_recurrence", quantities.get("politics_recurrence",
                      "politics minus control label, and minus basin-free text, in the share of a chain's looks "
-                     "above 1/L (chains seeded outside politics; the weaker difference)", weaker[0],
+                     "above 1/L (chains seeded outside politics; the weaker difference)"), weaker[0],
                      recurrence_text, recurrence["verdict"], recurrence["reason"], low=weaker[1], high=weaker[2],
                      null=0.0),
-        bt.claim_row("politics_rises_every_topic",
+        bt.claim_row("politics_rises_every_topic", quantities.get("politics_rises_every_topic",
                      "per seed topic outside politics: mean politics rise from start to end, and end minus "
-                     "basin-free text", int((rises.verdict == bt.REPRODUCED).sum()), rise_text, rise_verdict,
+                     "basin-free text"), int((rises.verdict == bt.REPRODUCED).sum()), rise_text, rise_verdict,
                      rise_reason),
-        bt.claim_row("seed_topic_loss",
+        bt.claim_row("seed_topic_loss", quantities.get("seed_topic_loss",
                      "share of basin-free texts scoring the seed label higher than the chain's last state "
-                     "(mean over chains; null 0.5)", loss["beyond_chance"][0], excess_text, *loss_verdict,
+                     "(mean over chains; null 0.5)"), loss["beyond_chance"][0], excess_text, *loss_verdict,
                      low=loss["beyond_chance"][1], high=loss["beyond_chance"][2], null=0.5),
+    ]
+    rows += [] if target != "politics" else [  # BERT's politics count and peak: no protein counterpart
         bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
                               crossed / chains if chains else math.nan,
                               f"{crossed} of {chains} non-politics chains" if chains else recurrence_text,
@@ -613,7 +745,8 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
 def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.DataFrame, *, q: float,
                   looks: int, by_chance: float, run: str, target: str = "politics") -> dict:
     """Glue values for the chapter's closing section: seed-topic falls, politics at the start, the
-    chance of a crossing, the leading labels over all chains and the prefix shifts."""
+    chance of a crossing, the leading labels over all chains and the prefix shifts (mix None: no prefix
+    runs, as on a protein model)."""
     names = list(topic_descriptions(labels))
     rest = table3.drop(index=target, errors="ignore")
     falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
@@ -622,11 +755,11 @@ def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.Dat
     overall = leading_label_shares(frame[frame.step > frame.step.min()].assign(chains="all"), names,
                                    by="chains").loc["all"].sort_values(ascending=False)
     rank = list(overall.index).index(target) + 1
-    shift = (mix - mix.loc["(none)"]).drop(index="(none)")
+    shift = (mix - mix.loc["(none)"]).drop(index="(none)") if mix is not None else pd.DataFrame()
     kid = [p for p in shift.index if "little kid" in p.lower()]
     return {
         "ch4_run": run,
-        "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-politics seed topics "
+        "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-{target} seed topics "
                           f"({', '.join(falls) or 'none'})",
         "ch4_politics_seed_start": f"{own_start:.2f}", "ch4_other_seed_start": f"{other_start:.2f}",
         "ch4_politics_seed_note": "lower" if own_start < other_start else "not lower",

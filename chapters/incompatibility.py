@@ -34,9 +34,29 @@ import verdicts as vd
 
 # The seed passages' names as the paper's protocol spells them (paper_claims.csv, `passages=`), keyed by
 # glauber_core.seed_passages's `passages` argument.
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
 # The floor is at least this many times the largest rounding measured on the run's own rectangles.
 SAFETY = 10.0
+
+
+def seed_count(cond, n: int, wanted: int) -> int:
+    """How many distinct seed states of n tokens a run can have, at most `wanted`: for a protein model the
+    distinct n-residue cuts of the human germline V genes (about 120 at n = 20; rectangles then share seeds,
+    rectangle r on seed r mod P), else `wanted`."""
+    if not getattr(cond, "residues", False):
+        return wanted
+    from glauber_core import germline_v_genes
+
+    return min(wanted, len({r[:n] for *_, r in germline_v_genes() if len(r) >= n}))
+
+
+def seed_source(cond, passages: str, profile: str = "quick") -> tuple[str, str]:
+    """(the MLM's seed source, the causal control's): `passages`, or when it is "" the profile's (the paper's
+    MS MARCO at the paper profile, online; BBC News otherwise); a protein MLM takes germline V genes, and the
+    English causal control then takes the default BBC News paragraphs."""
+    source = passages or ("ms_marco" if profile == "paper" else "bbc")
+    if getattr(cond, "residues", False):
+        return "germline", ("bbc" if source in ("bbc", "germline") else source)
+    return source, source
 
 
 def rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
@@ -167,22 +187,31 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
 # ---------------------------------------------------------------------------------------------
 
 def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50, seed: int = 0) -> torch.Tensor:
-    """[R, 2, k] distinct tokens tried at site i ([:, 0]) and at site j ([:, 1]) of each rectangle, drawn
-    uniformly from the top_k allowed tokens by proposal_scores at the rectangle's state (the current
-    token may be among them), with their own random stream: independent of the rectangle's A' and B'."""
+    """[R, 2, k] (k at most |allowed| - 2 and top_k - 2) distinct tokens tried at site i ([:, 0]) and at site j ([:, 1]) of each rectangle, drawn
+    uniformly from the top_k allowed tokens by proposal_scores at the rectangle's state, with their own
+    random stream, and never the rectangle's own tokens at that site (A and A' at i, B and B' at j): the
+    influence then shares no conditional with delta's four edges."""
     k, top_k = check_count(k, "k", 2), _check_top_k(top_k)
+    k = min(k, int(cond.allowed.sum()) - 2, top_k - 2)  # a small vocabulary leaves fewer tokens to try
+    if k < 2:
+        raise ValueError("pair influence needs at least 2 allowed tokens besides a rectangle's own two per site")
     x = rectangles.tokens
     sites = torch.stack([rectangles.i, rectangles.j], 1)
+    rows_all = torch.arange(len(rectangles))
+    own = torch.stack([torch.stack([x[rows_all, rectangles.i], rectangles.a_new], 1),
+                       torch.stack([x[rows_all, rectangles.j], rectangles.b_new], 1)], 1)  # [R, 2, 2]
     device = getattr(cond, "device", cond.allowed.device)
     generator = torch.Generator().manual_seed(int(seed) + 7919)
     out = []
     for rows in torch.arange(len(rectangles)).split(128):
         scores = proposal_scores(cond, x[rows].to(device), sites[rows]).double()
         scores[:, :, ~cond.allowed.cpu()] = float("-inf")
+        mine = own[rows].to(device)
+        scores.scatter_(2, mine, float("-inf"))  # the rectangle's own tokens are never tried
         top = scores.topk(min(top_k, scores.shape[2]), dim=2)
         usable = torch.isfinite(top.values).sum(2)
         if (usable < k).any():
-            raise ValueError(f"some site has fewer than k = {k} allowed tokens to try")
+            raise ValueError(f"some site has fewer than k = {k} allowed tokens besides the rectangle's own")
         keys = torch.rand(top.values.shape, generator=generator, dtype=torch.float64)
         keys[~torch.isfinite(top.values)] = 2.0  # never pick a disallowed slot
         pick = keys.argsort(2)[:, :, :k]
@@ -195,7 +224,7 @@ def pair_influence(cond: Conditionals, rectangles: Rectangles, alternatives: tor
     """[R, 2]: c(i <- j) and c(j <- i) per rectangle, the influence coefficients of Definition 2 bounded
     from below at the rectangle's state x: c(i <- j) = max over pairs (b, b') of alternatives[:, 1] of
     TV(p_tau(. | x^{j->b}_{-i}), p_tau(. | x^{j->b'}_{-i})), and c(j <- i) likewise with alternatives[:, 0].
-    Whole distributions at contexts other than delta's (the tokens are drawn apart from A', B'), so
+    Whole distributions at contexts other than delta's (never the rectangle's own A, A', B, B'), so
     the measure shares no summand with delta. fp64 from the model's scores; 2k forwards per rectangle."""
     temperature = check_temperature(temperature)
     x, i, j, _, _ = rectangle_input(cond, *rectangles.args())
@@ -248,11 +277,13 @@ def rectangle_frame(cond, rectangles: Rectangles, temperature: float = 1.0, batc
     |score| the batch's delta used (`score_scale`, unscaled) and its unit rounding (`score_eps`), and for
     masked LMs the influence `influence` = max(c(i <- j), c(j <- i)) from `pair_influence` with
     `alternatives` tokens per site, and the paper's Fig. 6 measure `paper_influence` (token_influence);
-    NaN for a causal LM, which has no full conditionals."""
+    NaN for a causal LM, which has no full conditionals (and `influence` NaN for a vocabulary with fewer than
+    two tokens besides a rectangle's own two)."""
     temperature = check_temperature(temperature)
     columns = {k: [] for k in ("delta", "scale", "eps", "influence_ij", "influence_ji", "paper_influence")}
     causal = isinstance(cond, CausalLMJoint)
-    tried = None if causal else alternative_tokens(cond, rectangles, alternatives, top_k, seed)
+    small = int(cond.allowed.sum()) < 4 or top_k < 4  # fewer than 2 tokens besides a rectangle's own two
+    tried = None if causal or small else alternative_tokens(cond, rectangles, alternatives, top_k, seed)
     for rows in torch.arange(len(rectangles)).split(batch_size):
         args = rectangles.take(rows).args()
         recorder = _ScoreRecorder(cond)
@@ -260,12 +291,12 @@ def rectangle_frame(cond, rectangles: Rectangles, temperature: float = 1.0, batc
         columns["scale"].append(torch.full((len(rows),), recorder.scale, dtype=torch.float64))
         eps = torch.finfo(recorder.dtype).eps if recorder.dtype is not None else math.nan
         columns["eps"].append(torch.full((len(rows),), eps, dtype=torch.float64))
-        if causal:
-            nan = torch.full((len(rows), 2), float("nan"), dtype=torch.float64)
-            influences, paper = nan, nan[:, 0]
-        else:
-            influences = pair_influence(cond, rectangles.take(rows), tried[rows], temperature)
+        nan = torch.full((len(rows), 2), float("nan"), dtype=torch.float64)
+        influences, paper = nan, nan[:, 0]
+        if not causal:
             paper = rectangle_influences(cond, *args).amax(1)
+        if tried is not None:
+            influences = pair_influence(cond, rectangles.take(rows), tried[rows], temperature)
         columns["influence_ij"].append(influences[:, 0])
         columns["influence_ji"].append(influences[:, 1])
         columns["paper_influence"].append(paper)

@@ -21,10 +21,13 @@ from glauber_core import (
     check_temperature,
     check_tokens,
     coupling_times,
+    free_sites,
     glauber,
     influence_candidates,
     influence_coefficients,
     pair_temperatures,
+    seed_passages,
+    trajectory_distances,
 )
 import book_tools as bt
 import verdicts as vd
@@ -61,6 +64,212 @@ PROFILES = {
         crossover_steps=5_000, crossover_chains=100,
         alpha_length=20, alpha_contexts=16, top_k=8, regime_steps=10_000, n_boot=1000, passages="ms_marco"),
 }
+
+
+# A protein MLM (AntiBERTy, `cond.residues`): full-length coupled chains to coalescence do not fit on two
+# cores (about 20 chain-steps/s at n = 24), so every coupling and drift run uses `n` free sites inside a frozen
+# human germline context of `context_length` residues; the number of free sites plays the role of n, and the
+# distance to the start is the Hamming share of free sites that differ from it (no sentence embedder).
+PROTEIN_PROFILES = {
+    "smoke": dict(
+        context_length=16, window_contexts=2,
+        grid_lengths=[2, 3], grid_temperatures=[1.0, 4.0], pairs=2, budget=20,
+        drift_lengths=[2, 3, 4], drift_temperatures=[1.0, 2.5], drift_chains=2, drift_steps=12,
+        record_every=2, saturation_tau=1.0, saturation_steps=12, saturation_chains=2,
+        hit_tau=2.5, hit_steps=12, hit_chains=2, hit_radius=1.0,
+        crossover_steps=12, crossover_chains=2,
+        alpha_length=2, alpha_contexts=2, top_k=2, regime_steps=4, n_boot=20, passages="germline"),
+    "quick": dict(
+        context_length=24, window_contexts=2,
+        grid_lengths=[2, 4, 6], grid_temperatures=[0.5, 1.0, 2.0, 4.0], pairs=4, budget=100,
+        drift_lengths=[2, 3, 4, 6], drift_temperatures=[0.5, 1.0, 2.5], drift_chains=4, drift_steps=60,
+        record_every=2, saturation_tau=1.0, saturation_steps=60, saturation_chains=4,
+        hit_tau=2.5, hit_steps=60, hit_chains=4, hit_radius=1.0,
+        crossover_steps=60, crossover_chains=4,
+        alpha_length=4, alpha_contexts=4, top_k=3, regime_steps=20, n_boot=200, passages="germline"),
+    "paper": dict(
+        context_length=24, window_contexts=4,
+        grid_lengths=[2, 4, 6, 8, 12], grid_temperatures=[0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0],
+        pairs=100, budget=10_000,
+        drift_lengths=[2, 3, 4, 6, 8, 12], drift_temperatures=[0.5, 1.0, 1.5, 2.5], drift_chains=100,
+        drift_steps=5_000, record_every=5, saturation_tau=1.0, saturation_steps=5_000, saturation_chains=100,
+        hit_tau=2.5, hit_steps=1_000, hit_chains=50, hit_radius=1.0,
+        crossover_steps=5_000, crossover_chains=100,
+        alpha_length=6, alpha_contexts=16, top_k=4, regime_steps=1_000, n_boot=1000, passages="germline"),
+}
+
+
+def profiles_for(cond) -> dict:
+    """The chapter's profile table for a model: PROTEIN_PROFILES for a protein MLM (`cond.residues`), else
+    PROFILES (the English path, unchanged)."""
+    return PROTEIN_PROFILES if getattr(cond, "residues", False) else PROFILES
+
+
+def window_sites(context_length: int, free: int) -> torch.Tensor:
+    """`free` sites spread evenly over a context of `context_length` residues, never its two ends:
+    LongTensor[free], the free sites of a frozen-context window."""
+    context_length, free = check_count(context_length, "context_length", 3), check_count(free, "free", 1)
+    if free > context_length - 2:
+        raise ValueError(f"{free} free sites do not fit inside a context of {context_length} (ends kept)")
+    return torch.linspace(0, context_length - 1, free + 2)[1:-1].round().long()
+
+
+def window_mask(context_length: int, free: int) -> torch.Tensor:
+    """`frozen` for gc.glauber: BoolTensor[context_length], True at every site except the window_sites."""
+    mask = torch.ones(context_length, dtype=torch.bool)
+    mask[window_sites(context_length, free)] = False
+    return mask
+
+
+class WindowConditionals:
+    """A model's conditionals on `free_sites` of one frozen `context` [n]: a state is the m free sites' tokens
+    [B, m] (the model's own ids, every allowed token proposable), put back into the context for each forward.
+    So coupling_times, which updates every site of its state, couples only the free sites."""
+
+    def __init__(self, cond: Conditionals, context, free_sites):
+        self.cond = cond
+        self.context = check_tokens(cond, context, "context")
+        if self.context.shape[0] != 1:
+            raise ValueError(f"context must be one state [n], got {tuple(self.context.shape)}")
+        sites = torch.as_tensor(free_sites).long()
+        n = self.context.shape[1]
+        if sites.dim() != 1 or not len(sites) or len(set(sites.tolist())) != len(sites) or \
+                ((sites < 0) | (sites >= n)).any():
+            raise ValueError(f"free_sites must be distinct sites in [0, {n}), got {free_sites!r}")
+        self.free_sites, self.vocab_size, self.allowed = sites, cond.vocab_size, cond.allowed
+        self.device = getattr(cond, "device", cond.allowed.device)
+        self.max_sites = len(sites)
+        self.name_or_path = f"{getattr(cond, 'name_or_path', type(cond).__name__)} (window {sites.tolist()})"
+
+    def full_states(self, tokens) -> torch.Tensor:
+        """The context [B, n] with each row's free sites set to tokens [B, m]."""
+        tokens = torch.as_tensor(tokens)
+        states = self.context.to(tokens.device).repeat(len(tokens), 1)
+        states[:, self.free_sites.to(tokens.device)] = tokens
+        return states
+
+    def log_scores(self, tokens, positions):
+        positions = torch.as_tensor(positions)
+        return self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
+
+
+def window_coupling_grid(cond: Conditionals, contexts, free: int, temperatures, pairs: int, max_steps: int, *,
+                         seed: int = 0, progress: bool = True) -> pd.DataFrame:
+    """Fig. 2 on a protein MLM: coupling times with `free` free sites (window_sites) inside each frozen context
+    (contexts [C, n], germline V genes). Per context, `pairs` pairs: one chain starts from the germline's own
+    residues at the free sites, the other from uniformly drawn residues (seeded); all temperatures share one
+    batch (coupling_grid on WindowConditionals, seed + c). Columns as coupling_grid, with n = `free` (the number
+    of free sites plays the role of n), `pair` numbered across contexts, `context` and `context_length`."""
+    contexts = check_tokens(cond, contexts, "contexts")
+    pairs = check_count(pairs, "pairs", 1)
+    sites = window_sites(contexts.shape[1], free)
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    generator, frames = torch.Generator().manual_seed(seed), []
+    for c, context in enumerate(contexts):
+        window = WindowConditionals(cond, context, sites)
+        x0 = context[sites].repeat(pairs, 1)
+        y0 = allowed[torch.randint(len(allowed), (pairs, len(sites)), generator=generator)]
+        frame = coupling_grid(window, x0, y0, temperatures, max_steps, seed=seed + c, progress=progress)
+        frames.append(frame.assign(pair=frame.pair + c * pairs, context=c, context_length=contexts.shape[1]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def hamming_distances(trajectory: Trajectory, frozen=0) -> torch.Tensor:
+    """d(x_t, x_0) for a protein MLM: the share of free sites whose residue differs from the start, for every
+    recorded state of every chain, FloatTensor[B, R] in [0, 1] (0 at record 0). `frozen` as for gc.glauber."""
+    tokens = torch.as_tensor(trajectory.tokens)
+    if tokens.dim() != 3:
+        raise ValueError(f"trajectory.tokens must be [B, R, n], got {tuple(tokens.shape)}")
+    sites = free_sites(frozen, tokens.shape[2])
+    moved = tokens[:, :, sites] != tokens[:, :1, sites]
+    return moved.float().mean(-1)
+
+
+def drift_starts(cond, n: int, cfg, seed: int = 0):
+    """(Passages, frozen) of one drift length: a text model's `drift_chains` passages of n tokens, nothing
+    frozen; a protein MLM's germline contexts of `context_length` residues with n free sites (window_mask)."""
+    if getattr(cond, "residues", False):
+        starts = seed_passages(cond, cfg.context_length, cfg.drift_chains, seed=seed, passages=cfg.passages)
+        return starts, window_mask(cfg.context_length, n)
+    return seed_passages(cond, n, cfg.drift_chains, seed=seed, passages=cfg.passages), 0
+
+
+def drift_distances(cond, embedder, trajectory: Trajectory, frozen=0) -> torch.Tensor:
+    """d(x_t, x_0): the embedding distance of gc.trajectory_distances for a text model, the Hamming share of
+    free sites (hamming_distances) for a protein MLM (embedder None)."""
+    if getattr(cond, "residues", False):
+        return hamming_distances(trajectory, frozen)
+    return trajectory_distances(cond, embedder, trajectory)
+
+
+def is_protein(cond) -> bool:
+    """Whether `cond` is a protein MLM (amino-acid vocabulary, `cond.residues`): the window path of the chapter."""
+    return bool(getattr(cond, "residues", False))
+
+
+def length_label(cond) -> str:
+    """The axis label of the chapter's n: tokens of a text model, free sites of a protein MLM's window."""
+    return "free sites $n$ (frozen germline)" if is_protein(cond) else "sequence length $n$ (tokens)"
+
+
+def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
+    """The coupling grid of one length n: a text model's `pairs` pairs of held-out passages of n tokens
+    (coupling_grid); a protein MLM's n free sites in `window_contexts` frozen germline contexts of
+    `context_length` residues (window_coupling_grid, `pairs` pairs per cell in all)."""
+    if is_protein(cond):
+        per_context, rest = divmod(cfg.pairs, cfg.window_contexts)
+        if rest or not per_context:
+            raise ValueError(f"pairs ({cfg.pairs}) must be a positive multiple of window_contexts "
+                             f"({cfg.window_contexts})")
+        contexts = seed_passages(cond, cfg.context_length, cfg.window_contexts, seed=seed, passages=cfg.passages)
+        return window_coupling_grid(cond, contexts.tokens, n, cfg.grid_temperatures, per_context, cfg.budget,
+                                    seed=seed, progress=False)
+    starts = seed_passages(cond, n, 2 * cfg.pairs, seed=seed, passages=cfg.passages)
+    return coupling_grid(cond, starts.tokens[: cfg.pairs], starts.tokens[cfg.pairs:], cfg.grid_temperatures,
+                         cfg.budget, seed=seed, progress=False)
+
+
+def window_scope(cfg) -> str:
+    """What a protein MLM's claim row measured, for its quantity text."""
+    return (f"; n = free sites in a frozen germline context of {cfg.context_length} residues, d = Hamming share "
+            f"of free sites changed")
+
+
+# A protein MLM's drift distance is the Hamming share of free sites changed: at a fixed T it falls with n by
+# construction (each site is visited about T / n times), so Fig. 3a's saturation has no protein meaning.
+NO_PROTEIN_MEANING = ("distance_saturates",)
+
+
+def window_rows(cond, cfg, rows: list[dict]) -> list[dict]:
+    """The claims rows of a run: unchanged for a text model; for a protein MLM each quantity says it was
+    measured on free sites of a frozen germline with the Hamming distance, and the rows of NO_PROTEIN_MEANING
+    are left out (the page shows them as not run here)."""
+    if not is_protein(cond):
+        return rows
+    return [dict(row, quantity=row["quantity"] + window_scope(cfg)) for row in rows
+            if row["claim"] not in NO_PROTEIN_MEANING]
+
+
+def model_note(cond, cfg) -> str:
+    """One paragraph for the page: what this run's model measures its chains with, and on a protein MLM what
+    replaces each English step."""
+    if not is_protein(cond):
+        return ("an English masked LM: seeds are held-out BBC News paragraphs and d(x_t, x_0) is the "
+                "sentence-embedding distance of all-MiniLM-L6-v2, as described below.")
+    return (f"a protein masked LM ({getattr(cond, 'name_or_path', 'protein MLM')}), whose 20 amino acids are all "
+            "proposable. Full-length coupled chains to coalescence do not fit on two CPU cores (about 20 "
+            "chain-steps per second at 24 residues), so every coupling and drift chain here updates only n free "
+            f"sites spread evenly inside a frozen human IMGT germline V gene of {cfg.context_length} residues "
+            f"(the first {cfg.context_length} residues of FR1 onwards), and the number of free sites plays the "
+            "role of the length n. Read 'passage' as 'germline context'. In the coupling grid one chain starts "
+            "from the germline's own residues at the free sites and the other from uniformly drawn residues. "
+            "No sentence embedder applies to a protein: d(x_t, x_0) is the Hamming distance to the start, the "
+            "share of free sites whose residue differs from the germline's (0 at the start, at most 1), so "
+            "R = 1 means every free site has changed (the coupon-collector case of n log n). Fig. 3a's "
+            "saturation claim is left out of the claims (not run here): at a fixed T the Hamming share falls "
+            "with n by construction, so it has no protein meaning; its table is still shown. The influence sums "
+            "of section 6 are those of the window chain (c_ij over the free sites only). Each claim row says "
+            "in its quantity that it was measured this way.")
 
 
 PAPER_SEED_LENGTH = 20  # the paper's seed text length in tokens (appendix B.2): where Fig. 2's boundary is read
@@ -116,41 +325,105 @@ def coupling_summary(grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return table.replace(np.inf, np.nan)
 
 
+def logistic_fits(x, y, max_iter: int = 100, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """logistic_fit of many data sets at once: x, y [R, m] (row r one data set of m 0/1 outcomes), returning
+    (midpoint [R], scale [R]), NaN where a row's outcomes (or x) are all the same.
+
+    Firth's penalised likelihood (Jeffreys prior) by Newton's method on the modified score
+    X'(y - p + h (1/2 - p)), h the hat values (Firth 1993; Heinze and Schemper 2002), with steps capped at 5
+    and halved until the penalised log-likelihood does not fall; all rows are solved together (vectorised)."""
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2 or not np.isin(y, (0, 1)).all() or \
+            not np.isfinite(x).all():
+        raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
+    rows = len(x)
+    midpoint, scale = np.full(rows, math.nan), np.full(rows, math.nan)
+    ok = (y.min(1) != y.max(1)) & (x.min(1) != x.max(1))
+    if not ok.any():
+        return midpoint, scale
+    x, y = x[ok], y[ok]
+    centre, spread = x.mean(1, keepdims=True), x.std(1, keepdims=True)
+    u = (x - centre) / spread
+
+    def parts(beta):
+        eta = beta[:, :1] + beta[:, 1:] * u
+        p = 1 / (1 + np.exp(-eta))
+        w = np.clip(p * (1 - p), 1e-300, None)
+        info = np.stack([w.sum(1), (w * u).sum(1), (w * u * u).sum(1)], 1)  # I = [[a, b], [b, c]]
+        det = info[:, 0] * info[:, 2] - info[:, 1] ** 2
+        loglik = (y * eta - np.logaddexp(0, eta)).sum(1) + 0.5 * np.log(np.clip(det, 1e-300, None))
+        return eta, p, w, info, det, loglik
+
+    beta = np.zeros((len(x), 2))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        _, p, w, info, det, loglik = parts(beta)
+        active = np.ones(len(x), dtype=bool)
+        for _ in range(max_iter):
+            a, b, c = info[:, 0:1], info[:, 1:2], info[:, 2:3]
+            hat = w * (c - 2 * b * u + a * u * u) / det[:, None]  # w_i x_i' I^-1 x_i
+            resid = y - p + hat * (0.5 - p)
+            score = np.stack([resid.sum(1), (resid * u).sum(1)], 1)
+            step = np.stack([c[:, 0] * score[:, 0] - b[:, 0] * score[:, 1],
+                             a[:, 0] * score[:, 1] - b[:, 0] * score[:, 0]], 1) / det[:, None]
+            step *= np.minimum(1.0, 5.0 / np.clip(np.abs(step).max(1, keepdims=True), 1e-300, None))
+            step[~active] = 0
+            for _ in range(30):  # halve a step until the penalised log-likelihood does not fall
+                trial = parts(beta + step)
+                worse = active & ~(trial[5] >= loglik - 1e-12)
+                if not worse.any():
+                    break
+                step[worse] /= 2
+            beta = beta + step
+            _, p, w, info, det, loglik = parts(beta)
+            active &= np.abs(step).max(1) > tol
+            if not active.any():
+                break
+    with np.errstate(divide="ignore", invalid="ignore"):
+        midpoint[ok] = centre[:, 0] - spread[:, 0] * beta[:, 0] / beta[:, 1]
+        scale[ok] = spread[:, 0] / beta[:, 1]
+    return midpoint, scale
+
+
 def logistic_fit(x, y) -> tuple[float, float]:
     """(midpoint, scale) of P(y = 1) = 1 / (1 + exp(-(x - midpoint) / scale)) from 0/1 outcomes.
 
     Firth's penalised likelihood (Jeffreys prior) keeps the fit finite when the outcomes are perfectly
-    separated; (nan, nan) when every outcome is the same, as no transition lies inside the data.
-    """
-    from scipy.optimize import minimize
-
+    separated; (nan, nan) when every outcome is the same, as no transition lies inside the data. Solved by
+    Newton's method (logistic_fits)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or not np.isin(y, (0, 1)).all() or not np.isfinite(x).all():
         raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
-    if y.min() == y.max() or x.min() == x.max():
-        return math.nan, math.nan
-    centre, spread = x.mean(), x.std()
-    u = (x - centre) / spread
-    design = np.stack([np.ones_like(u), u], 1)
+    midpoint, scale = logistic_fits(x[None], y[None])
+    return float(midpoint[0]), float(scale[0])
 
-    def penalised(beta):
-        eta = design @ beta
-        p = 1 / (1 + np.exp(-eta))
-        w = np.clip(p * (1 - p), 1e-300, None)
-        loglik = (y * eta - np.logaddexp(0, eta)).sum()
-        return -(loglik + 0.5 * np.linalg.slogdet(design.T @ (design * w[:, None]))[1])
 
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        beta = minimize(penalised, np.zeros(2), method="Nelder-Mead",
-                        options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x
-    return float(centre - spread * beta[0] / beta[1]), float(spread / beta[1])
+def _rising(midpoint, scale):
+    """(midpoint, scale) with NaN where the fitted share falls with temperature (scale < 0): a slow-to-fast
+    transition needs coupling to rise with tau, so a falling fit has no boundary."""
+    falling = scale < 0
+    return np.where(falling, math.nan, midpoint), np.where(falling, math.nan, scale)
 
 
 def _rising_fit(cells: pd.DataFrame) -> tuple[float, float]:
-    """logistic_fit of coupled against temperature, (nan, nan) when the fitted share falls with temperature:
-    a slow-to-fast transition needs coupling to rise with tau, so a falling fit has no boundary."""
-    midpoint, scale = logistic_fit(cells.temperature, cells.coupled.astype(float))
-    return (midpoint, scale) if not scale < 0 else (math.nan, math.nan)
+    """logistic_fit of coupled against temperature, (nan, nan) when the fitted share falls with temperature."""
+    midpoint, scale = _rising(*logistic_fits(cells.temperature.to_numpy()[None],
+                                             cells.coupled.to_numpy(dtype=float)[None]))
+    return float(midpoint[0]), float(scale[0])
+
+
+def _bootstrap_fits(temps: list, coupled: list, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rising fits of every resample: picks [R, P] indexes the pairs (each with its temperatures and 0/1
+    outcomes); a resample without a transition gets midpoint -inf (all met) or +inf (none met), no scale."""
+    if len({len(t) for t in temps}) == 1:  # every pair ran the same cells: one rectangular batch
+        x, y = np.stack(temps)[picks].reshape(len(picks), -1), np.stack(coupled)[picks].reshape(len(picks), -1)
+        midpoint, scale = _rising(*logistic_fits(x, y))
+        flat = (y.min(1) == y.max(1)) & (x.min(1) != x.max(1))
+        midpoint[flat] = np.where(y[flat, 0] == 1, -math.inf, math.inf)
+        scale[flat] = math.nan
+        return midpoint, scale
+    fits = [_bootstrap_fits([temps[p] for p in pick], [coupled[p] for p in pick], np.arange(len(pick))[None])
+            for pick in picks]
+    return np.concatenate([f[0] for f in fits]), np.concatenate([f[1] for f in fits])
 
 
 def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
@@ -159,7 +432,7 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993). A resample without a
     transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none met) and
     no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with temperature
-    has no boundary (NaN).
+    has no boundary (NaN). All resamples of one length are fitted in one vectorised solve (logistic_fits).
     The bootstrap draws are kept in .attrs["boot"] (columns n, replicate, midpoint, scale)."""
     n_boot = check_count(n_boot, "n_boot", 1)
     if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
@@ -167,17 +440,13 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     rng, rows, boots = np.random.default_rng(seed), [], []
     for n, sub in grid.groupby("n"):
         pairs = np.sort(sub.pair.unique())
-        by_pair = {p: cell for p, cell in sub.groupby("pair")}
+        cells = dict(list(sub.groupby("pair")))
+        temps = [cells[p].temperature.to_numpy(dtype=float) for p in pairs]
+        coupled = [cells[p].coupled.to_numpy(dtype=float) for p in pairs]
         midpoint, scale = _rising_fit(sub)
-        draws = []
-        for replicate in range(n_boot):
-            resampled = pd.concat([by_pair[p] for p in rng.choice(pairs, len(pairs))])
-            fit = _rising_fit(resampled)
-            if resampled.coupled.nunique() == 1 and resampled.temperature.nunique() > 1:
-                # no transition in this resample: every pair met (boundary below the grid) or none did (above)
-                fit = (-math.inf if resampled.coupled.all() else math.inf, math.nan)
-            draws.append((n, replicate, *fit))
-        draws = pd.DataFrame(draws, columns=["n", "replicate", "midpoint", "scale"])
+        picks = np.stack([rng.choice(len(pairs), len(pairs)) for _ in range(n_boot)])  # the draws of rng.choice(pairs)
+        boot_mid, boot_scale = _bootstrap_fits(temps, coupled, picks)
+        draws = pd.DataFrame({"n": n, "replicate": np.arange(n_boot), "midpoint": boot_mid, "scale": boot_scale})
         boots.append(draws)
         row = {"n": n, "pairs": len(pairs), "midpoint": midpoint, "scale": scale, "width": 2 * math.log(9) * scale}
         for name in ("midpoint", "scale"):
@@ -283,15 +552,17 @@ class TemperedConditionals:
 
 
 def multi_temperature_glauber(cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0,
-                              record_every: int = 1, progress: bool = True) -> tuple[Trajectory, pd.DataFrame]:
+                              record_every: int = 1, progress: bool = True,
+                              frozen=0) -> tuple[Trajectory, pd.DataFrame]:
     """Chains from every start x0[c] at every temperature in one batched `glauber` run: row t * C + c
-    runs from x0[c] at temperatures[t]. Returns the trajectory and a table of (row, temperature, start)."""
+    runs from x0[c] at temperatures[t]; `frozen` as for gc.glauber (the same fixed sites in every chain).
+    Returns the trajectory and a table of (row, temperature, start)."""
     x = check_tokens(cond, x0, "x0")
     taus = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
     starts = len(x)
     tempered = TemperedConditionals(cond, taus.repeat_interleave(starts))
-    trajectory = glauber(tempered, x.repeat(len(taus), 1), steps, 1.0, seed=seed, record_every=record_every,
-                         progress=progress)
+    trajectory = glauber(tempered, x.repeat(len(taus), 1), steps, 1.0, frozen=frozen, seed=seed,
+                         record_every=record_every, progress=progress)
     rows = pd.DataFrame({"row": np.arange(len(taus) * starts), "temperature": taus.repeat_interleave(starts).numpy(),
                          "start": np.tile(np.arange(starts), len(taus))})
     return trajectory, rows
@@ -521,18 +792,29 @@ def rise_text(rise: pd.DataFrame) -> str:
     return text + f" and {len(rise) - len(up) - len(down)} are undecided"
 
 
-def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int) -> pd.DataFrame:
+def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int, frozen=None) -> pd.DataFrame:
     """The influence sum alpha per context (chapter 2's estimator, a lower bound from the top-k candidates)
     on the seed passages at every temperature of `visited` and on the states visited at each temperature:
-    visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha."""
+    visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha.
+    With `frozen` (a protein MLM's window_mask), alpha is that of the window chain: c_ij over its free sites
+    only, each context's frozen sites held (WindowConditionals, one context at a time)."""
     temperatures, rows = list(visited), []
     for kind, states, temps in [("seed passages", seeds, temperatures)] + [
             ("visited", states, [tau]) for tau, states in visited.items()]:
-        influence = influence_coefficients(cond, states, influence_candidates(cond, states, top_k), temps)
+        if frozen is None:
+            influence = influence_coefficients(cond, states, influence_candidates(cond, states, top_k), temps)
+        else:
+            sites = free_sites(frozen, states.shape[1])
+            influence = torch.cat([_window_influence(WindowConditionals(cond, state, sites), state[sites][None],
+                                                     top_k, temps) for state in states], 1)
         for tau, per_tau in zip(temps, influence):
             rows += [dict(temperature=tau, states=kind, context=c, alpha=a)
                      for c, a in enumerate(alpha_from_influence(per_tau).tolist())]
     return pd.DataFrame(rows)
+
+
+def _window_influence(window, state, top_k: int, temps) -> torch.Tensor:
+    return influence_coefficients(window, state, influence_candidates(window, state, top_k), temps)
 
 
 def paired_difference(before, after, level: float = 0.95) -> tuple[float, float, float]:

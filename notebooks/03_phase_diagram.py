@@ -82,21 +82,24 @@ import glauber_core as gc
 import book_tools as bt
 from chapters import phase as ch
 
-cfg = bt.profile_settings(profile, ch.PROFILES, pairs=pairs, budget=budget,
-                          drift_chains=drift_chains, drift_steps=drift_steps,
+cond = gc.load_mlm(model or None)
+protein = ch.is_protein(cond)  # a protein MLM: free sites in a germline
+cfg = bt.profile_settings(profile, ch.profiles_for(cond), pairs=pairs,
+                          budget=budget, drift_chains=drift_chains,
+                          drift_steps=drift_steps,
                           grid_temperatures=temperatures or None,
                           passages=passages)
 bt.set_book_style()
 bt.glue_paper("03_phase_diagram")
-cond = gc.load_mlm(model or None)
-embedder = gc.load_embedder()
+embedder = None if protein else gc.load_embedder()
 model_name = model or gc.DEFAULT_MODEL_DIR.name
+n_label = ch.length_label(cond)
 cfg
 
 # %% tags=["remove-input"]
 bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
     "coupling_boundary_tau", "distance_saturates", "nlogn_fit",
-    "crossover_fractions")})
+    "crossover_fractions")} | {"ch3_model_note": ch.model_note(cond, cfg)})
 
 # %% [markdown]
 # Each profile (in `chapters/phase.py`) fixes every size. `smoke` only
@@ -126,6 +129,8 @@ bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
 # $n = 48$ most pairs below $\tau = 3$ do not meet within 400 steps, so
 # each costs the whole budget and even a short row of temperatures does
 # not fit the book's time on two CPU cores.
+#
+# **The model of this run.** {glue:text}`ch3_model_note`
 #
 # ## How each claim is judged (fixed before the run)
 #
@@ -182,13 +187,7 @@ bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
 # %%
 lengths = sorted(cfg.grid_lengths)
 small, large = min(lengths), max(lengths)
-grids = []
-for n in lengths:
-    starts = gc.seed_passages(cond, n, 2 * cfg.pairs, seed=seed,
-                              passages=cfg.passages)
-    grids.append(ch.coupling_grid(
-        cond, starts.tokens[: cfg.pairs], starts.tokens[cfg.pairs:],
-        cfg.grid_temperatures, cfg.budget, seed=seed, progress=False))
+grids = [ch.length_grid(cond, n, cfg, seed=seed) for n in lengths]
 grid = pd.concat(grids, ignore_index=True)
 cells = ch.coupling_summary(grid)
 
@@ -214,7 +213,7 @@ for (row, col), text in np.ndenumerate(labels.to_numpy()):
         ax.text(col + 0.5, row + 0.5, text, color="white", ha="center",
                 va="center")
 ax.invert_yaxis()
-ax.set(xlabel=r"temperature $\tau$", ylabel="sequence length $n$ (tokens)",
+ax.set(xlabel=r"temperature $\tau$", ylabel=n_label,
        title=f"Coupling within {cfg.budget} steps (black: median not "
              "reached)")
 plt.show()
@@ -368,14 +367,13 @@ bt.glue_all({
 # %%
 drift_taus = sorted({*cfg.drift_temperatures, cfg.saturation_tau,
                      cfg.hit_tau})
-frames, runs = [], {}
+frames, runs, frozen_at = [], {}, {}
 for n in cfg.drift_lengths:
-    starts = gc.seed_passages(cond, n, cfg.drift_chains, seed=seed + 1,
-                              passages=cfg.passages)
+    starts, frozen_at[n] = ch.drift_starts(cond, n, cfg, seed=seed + 1)
     run, rows = ch.multi_temperature_glauber(
-        cond, starts.tokens, drift_taus, cfg.drift_steps,
-        seed=seed, record_every=cfg.record_every, progress=False)
-    distance = gc.trajectory_distances(cond, embedder, run)
+        cond, starts.tokens, drift_taus, cfg.drift_steps, seed=seed,
+        record_every=cfg.record_every, progress=False, frozen=frozen_at[n])
+    distance = ch.drift_distances(cond, embedder, run, frozen_at[n])
     runs[n] = (run, rows.assign(n=n), distance)
     frame = bt.trajectory_frame(distance, run.steps, n=n)
     frames.append(frame.merge(rows, left_on="chain", right_on="row"))
@@ -399,8 +397,7 @@ last = drift[(drift.step == sat_steps)
 fig, ax = plt.subplots(figsize=(7, 4))
 sns.pointplot(data=last, x="n", y="distance", hue="temperature",
               errorbar=("ci", 95), dodge=0.3, palette="viridis", ax=ax)
-ax.set(xlabel="sequence length $n$ (tokens)",
-       ylabel=r"$d(x_T, x_0)$ at the last step",
+ax.set(xlabel=n_label, ylabel=r"$d(x_T, x_0)$ at the last step",
        title=f"Protocol 1: distance after T = {sat_steps} steps")
 ax.legend(title=r"$\tau$")
 plt.show()
@@ -478,8 +475,7 @@ for form, row in scaling.set_index("form").iterrows():
     if np.isfinite(row.C):
         curve = row.C * ch.SCALING_FORMS[form](grid_n)
         ax.plot(grid_n, curve, label=f"{form}: C = {row.C:.2f}")
-ax.set(xlabel="sequence length $n$ (tokens)",
-       ylabel=f"steps to reach d >= {cfg.hit_radius}",
+ax.set(xlabel=n_label, ylabel=f"steps to reach d >= {cfg.hit_radius}",
        title=rf"Protocol 2 at $\tau$ = {cfg.hit_tau}")
 ax.legend()
 plt.show()
@@ -655,7 +651,9 @@ run, rows, _ = runs[cfg.alpha_length]
 at = {t: torch.as_tensor(rows.temperature.values == t) for t in drift_taus}
 seeds = run.tokens[at[drift_taus[0]], 0][: cfg.alpha_contexts]
 visited = {t: run.final[at[t]][: cfg.alpha_contexts] for t in drift_taus}
-alpha = ch.context_alpha(cond, seeds, visited, cfg.top_k)
+alpha = ch.context_alpha(cond, seeds, visited, cfg.top_k,
+                         frozen=frozen_at[cfg.alpha_length] if protein
+                         else None)
 bt.save_table(alpha, "03_phase_diagram", "context_alpha", model_name)
 alpha_table = alpha.groupby(["temperature", "states"]).alpha.agg(
     ["mean", "min", "max"]).unstack("states")
@@ -705,7 +703,7 @@ bt.glue_all({
 # %% tags=["remove-input"]
 near = min(lengths, key=lambda n: abs(n - ch.PAPER_SEED_LENGTH))
 near_fit = fits.set_index("n").loc[near]
-claims = bt.write_claims([
+claims = bt.write_claims(ch.window_rows(cond, cfg, [
     ch.boundary_row(near_fit, near, model=model_name, budget=cfg.budget,
                     pairs=cfg.pairs, passages=cfg.passages),
     ch.boundary_shift_row(budget_free, int(scaled.coupled.sum()), small,
@@ -716,7 +714,7 @@ claims = bt.write_claims([
     ch.saturation_row(trend, cfg.saturation_tau, int(sat_steps)),
     ch.crossover_row(rise),
     ch.alpha_row(alpha, near_fit.midpoint, drift_taus),
-], "03_phase_diagram", model_name, cfg.profile)
+]), "03_phase_diagram", model_name, cfg.profile)
 sizes = (f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
          f"{cfg.drift_chains} chains per drift cell and lengths up to "
          f"{max(large, max(cfg.drift_lengths))} (profile `{cfg.profile}`)")

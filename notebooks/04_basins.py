@@ -92,16 +92,21 @@ PROFILES = {
                   pca_every=10, n_check=200, chance_texts=1000,
                   prefix_chains=10, prefix_steps=3_500),
 }
-cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
-                          n_seeds=n_seeds, steps=steps,
-                          record_every=record_every)
+# a protein MLM (AntiBERTy): shorter chains at quick, sized to 2 CPUs
+PROTEIN = {"smoke": PROFILES["smoke"],
+           "quick": {**PROFILES["quick"], "steps": 600, "record_every": 25},
+           "paper": PROFILES["paper"]}
 bt.set_book_style()
 bt.glue_paper("04_basins")
 cond = gc.load_mlm(model or None)
-embedder = gc.load_embedder()
+protein = cond.residues  # germline families stand in for the topics
+cfg = bt.profile_settings(profile, PROTEIN if protein else PROFILES,
+                          seq_len=seq_len, n_seeds=n_seeds, steps=steps,
+                          record_every=record_every)
+embedder = None if protein else gc.load_embedder()
 model_name = Path(cond.name_or_path).name if not model else model
 out = bt.results_dir("04_basins")
-seed_source = "bbc"  # glauber_core.seed_passages' passages: the seeds
+seed_source = "germline" if protein else "bbc"  # seed_passages' passages
 cfg
 
 # %% [markdown]
@@ -140,15 +145,39 @@ cfg
 # paragraphs cut to 20 tokens (each BBC topic mapped to its label), never
 # on held-out text. Passing `scorer="facebook/bart-large-mnli"` runs the
 # paper's classifier instead through the same call (online only).
+#
+# **On a protein model** (`-p model antiberty`) there is no English to
+# score. A chain's "topic" is then its nearest human germline V-gene
+# family (IMGT, from `anarci`): for each of the 22 families IGHV1-7,
+# IGKV1-6 and IGLV1-10, the share of the state's residues identical, at
+# the same position from the gene's start, to an allele of the family,
+# the maximum over the family's alleles (1 for a germline against its own
+# family). Its scores in $[0, 1]$ are a softmax over the families of the
+# number of identical residues (each identical residue multiplies a
+# family's weight by $e$), so the baseline is $1/L$ with $L = 22$. The seeds
+# are germlines of five families (IGHV1, IGHV3, IGHV4, IGKV1, IGLV3), and
+# IGHV3, the commonest human heavy family (111 of 249 heavy alleles),
+# takes politics' place in every claim. The maximum over alleles favours
+# large families even on random residues; the chance level below (uniform
+# random residues, scored the same way) carries that bias, so only a drift
+# beyond it counts.
 
 # %%
-labels = list(ch.TOPIC_LABELS)
+target = ch.FAMILY_TARGET if protein else "politics"
+if protein:
+    labels = ch.germline_families()
+    score_with = dict(model=ch.FAMILY_SCORER)
+    seed_labels = {f: f for f in ch.FAMILY_SEEDS}
+else:
+    labels = list(ch.TOPIC_LABELS)
+    score_with = dict(model=scorer or None)
+    seed_labels = ch.BBC_TOPIC_LABELS
 baseline = 1 / len(labels)
-score_with = dict(model=scorer or None)
 bbc_topic = {label: topic for topic, label in ch.BBC_TOPIC_LABELS.items()}
-pd.DataFrame({"description": ch.TOPIC_LABELS.values(),
-              "BBC topic": [bbc_topic.get(k, "") for k in labels]},
-             index=pd.Index(labels, name="label"))
+if not protein:
+    display(pd.DataFrame({"description": ch.TOPIC_LABELS.values(),
+                          "BBC topic": [bbc_topic.get(k, "") for k in labels]},
+                         index=pd.Index(labels, name="label")))
 
 # %% [markdown]
 # Refitting the scale on a fresh sample of training paragraphs shows how
@@ -156,22 +185,27 @@ pd.DataFrame({"description": ch.TOPIC_LABELS.values(),
 # stored fit used 200):
 
 # %%
-refit = ch.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len, seed=seed + 1,
-                                 embedder=embedder)
-print(f"stored scale {ch.TOPIC_SCALE:.2f}; refitted on "
-      f"{5 * cfg.n_check} training snippets: {refit:.2f}")
+if protein:
+    print("protein model: no scale to refit (the family scorer has none)")
+else:
+    refit = ch.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len,
+                                     seed=seed + 1, embedder=embedder)
+    print(f"stored scale {ch.TOPIC_SCALE:.2f}; refitted on "
+          f"{5 * cfg.n_check} training snippets: {refit:.2f}")
 
 # %% [markdown]
 # ## Does the scorer read BBC topics?
 #
 # Before trusting it on chains, we score held-out BBC paragraphs whose topic
 # we know: once cut to the chains' 20 tokens (what the chains look like) and
-# once whole.
+# once whole. On a protein model the BBC check is skipped; in its place
+# the family scorer reads every distinct germline cut of the chains'
+# length, whose family we know.
 
 # %%
 rng = np.random.default_rng(seed)
 rows = []
-for topic, label in ch.BBC_TOPIC_LABELS.items():
+for topic, label in ({} if protein else ch.BBC_TOPIC_LABELS).items():
     cut = gc.seed_passages(cond, cfg.seq_len, cfg.n_check, seed=seed,
                            topic=topic)
     pool = [p for _, p in gc.bbc_paragraphs("heldout", topic)]
@@ -180,32 +214,41 @@ for topic, label in ch.BBC_TOPIC_LABELS.items():
                   label=label, text=t) for t in cut.texts]
     rows += [dict(length="whole paragraph", topic=topic, label=label,
                   text=t) for t in whole]
-check = pd.DataFrame(rows)
-check_scores = ch.topic_scores(check.text.tolist(), labels, **score_with)
-check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
-check["predicted"] = check[labels].idxmax(axis=1)
-check.drop(columns="text").assign(model=model_name).to_csv(
-    out / "validation.csv", index=False)
-accuracy = (check.assign(correct=check.predicted == check.label)
-            .groupby("length").correct.agg(["count", "mean"])
-            .rename(columns={"count": "paragraphs", "mean": "accuracy"}))
+if protein:
+    check, accuracy = ch.germline_check(cfg.seq_len, labels, target)
+    check.assign(model=model_name).to_csv(out / "validation.csv",
+                                          index=False)
+else:
+    check = pd.DataFrame(rows)
+    check_scores = ch.topic_scores(check.text.tolist(), labels, **score_with)
+    check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
+    check["predicted"] = check[labels].idxmax(axis=1)
+    check.drop(columns="text").assign(model=model_name).to_csv(
+        out / "validation.csv", index=False)
+    accuracy = (check.assign(correct=check.predicted == check.label)
+                .groupby("length").correct.agg(["count", "mean"])
+                .rename(columns={"count": "paragraphs",
+                                 "mean": "accuracy"}))
 accuracy.round(3)
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-for ax, (length, part) in zip(axes, check.groupby("length")):
-    table = ch.confusion_table(part.label, torch.tensor(
-        part[labels].to_numpy()), labels)
-    table = table.loc[list(ch.BBC_TOPIC_LABELS.values())]
-    sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax)
-    ax.set(title=f"held-out BBC, {length}", xlabel="predicted label",
-           ylabel="true label (BBC topic)")
-plt.tight_layout()
-plt.show()
+if not protein:  # a protein model's check is the table above
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, (length, part) in zip(axes, check.groupby("length")):
+        table = ch.confusion_table(part.label, torch.tensor(
+            part[labels].to_numpy()), labels)
+        table = table.loc[list(ch.BBC_TOPIC_LABELS.values())]
+        sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False,
+                    ax=ax)
+        ax.set(title=f"held-out BBC, {length}", xlabel="predicted label",
+               ylabel="true label (BBC topic)")
+    plt.tight_layout()
+    plt.show()
 
 # %% tags=["remove-input"]
 cut_name = f"first {cfg.seq_len} tokens"
-bt.glue_all(ch.scorer_check_words(check, accuracy, cut_name))
+bt.glue_all(ch.protein_words(check, accuracy, labels) if protein else
+            ch.scorer_check_words(check, accuracy, cut_name))
 
 # %% [markdown]
 # The scorer names the right label for {glue:text}`ch4_acc_cut` of the
@@ -273,9 +316,11 @@ bt.glue_all(ch.scorer_check_words(check, accuracy, cut_name))
 # the trajectory plots and score every `record_every` steps.
 
 # %%
-seeds = [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed,
-                          topic=t, passages=seed_source)
-         for t in ch.BBC_TOPIC_LABELS]
+seeds = ch.family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed) \
+    if protein else [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds,
+                                      seed=seed, topic=t,
+                                      passages=seed_source)
+                     for t in ch.BBC_TOPIC_LABELS]
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
 run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
@@ -288,7 +333,8 @@ frame.assign(model=model_name).to_csv(out / "scores.csv", index=False)
 frame.head()
 
 # %% [markdown]
-# The chance level: `chance_texts` basin-free texts of the chains' length.
+# The chance level: `chance_texts` basin-free texts of the chains' length
+# (on a protein model, uniform random residues).
 
 # %%
 chance = ch.state_topic_scores(
@@ -296,7 +342,7 @@ chance = ch.state_topic_scores(
                            seed=seed + 11), labels, **score_with)
 pd.DataFrame(chance.numpy(), columns=labels).assign(model=model_name).to_csv(
     out / "chance_scores.csv", index=False)
-chance_politics = chance[:, labels.index("politics")].numpy()
+chance_politics = chance[:, labels.index(target)].numpy()
 print("a basin-free text:", cond.decode(
     ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]))
 
@@ -311,7 +357,7 @@ print("a basin-free text:", cond.decode(
 # end if the chain dissolved into word salad.
 
 # %%
-table3 = ch.recurrence_table(frame, "politics", baseline)
+table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
 table3["seed score, basin-free text"] = [
     chance[:, labels.index(label)].mean().item()
     for label in table3["seed label"]]
@@ -327,26 +373,26 @@ table3.round(3)
 # on the same looks; basin-free text gives the chance share:
 
 # %%
-crossings = ch.crossing_table(frame, labels, baseline)
+crossings = ch.crossing_table(frame, labels, baseline, target, seed_labels)
 crossings.assign(model=model_name).to_csv(out / "crossings.csv",
                                           index=False)
 recurrence = ch.recurrence_verdict(crossings, chance_politics, baseline)
 pd.DataFrame({
     "chains or texts": [len(crossings)] * 2 + [cfg.chance_texts],
-    "share of looks above 1/9": [crossings.target_share.mean(),
+    f"share of looks above 1/{len(labels)}": [crossings.target_share.mean(),
                                  crossings.control_share.mean(),
                                  recurrence["chance_share"]],
-    "ever above 1/9": [crossings.target_crossed.mean(),
+    f"ever above 1/{len(labels)}": [crossings.target_crossed.mean(),
                        crossings.control_crossed.mean(), np.nan],
-}, index=["politics, our chains", "control label, same chains and looks",
-          "politics, basin-free text"]).round(2)
+}, index=[f"{target}, our chains", "control label, same chains and looks",
+          f"{target}, basin-free text"]).round(2)
 
 # %% [markdown]
 # Table 3a, topic by topic: the rise of the mean politics score from the
 # start to the last step, and where it ends against basin-free text.
 
 # %%
-rises = ch.rise_table(frame, chance_politics)
+rises = ch.rise_table(frame, chance_politics, target, seed_labels)
 rises.assign(model=model_name).to_csv(out / "table3a_rises.csv")
 rises.drop(columns="reason").round(3)
 
@@ -354,22 +400,24 @@ rises.drop(columns="reason").round(3)
 # The same question asked of a single held-out snippet: the share of
 # ordinary, non-political 20-token BBC texts whose politics score already
 # exceeds $1/9$. If looks were independent, a chain with $R$ scored states
-# would cross at least once with probability $1 - (1 - q)^R$.
+# would cross at least once with probability $1 - (1 - q)^R$. (On a protein
+# model: the share of other families' germline cuts above $1/L$ for IGHV3.)
 
 # %%
-snippets = check[(check.length != "whole paragraph")
-                 & (check.label != "politics")]
-q = (snippets.politics > baseline).mean()
+snippets = check[(check.get("length") != "whole paragraph")
+                 & (check.label != target)]
+q = (snippets[target] > baseline).mean()
 looks = len(score_steps) - 1
 by_chance = 1 - (1 - q) ** looks
-print(f"non-politics held-out snippets above 1/9: {q:.2f}; "
+kind = "germline cuts" if protein else "held-out snippets"
+print(f"non-{target} {kind} above 1/L: {q:.2f}; "
       f"1 - (1 - q)^{looks} = {by_chance:.2f}")
 
 # %% [markdown]
 # Loss of the seed topic against basin-free text, chain by chain:
 
 # %%
-own = [labels.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
+own = [labels.index(seed_labels[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
@@ -395,13 +443,15 @@ ax.set(xlabel="leading label", ylabel="seed topic",
 plt.show()
 
 # %%
+shown = [*seed_labels.values()] if protein else labels  # 22 families: 5
 mean_path = frame.melt(id_vars=["chain", "step", "seed_topic"],
-                       value_vars=labels, var_name="label",
+                       value_vars=shown, var_name="label",
                        value_name="score")
 fig, ax = plt.subplots(figsize=(9, 4))
 sns.lineplot(data=mean_path, x="step", y="score", hue="label",
              palette="tab10", errorbar=None, ax=ax)
-ax.axhline(baseline, color="grey", ls="--", lw=1, label="baseline 1/9")
+ax.axhline(baseline, color="grey", ls="--", lw=1,
+           label=f"baseline 1/{len(labels)}")
 ax.set(xlabel="Glauber step $t$", ylabel="mean topic score",
        title="Mean topic scores over all chains")
 ax.legend(ncol=2, fontsize=8)
@@ -432,7 +482,8 @@ fig, axes = plt.subplots(1, 2, figsize=(12, 5))
 for ax, chain in zip(axes, picks):
     texts = cond.decode_batch(run.tokens[chain])
     distinct.append(len(set(texts)))
-    xy, explained = ch.pca_2d(gc.embed(embedder, texts))
+    xy, explained = ch.pca_2d(ch.family_identity(texts) if protein
+                              else gc.embed(embedder, texts))
     ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
     dots = ax.scatter(xy[:, 0], xy[:, 1], c=run.steps, cmap="coolwarm_r",
                       s=14, alpha=0.6)
@@ -468,59 +519,70 @@ bt.glue_all(ch.trajectory_words(len(picks) * len(run.steps), sum(distinct),
 # (and that even "The little kid said that" pulls towards news speech). We
 # run the paper's four prefixes (any prefix we add is marked "(ours)") on
 # the same seed passages, and the passages with no prefix, and score only
-# the free part of the text.
+# the free part of the text. On a protein model this section is skipped:
+# a spoken prefix has no residue counterpart.
 
 # %%
-base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
-                        seed=seed + 7)
-runs = {"(none)": ""} | {p: p for p in prefixes} | {
-    f"{p} (ours)": p for p in extra_prefixes}
-prefix_rows, endpoints = [], []
-for name, prefix in runs.items():
-    if prefix:
-        start, k = ch.with_prefix(cond, prefix, base.tokens)
-    else:
-        start, k = base.tokens, 0
-    chains_k = gc.glauber(cond, start, cfg.prefix_steps, temperature,
-                          frozen=k, seed=seed, progress=False,
-                          record_every=max(1, cfg.prefix_steps // 10))
-    pscores, psteps = ch.trajectory_topic_scores(cond, chains_k, labels,
-                                                 skip=k, **score_with)
-    prefix_rows.append(ch.topic_frame(pscores, psteps, labels,
-                                      prefix=name))
-    endpoints += [dict(prefix=name, chain=c, endpoint=text) for c, text
-                  in enumerate(cond.decode_batch(chains_k.final))]
-prefix_frame = pd.concat(prefix_rows, ignore_index=True)
-prefix_frame.assign(model=model_name).to_csv(out / "prefix_scores.csv",
-                                             index=False)
-pd.DataFrame(endpoints).assign(model=model_name).to_csv(
-    out / "prefix_endpoints.csv", index=False)
+if protein:
+    print(ch.NO_PREFIX)
+else:
+    base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
+                            seed=seed + 7)
+    runs = {"(none)": ""} | {p: p for p in prefixes} | {
+        f"{p} (ours)": p for p in extra_prefixes}
+    prefix_rows, endpoints = [], []
+    for name, prefix in runs.items():
+        if prefix:
+            start, k = ch.with_prefix(cond, prefix, base.tokens)
+        else:
+            start, k = base.tokens, 0
+        chains_k = gc.glauber(cond, start, cfg.prefix_steps, temperature,
+                              frozen=k, seed=seed, progress=False,
+                              record_every=max(1, cfg.prefix_steps // 10))
+        pscores, psteps = ch.trajectory_topic_scores(cond, chains_k, labels,
+                                                     skip=k, **score_with)
+        prefix_rows.append(ch.topic_frame(pscores, psteps, labels,
+                                          prefix=name))
+        endpoints += [dict(prefix=name, chain=c, endpoint=text) for c, text
+                      in enumerate(cond.decode_batch(chains_k.final))]
+    prefix_frame = pd.concat(prefix_rows, ignore_index=True)
+    prefix_frame.assign(model=model_name).to_csv(out / "prefix_scores.csv",
+                                                 index=False)
+    pd.DataFrame(endpoints).assign(model=model_name).to_csv(
+        out / "prefix_endpoints.csv", index=False)
 
 # %% [markdown]
 # The topic mix of the free part over the second half of each run, and how
 # it differs from the run without a prefix:
 
 # %%
-late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
-mix = late.groupby("prefix", sort=False)[labels].mean()
-fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
-            ax=axes[0], cbar=False)
-sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f",
-            cmap="vlag", center=0, ax=axes[1], cbar=False)
-axes[0].set(title="mean topic score of the free part, second half",
-            xlabel="", ylabel="frozen prefix")
-axes[1].set(title="change against no prefix", xlabel="label",
-            ylabel="frozen prefix")
-plt.tight_layout()
-plt.show()
+if protein:
+    print(ch.NO_PREFIX)
+else:
+    late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
+    mix = late.groupby("prefix", sort=False)[labels].mean()
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
+                ax=axes[0], cbar=False)
+    sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f",
+                cmap="vlag", center=0, ax=axes[1], cbar=False)
+    axes[0].set(title="mean topic score of the free part, second half",
+                xlabel="", ylabel="frozen prefix")
+    axes[1].set(title="change against no prefix", xlabel="label",
+                ylabel="frozen prefix")
+    plt.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # Example endpoints, one per prefix (the prefix is part of the text):
 
 # %%
-pd.set_option("display.max_colwidth", 120)
-pd.DataFrame(endpoints).groupby("prefix", sort=False).first().endpoint
+if protein:
+    print(ch.NO_PREFIX)
+else:
+    pd.set_option("display.max_colwidth", 120)
+    display(pd.DataFrame(endpoints).groupby("prefix", sort=False)
+            .first().endpoint)
 
 # %% [markdown]
 # ## Verdicts
@@ -530,23 +592,30 @@ pd.DataFrame(endpoints).groupby("prefix", sort=False).first().endpoint
 # row is Table 5's endpoint comparison (B.5): how many seed topics end, on
 # average, above the baseline; the paper measured it on RoBERTa and
 # ModernBERT, and the [across-models page](../book/across_models) runs it
-# on each bundled model.
+# on each bundled model. On a protein model only the three general claims
+# are judged, with germline families as topics and IGHV3 as the target:
+# BERT's politics count, peak and Table 5 have no counterpart there and
+# are left out.
 
 # %% tags=["remove-input"]
 setup = {"n": cfg.seq_len, "chains": len(seed_topic), "steps": cfg.steps,
          "tau": f"{temperature:g}", "record_every": every * cfg.pca_every,
-         "scorer": Path(scorer).name if scorer else
-         "MiniLM embedding zero-shot", "labels": len(labels),
+         "scorer": ch.FAMILY_SCORER if protein else Path(scorer).name
+         if scorer else "MiniLM embedding zero-shot", "labels": len(labels),
          "passages": ch.PASSAGE_NAMES[seed_source]}
-claim_rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss,
-                                        setup=setup, model=model_name)
-table5 = ch.recurrence_table(ch.first_chains(
-    frame, ch.endpoint_chains(cfg.n_seeds)), "politics", baseline)
-claim_rows.append(ch.endpoint_row(table5, baseline, setup=setup,
-                                  model=model_name))
+claim_rows, words = ch.chapter_verdicts(
+    crossings, recurrence, rises, loss, setup=setup, model=model_name,
+    target=target, quantities=ch.protein_quantities(target, len(labels))
+    if protein else None)
+if not protein:  # Table 5 is BERT-family politics: no protein counterpart
+    table5 = ch.recurrence_table(ch.first_chains(
+        frame, ch.endpoint_chains(cfg.n_seeds)), "politics", baseline)
+    claim_rows.append(ch.endpoint_row(table5, baseline, setup=setup,
+                                      model=model_name))
 claims = bt.write_claims(claim_rows, "04_basins", model_name, cfg.profile)
 bt.glue_all({**words, **ch.summary_words(
-    table3, frame, labels, mix, q=q, looks=looks, by_chance=by_chance,
+    table3, frame, labels, None if protein else mix, q=q, looks=looks,
+    by_chance=by_chance, target=target,
     run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
         f"profile {cfg.profile}")})
 claims[["claim", "ours_text", "verdict", "reason", "setup"]]

@@ -294,7 +294,7 @@ ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps,
 # %%
 germline = ch.germline_section(cond, cfg.seq_len, out, model_name,
                                cfg.profile)
-bt.glue_all(ch.germline_phrases(germline))
+bt.glue_all(ch.germline_phrases(germline, seeds.texts))
 
 # %%
 ch.germline_family_table(germline)
@@ -359,7 +359,7 @@ ch.weakest_table(traps)
 # ## Cold chains stay put (appendix C.3)
 #
 # The paper's cold chains ($\tau$ = {glue:text}`ch5_cold_taus`) stayed close to their start for
-# thousands of steps. Ours run {glue:text}`ch5_cold_steps` steps from the same passages as the
+# thousands of steps. Ours run {glue:text}`ch5_cold_steps` steps from the same seeds as the
 # $\tau = 1$ chains; each is compared with the $\tau = 1$ chain from the same start after as many
 # steps (distance from the start: eq. B.1's cosine distance, or on a protein model the share
 # of sites that differ from the start; "near" is the same threshold either way).
@@ -378,6 +378,7 @@ ch.cold_view(cold, cfg.temperatures[0])
 # The paper's column is what it reports on BERT for these temperatures; ours sits beside it for
 # reference, and the warm chains' distance shows how far a $\tau = 1$ chain goes in as many steps.
 # The judged statement is absolute: near the start means below {glue:text}`ch5_near_start`.
+# {glue:text}`ch5_cold_germline`
 #
 # ## Claims
 #

@@ -22,7 +22,7 @@ HIDDEN_CODE_TAGS = {"remove-cell", "remove-input"}  # code the rendered page nev
 BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
             "warner2025modernbert", "wang2019bertmouth", "salazar2020mlmscoring", "reimers2019sbert",
             "wang2020minilm", "greene2006bbc", "allal2025smollm2", "radford2019gpt2", "vehtari2021rhat",
-            "efron1993bootstrap"}
+            "efron1993bootstrap", "ruffolo2021antiberty", "dunbar2016anarci"}
 
 
 # ---------------------------------------------------------------------------------------------------------

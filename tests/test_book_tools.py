@@ -19,7 +19,7 @@ def test_model_specific_claim_on_another_model_is_other_setup_with_each_differen
 
 
 def test_model_specific_claim_on_the_papers_setup_is_judged_against_its_band():
-    setup = {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}
+    setup = {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 1}
     for model in ("bert-base-uncased", "roberta-base", "answerdotai/ModernBERT-base"):
         assert bt.judge_on_paper_setup("incompatibility_mean_abs_delta", model, setup, 0.66, 0.75)[0] == R
     assert bt.judge_on_paper_setup("incompatibility_mean_abs_delta", "bert-base-uncased", setup, 0.3, 0.4)[0] == D
@@ -144,3 +144,41 @@ def test_claim_rows_carry_the_interval_and_null_for_the_forest_plot(tmp_path, mo
     bt.forest_figure(forest)
     counts = bt.counts_frame(tables)
     assert list(counts.columns[:2]) == ["table", "reproduced"] and counts.reproduced.sum() == 1
+
+
+def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
+    """Each band admits the paper's own result with its own sampling error: a run on the paper's setup that
+    finds the paper's counts is reproduced, one that finds far less differs."""
+    from scipy.stats import chi2
+
+    import verdicts as vd
+
+    def judged(claim, low, high):
+        model = bt.paper_claim(claim)["paper_models"].split(";")[0].strip()
+        return bt.judge_on_paper_setup(claim, model, bt.paper_protocol(claim), low, high)[0]
+
+    poisson = chi2.ppf(0.025, 34) / 2, chi2.ppf(0.975, 36) / 2     # 17 traps
+    assert judged("trap_count", *poisson) == R
+    assert judged("trap_count", 0.0, 3.7) == D                     # 1 trap
+    for claim, (k, m) in {"perfect_trap_share": (4, 17), "delta_star_below_lnv": (17, 17),
+                          "politics_recurrence_count": (46, 50), "basin_drift_positive": (200, 200)}.items():
+        low, high = (float(v[0]) for v in vd.share_intervals([k], [m]))
+        assert judged(claim, low, high) == R, claim
+        low, high = (float(v[0]) for v in vd.share_intervals([0], [100]))
+        assert judged(claim, low, high) == D, claim
+
+
+def test_code_version_follows_the_chapter_modules_a_notebook_imports(tmp_path, monkeypatch):
+    for name in ("glauber_core.py", "book_tools.py", "verdicts.py"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    for name in ("phase", "traps"):
+        (tmp_path / "chapters" / f"{name}.py").write_text(name)
+    (tmp_path / "notebooks" / "03_x.ipynb").write_text('"from chapters import phase as ch"')
+    monkeypatch.setattr(bt, "REPO_ROOT", tmp_path)
+    before = bt.code_version("03_x")
+    (tmp_path / "chapters" / "traps.py").write_text("changed")
+    assert bt.code_version("03_x") == before
+    (tmp_path / "chapters" / "phase.py").write_text("changed")
+    assert bt.code_version("03_x") != before

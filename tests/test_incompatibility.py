@@ -263,13 +263,20 @@ def test_influence_matches_a_direct_computation(tiny_bert):
 
 
 def test_pair_influence_is_the_largest_tv_over_the_alternative_tokens():
-    model = asymmetric_potts(n=5, q=4, seed=2)
+    model = asymmetric_potts(n=5, q=6, seed=2)
     rectangles = ch.random_rectangles(model, 5, 12, seed=3)
-    tried = ch.alternative_tokens(model, rectangles, k=3, top_k=4, seed=0)
+    tried = ch.alternative_tokens(model, rectangles, k=3, top_k=6, seed=0)
     assert tried.shape == (12, 2, 3)
     assert all(len(set(row.tolist())) == 3 for row in tried.reshape(-1, 3))  # distinct at each site
-    again = ch.alternative_tokens(model, rectangles, k=3, top_k=4, seed=0)
-    assert torch.equal(tried, again) and not torch.equal(tried, ch.alternative_tokens(model, rectangles, 3, 4, 1))
+    rows = torch.arange(12)
+    own = [{int(rectangles.tokens[r, rectangles.i[r]]), int(rectangles.a_new[r])} for r in rows]
+    assert all(not own[r] & set(tried[r, 0].tolist()) for r in rows)  # never the rectangle's A or A' at i
+    own = [{int(rectangles.tokens[r, rectangles.j[r]]), int(rectangles.b_new[r])} for r in rows]
+    assert all(not own[r] & set(tried[r, 1].tolist()) for r in rows)  # never B or B' at j
+    small = asymmetric_potts(n=5, q=4, seed=2)  # 2 tokens besides a rectangle's own two: k shrinks to 2
+    assert ch.alternative_tokens(small, ch.random_rectangles(small, 5, 4, seed=3), k=3, top_k=4).shape[2] == 2
+    again = ch.alternative_tokens(model, rectangles, k=3, top_k=6, seed=0)
+    assert torch.equal(tried, again) and not torch.equal(tried, ch.alternative_tokens(model, rectangles, 3, 6, 1))
     got = ch.pair_influence(model, rectangles, tried, temperature=0.5)
     x, i, j = rectangles.tokens, rectangles.i, rectangles.j
     for r in range(12):
@@ -281,11 +288,14 @@ def test_pair_influence_is_the_largest_tv_over_the_alternative_tokens():
                 dists.append(gc.conditional_probs(model, state.unsqueeze(0), torch.tensor([site]), 0.5)[0])
             best = max(0.5 * float((p - q).abs().sum()) for p in dists for q in dists)
             assert float(got[r, column]) == pytest.approx(best, abs=1e-12)
-    frame = ch.rectangle_frame(model, rectangles, 0.5, top_k=4, alternatives=3)
+    frame = ch.rectangle_frame(model, rectangles, 0.5, top_k=6, alternatives=3)
     np.testing.assert_allclose(frame.influence, got.amax(1).numpy(), atol=1e-12)
     assert (frame.temperature == 0.5).all()
     with pytest.raises(ValueError, match="k"):
-        ch.alternative_tokens(model, rectangles, k=5, top_k=4)
+        ch.alternative_tokens(model, rectangles, k=1, top_k=4)
+    tiny = asymmetric_potts(n=5, q=3, seed=2)
+    with pytest.raises(ValueError, match="besides"):
+        ch.alternative_tokens(tiny, ch.random_rectangles(tiny, 5, 4, seed=3), k=3, top_k=3)
 
 
 def test_influence_matches_the_potts_closed_form():
@@ -495,7 +505,7 @@ def test_rows_away_from_the_paper_temperature_say_so():
 
 
 @pytest.mark.parametrize("model, setup, judged", [
-    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, True),
+    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, False),  # no temperature
     ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 1.0}, True),
     ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "BBC News"}, False),
     ("bert-base-uncased", {"rectangles": 200, "top_k": 50, "passages": "MS MARCO"}, False),

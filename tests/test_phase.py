@@ -121,6 +121,85 @@ def test_logistic_fit_separated_and_degenerate_data():
         ch.logistic_fit([1.0, 2.0], [0, 2])
 
 
+def nelder_mead_fit(x, y):
+    """The chapter's former solver (scipy's Nelder-Mead on Firth's penalised likelihood), the reference for
+    the vectorised Newton solver."""
+    from scipy.optimize import minimize
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if y.min() == y.max() or x.min() == x.max():
+        return math.nan, math.nan
+    centre, spread = x.mean(), x.std()
+    design = np.stack([np.ones_like(x), (x - centre) / spread], 1)
+
+    def penalised(beta):
+        eta = design @ beta
+        w = np.clip(1 / (1 + np.exp(-eta)) * (1 - 1 / (1 + np.exp(-eta))), 1e-300, None)
+        loglik = (y * eta - np.logaddexp(0, eta)).sum()
+        return -(loglik + 0.5 * np.linalg.slogdet(design.T @ (design * w[:, None]))[1])
+
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        beta = minimize(penalised, np.zeros(2), method="Nelder-Mead",
+                        options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x
+        return float(centre - spread * beta[0] / beta[1]), float(spread / beta[1])
+
+
+AGREEMENT_CASES = [
+    ([1.0, 1.0, 1.5, 1.5, 2.0, 2.0], [0, 0, 0, 0, 1, 1]),  # perfectly separated
+    ([1.0, 2.0, 3.0, 4.0], [1, 1, 0, 0]),  # separated, falling
+    ([1.0, 2.0, 3.0], [0, 1, 1]),  # separated, three points
+    ([1.0, 1.0, 2.0, 2.0], [0, 1, 0, 1]),  # flat: slope 0, no midpoint (nan, inf)
+    ([1.0, 2.0, 3.0], [1, 1, 1]),  # no transition: NaN
+]
+
+
+def random_cases(count=40, seed=3):
+    rng, taus, cases = np.random.default_rng(seed), np.array([1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0]), []
+    for _ in range(count):
+        x = np.tile(taus, rng.integers(1, 9))
+        y = rng.random(len(x)) < 1 / (1 + np.exp(-(x - rng.uniform(1.0, 3.0)) / rng.choice([0.05, 0.2, 0.5, -0.3])))
+        cases.append((x, y.astype(float)))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(len(AGREEMENT_CASES) + 1))
+def test_newton_fit_agrees_with_nelder_mead(case):
+    cases = AGREEMENT_CASES[case:case + 1] if case < len(AGREEMENT_CASES) else random_cases()
+    for x, y in cases:
+        old, new = nelder_mead_fit(x, y), ch.logistic_fit(x, y)
+        assert np.allclose(new, old, atol=1e-6, rtol=1e-6, equal_nan=True)  # (nan, inf) on flat data too
+
+
+def test_logistic_fits_batch_equals_one_at_a_time():
+    cases = [c for c in random_cases(12, seed=5) if len(c[0]) == 21]
+    x, y = np.stack([c[0] for c in cases]), np.stack([c[1] for c in cases])
+    midpoint, scale = ch.logistic_fits(x, y)
+    for k, (xs, ys) in enumerate(cases):
+        assert (midpoint[k], scale[k]) == pytest.approx(ch.logistic_fit(xs, ys), abs=1e-9, nan_ok=True)
+
+
+def test_transition_fits_match_the_former_per_resample_loop():
+    rng = np.random.default_rng(2)
+    taus, pairs = np.array([1.0, 1.5, 2.0, 3.0]), 6
+    frames = [pd.DataFrame({"n": n, "temperature": np.tile(taus, pairs), "pair": np.repeat(np.arange(pairs), 4),
+                            "coupled": logistic_outcomes(mid, 0.3, taus, pairs, rng).reshape(-1)})
+              for n, mid in ((8, 1.4), (16, 2.2))]
+    grid = pd.concat(frames, ignore_index=True)
+    boot = ch.transition_fits(grid, n_boot=25, seed=0).attrs["boot"]
+    draws, rng = [], np.random.default_rng(0)  # the former loop: one Nelder-Mead fit per resample
+    for n, sub in grid.groupby("n"):
+        by_pair = dict(list(sub.groupby("pair")))
+        for _ in range(25):
+            resampled = pd.concat([by_pair[p] for p in rng.choice(np.sort(sub.pair.unique()), pairs)])
+            fit = nelder_mead_fit(resampled.temperature, resampled.coupled.astype(float))
+            fit = fit if not fit[1] < 0 else (math.nan, math.nan)
+            if resampled.coupled.nunique() == 1:
+                fit = (-math.inf if resampled.coupled.all() else math.inf, math.nan)
+            draws.append(fit)
+    expected = np.array(draws)
+    assert np.allclose(boot[["midpoint", "scale"]].to_numpy(), expected, atol=1e-6, rtol=1e-6, equal_nan=True)
+
+
 def test_transition_fits_per_length_with_intervals():
     rng = np.random.default_rng(1)
     taus = np.arange(1.0, 3.01, 0.25)

@@ -450,3 +450,31 @@ def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monke
         claims = pd.DataFrame(rows).set_index("claim")
         for claim in ("trap_count", "perfect_trap_share", "trap_mean_duration", "delta_star_below_lnv"):
             assert claims.loc[claim, "verdict"] in expected, (claim, model, setup, claims.loc[claim, "reason"])
+
+
+def test_hamming_vectors_give_the_share_of_differing_sites():
+    """The protein model's stand-in for sentence embeddings: unit vectors whose cosine distance is Hamming / n."""
+    from types import SimpleNamespace
+
+    tokens = torch.randint(0, 5, (3, 7, 6), generator=torch.Generator().manual_seed(0))
+    vectors = ch.hamming_vectors(tokens)
+    torch.testing.assert_close(vectors.norm(dim=-1), torch.ones(3, 7))
+    cosine = 1 - (vectors[:, :, None] * vectors[:, None]).sum(-1)
+    hamming = (tokens[:, :, None] != tokens[:, None]).float().mean(-1)
+    torch.testing.assert_close(cosine, hamming, atol=1e-6, rtol=0)
+    run = SimpleNamespace(tokens=tokens)
+    torch.testing.assert_close(ch.start_distances(None, None, run), hamming[:, :, 0])
+    torch.testing.assert_close(ch.state_vectors(None, None, run), vectors)
+
+
+def test_a_text_model_has_no_germline_section(capsys):
+    """Text models keep their seeds and embedder; the germline table and sentences say there is nothing."""
+    from types import SimpleNamespace
+
+    text_model = SimpleNamespace(residues=False)
+    assert not ch.is_protein(text_model) and ch.seed_source(text_model, "bbc") == "bbc"
+    assert ch.germline_section(text_model, 8, "/nonexistent", "m", "smoke") is None
+    assert "protein" in capsys.readouterr().out
+    assert ch.germline_family_table(None) is None
+    assert ch.germline_phrases(None)["ch5_cold_germline"] == ""
+    assert "sentence embeddings" in ch.distance_phrases(text_model)["ch5_distance"]

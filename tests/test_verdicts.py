@@ -17,6 +17,12 @@ def test_one_sided_rule_reaches_every_outcome(low, high, direction, expected):
     assert vd.rule_one_sided(low, high, 0.0, direction)[0] == expected
 
 
+def test_one_sided_rule_takes_an_interval_with_an_infinite_end():
+    assert vd.rule_one_sided(0.5, math.inf, 0.0)[0] == R
+    assert vd.rule_one_sided(-math.inf, -0.5, 0.0)[0] == D
+    assert vd.rule_one_sided(-0.5, math.inf, 0.0)[0] == I
+
+
 def test_zero_events_are_inconclusive_unless_zero_is_the_answer():
     assert vd.rule_one_sided(0.2, 0.5, 0.0, events=0)[0] == I
     assert vd.rule_one_sided(0.0, 0.01, 0.0, events=0, zero_verdict=D)[0] == D
@@ -50,25 +56,6 @@ def test_share_above_a_known_chance_reaches_every_outcome():
         vd.rule_share_above_chance(5, 4, 0.5)
 
 
-@pytest.mark.parametrize("counts, expected", [
-    ((45, 50, 10, 50), R), ((5, 50, 40, 50), D), ((12, 50, 10, 50), I), ((0, 50, 0, 50), I),
-    ((24, 24, 24, 24), I), ((3, 0, 1, 5), None)])
-def test_chance_rule_reaches_every_outcome(counts, expected):
-    if expected is None:
-        with pytest.raises(ValueError):
-            vd.rule_against_chance(*counts)
-        return
-    verdict, reason, (low, high) = vd.rule_against_chance(*counts)
-    assert verdict == expected, reason
-    if counts[0] + counts[2]:
-        assert low <= counts[0] / counts[1] - counts[2] / counts[3] <= high
-
-
-def test_chance_rule_at_ceiling_says_so():
-    assert "ceiling" in vd.rule_against_chance(24, 24, 24, 24)[1]
-    assert vd.rule_against_chance(500, 1000, 500, 1000)[0] == I
-
-
 def test_equivalence_rule_reaches_every_outcome_and_never_rewards_a_wide_interval():
     assert vd.rule_equivalence(0.66, 0.75, 0.64, 0.80)[0] == R
     assert vd.rule_equivalence(0.2, 0.4, 0.64, 0.80)[0] == D
@@ -79,10 +66,11 @@ def test_equivalence_rule_reaches_every_outcome_and_never_rewards_a_wide_interva
         vd.rule_equivalence(0, 1, 0.8, 0.6)
 
 
-def test_all_below_rule_reaches_every_outcome():
-    assert vd.rule_all_below([1.0, 2.0], 3.0)[0] == R
-    assert vd.rule_all_below([1.0, 3.0], 3.0)[0] == D
-    assert vd.rule_all_below([], 3.0)[0] == I
+def test_every_case_above_rule_reaches_every_outcome():
+    assert vd.rule_every_case_above([0.1, 0.02], 1e-9)[0] == R
+    assert vd.rule_every_case_above([1e-12, 0.0], 1e-9)[0] == D
+    assert vd.rule_every_case_above([1e-12, 0.3], 1e-9)[0] == I
+    assert vd.rule_every_case_above([], 1e-9)[0] == I
 
 
 def test_both_kinds_rule_reaches_every_outcome():
@@ -122,6 +110,8 @@ def test_model_specific_judging_is_structured():
     assert verdict == O and "chains 30 (paper: 50)" in text
     verdict, _, text = vd.judge_model_specific("roberta-base", setup, 0.85, 0.95, **kwargs)
     assert verdict == O and "model roberta-base" in text
+    verdict, _, text = vd.judge_model_specific("bert-base-uncased", {}, 0.85, 0.95, **kwargs)
+    assert verdict == O and "n not recorded by this run (paper: 20)" in text
     assert vd.judge_model_specific("bert-base-uncased", setup, 0.85, 0.95, paper_models=["bert-base-uncased"],
                                    protocol=protocol, band=None)[0] == I
 

@@ -102,20 +102,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", choices=bt.PROFILES)
     parser.add_argument("--models", nargs="+", help="masked LMs by name (default: every bundled model, or antiberty)")
     parser.add_argument("--out", type=Path, help="where the page's tables go (default: the set's results folder)")
+    parser.add_argument("--chapters", nargs="+", help="run only these chapters of the set (the others' tables stay)")
     args = parser.parse_args(argv)
     chosen = SETS[args.set]
     models = args.models or (gc.bundled_models() if args.set == "family" else ["antiberty"])
     out = args.out or chosen["out"]
     sweeps = ROOT / "_build" / "sweeps" / ("across_models" if args.set == "family" else args.set) / args.profile
     command = " ".join(["python tools/across_models.py", *(sys.argv[1:] if argv is None else argv)])
-    for chapter in chosen["kept"]:
+    for chapter in args.chapters or chosen["kept"]:
         folder = sweep_folder(sweeps, chapter)
         parameters = chosen["parameters"].get(chapter, {})
         status = subprocess.run(sweep_command(chapter, models, args.profile, folder, parameters)).returncode
         if status:
             print(f"across_models: the {chapter} sweep failed (see {folder}/index.csv)", file=sys.stderr)
             return status
-    run = collect(sweeps, out, models, args.profile, command, chosen["kept"])
+    try:
+        run = collect(sweeps, out, models, args.profile, command, chosen["kept"])
+    except FileNotFoundError as missing:
+        if not args.chapters:
+            raise
+        print(f"across_models: ran {', '.join(args.chapters)}; nothing collected yet ({missing})")
+        return 0
     print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
     return 0
 

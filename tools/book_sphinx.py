@@ -5,7 +5,7 @@
    build's `_static/mathjax/` before any page is written, and `_config.yml` points `mathjax_path` there.
    Nothing in `_build/html` loads from another host.
 2. Summary pages (the reproduction table, the performance appendix and the across-models page) read CSVs that
-   the chapters, the benchmark and `make across-models` write (the build's results folder, `results/benchmarks/`,
+   the chapters, the benchmark, `make across-models` and `make antiberty` write (the build's results folder, `results/benchmarks/`,
    `results/across_models/`). Their code never changes when those numbers do, so the execution cache
    would keep stale tables: they are re-read and re-executed on every build, and read after every other page,
    so that they see the CSVs the chapters wrote in this same build. They take seconds.
@@ -21,7 +21,7 @@ import jupyter_server_mathjax
 
 MATHJAX_SOURCE = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
 MATHJAX_TARGET = Path("_static") / "mathjax"
-SUMMARY_DOCS = ("book/reproduction", "book/performance", "book/across_models")
+SUMMARY_DOCS = ("book/reproduction", "book/performance", "book/across_models", "book/antiberty")
 
 
 def copy_mathjax(app) -> None:

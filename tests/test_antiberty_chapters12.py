@@ -1,0 +1,71 @@
+"""Chapters 1 and 2's own functions on AntiBERTy (a protein MLM pretrained by others) at a tiny size: a few
+rectangles on germline seeds, and one exact window chain of k = 2 free sites over the full vocabulary."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_core as gc
+
+pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
+from chapters import bounds as ch2  # noqa: E402
+from chapters import incompatibility as ch1  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def antiberty():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        return gc.load_mlm("antiberty")
+
+
+def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antiberty):
+    source, control = ch1.seed_source(antiberty, "")
+    assert (source, control) == ("germline", "bbc")
+    count = ch1.seed_count(antiberty, 20, 300)
+    assert 100 <= count < 300  # fewer distinct 20-residue germline cuts than the quick profile's rectangles
+    seeds = gc.seed_passages(antiberty, 20, 4, seed=0, passages=source)
+    rects = ch1.sample_rectangles(antiberty, seeds.tokens, 6, top_k=50, seed=0)
+    frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
+    assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
+    assert set(frame.A_new) <= set(gc.AMINO_ACIDS) and (frame.A != frame.A_new).all()
+    texts = ch1.rectangle_texts(antiberty, rects, [0])[0]
+    assert set(texts["x"]) <= set(gc.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
+    floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
+    assert math.isfinite(floor["precision_gap"]) and floor["precision_gap"] < 1e-3  # fp32 against fp64
+    assert (frame.abs_delta > floor["floor"]).any()
+
+
+def test_exact_window_chain_of_two_free_sites(antiberty):
+    contexts = ch2.window_contexts(antiberty, 32, 2)
+    assert contexts.family.nunique() == 2 and set(contexts.chain) <= {"heavy", "kappa", "lambda"}
+    assert ch2.full_vocabulary(antiberty)
+    table, laws = ch2.full_window_table(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
+    assert list(table.columns[:10]) == ["model", "germline", "family", "k", "temperature", "states", "t_mix",
+                                        "alpha", "bound", "pl_gap"]
+    assert (table.states == 400).all() and (table.forwards == 40).all()
+    assert (table.row_error <= 1e-12).all() and (table.stationarity <= 1e-12).all()
+    assert np.isfinite(table.t_mix).all()
+    bounded = table[table.alpha < 1]
+    assert (bounded.bound >= bounded.t_mix).all()
+    assert (table.pl_gap >= 0).all()
+    # the structured mixing time equals the matrix-power one
+    every = antiberty.allowed.nonzero().squeeze(1)
+    window = ch2.RestrictedConditionals(antiberty, contexts.tokens[0], [27, 28], every)
+    assert gc.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
+    label, k, tau, ids, mu, pl = laws[0]
+    assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12
+    assert [row["check"] for row in ch2.window_checks(table)] == ["window_kernels", "theorem5_windows"]
+
+
+def test_window_mixing_time_equals_matrix_powers_on_potts():
+    generator = torch.Generator().manual_seed(0)
+    raw = torch.randn(4, 4, generator=generator, dtype=torch.float64)
+    field = torch.randn(4, 3, generator=generator, dtype=torch.float64)
+    for coupling in (raw, 3 * raw):
+        potts = gc.PottsConditionals(coupling, field, 3)
+        for tau in (0.3, 1.0):
+            mu = gc.exact_stationary(potts, 4, tau)
+            assert ch2.window_mixing_time(potts, 4, tau, mu, chunk=7) == gc.exact_mixing_time(potts, 4, tau)

@@ -1,0 +1,57 @@
+"""Chapter 3 on AntiBERTy (a protein MLM; the `antiberty` 0.1.3 wheel ships its weights), at a tiny size:
+coupled chains on two free sites of a frozen germline, and the Hamming distance to the start that replaces
+sentence embeddings. Skipped when antiberty is not installed."""
+
+import pytest
+import torch
+
+import glauber_core as gc
+from chapters import phase as ch
+
+pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
+pytest.importorskip("anarci", reason="germline seeds need the PyPI package anarci")
+
+CONTEXT = 12
+
+
+@pytest.fixture(scope="module")
+def antiberty():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        return gc.load_mlm("antiberty")
+
+
+@pytest.fixture(scope="module")
+def contexts(antiberty):
+    return gc.seed_passages(antiberty, CONTEXT, 2, seed=0).tokens
+
+
+def test_window_conditionals_are_the_models_own(antiberty, contexts):
+    sites = ch.window_sites(CONTEXT, 2)
+    window = ch.WindowConditionals(antiberty, contexts[0], sites)
+    state = torch.stack([contexts[0, sites], contexts[1, sites]])
+    positions = torch.tensor([0, 1])
+    full = window.full_states(state)
+    assert torch.equal(full[0], contexts[0]) and torch.equal(full[1, sites], contexts[1, sites])
+    expected = antiberty.log_scores(full, sites[positions])
+    assert torch.allclose(window.log_scores(state, positions), expected)
+    assert ch.is_protein(antiberty) and ch.profiles_for(antiberty) is ch.PROTEIN_PROFILES
+
+
+def test_two_free_sites_couple_within_the_budget(antiberty, contexts):
+    grid = ch.window_coupling_grid(antiberty, contexts[:1], 2, [2.0], pairs=2, max_steps=60, seed=0,
+                                   progress=False)
+    assert len(grid) == 2 and (grid.n == 2).all() and (grid.context_length == CONTEXT).all()
+    assert grid.coupled.all() and (grid.time >= 0).all() and (grid.time <= 60).all()
+
+
+def test_hamming_distance_to_the_start(antiberty, contexts):
+    frozen = ch.window_mask(CONTEXT, 2)
+    run, rows = ch.multi_temperature_glauber(antiberty, contexts[:1], [1.0, 4.0], 6, seed=0, progress=False,
+                                             frozen=frozen)
+    assert torch.equal(run.tokens[:, :, frozen], run.tokens[:, :1, frozen].expand(-1, run.tokens.shape[1], -1))
+    distance = ch.hamming_distances(run, frozen)
+    assert distance.shape == (2, 7) and (distance[:, 0] == 0).all()
+    assert ((distance >= 0) & (distance <= 1)).all()
+    assert set((distance * 2).round().unique().tolist()) <= {0.0, 1.0, 2.0}  # shares of 2 free sites
+    assert torch.equal(ch.drift_distances(antiberty, None, run, frozen), distance)
