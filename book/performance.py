@@ -51,8 +51,8 @@ if "google.colab" in sys.modules:
     REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
     subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
                     "companion"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
-                    "companion"], check=True)
+    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
+                   check=True)
     sys.path.insert(0, "companion")
 
 # %%

@@ -647,14 +647,25 @@ def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> 
     return float(low), float(high), undefined
 
 
+def relative_width(midpoint, scale):
+    """scale / midpoint: the transition's width relative to its location, i.e. its width in log tau (the
+    slope of the fitted share against log tau at the midpoint is 1 / (4 scale / midpoint)). NaN where the
+    midpoint is not positive (no location to be relative to) or the scale is undefined."""
+    midpoint, scale = np.asarray(midpoint, dtype=float), np.asarray(scale, dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(np.isfinite(midpoint) & (midpoint > 0), scale / midpoint, math.nan)
+
+
 def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
-    """The boundary shift midpoint(large) - midpoint(small) and the width ratio scale(large) / scale(small),
-    each with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs);
+    """The boundary shift midpoint(large) - midpoint(small), the width ratio scale(large) / scale(small) and
+    the relative width ratio ("relative": of scale / midpoint, the width in log tau; relative_width), each with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs);
     NaN with the share of undefined draws where a length has no transition inside the grid."""
-    boot = fits.attrs["boot"].pivot(index="replicate", columns="n")
-    by_n = fits.set_index("n")
+    boot = fits.attrs["boot"].assign(relative=lambda b: relative_width(b.midpoint, b.scale)).pivot(
+        index="replicate", columns="n")
+    by_n = fits.set_index("n").assign(relative=lambda f: relative_width(f.midpoint, f.scale))
     out = {}
-    for name, column, combine in (("shift", "midpoint", np.subtract), ("ratio", "scale", np.divide)):
+    for name, column, combine in (("shift", "midpoint", np.subtract), ("ratio", "scale", np.divide),
+                                  ("relative", "relative", np.divide)):
         with np.errstate(all="ignore"):
             draws = combine(boot[column][large].to_numpy(), boot[column][small].to_numpy())
             estimate = float(combine(by_n[column][large], by_n[column][small]))

@@ -55,3 +55,24 @@ def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, t
         assert (specific.verdict == "other setup").all(), "a model-specific number judged on a random model"
         if chapter in ("04_basins", "05_traps"):  # random weights have no basins and no traps to find
             assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
+
+
+@pytest.mark.quick_profile
+@pytest.mark.parametrize("chapter", ["04_basins", "05_traps"])
+def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at_quick(
+        chapter, tiny_model_dirs, tmp_path, monkeypatch):
+    """Issue 23's must-hold: at the quick profile (not only at smoke, where a run is too small to reproduce
+    anything), a random-weight MLM has no basins and no traps, and no model-specific number is judged on it.
+    Run by `make check-random` (CI), not by `make test`."""
+    import papermill
+
+    folder = str(tiny_model_dirs["bert"])
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("GLAUBER_PROFILE", "quick")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={"model": folder}, cwd=str(ROOT / "notebooks"), progress_bar=False)
+    claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
+    assert set(claims.profile) == {"quick"}
+    assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
+    assert (claims[claims.kind == "model-specific"].verdict == "other setup").all()
