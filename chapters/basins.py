@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import book_tools as bt
 from verdicts import INCONCLUSIVE, finite, mean_interval, rule_every_part, rule_one_sided
 from glauber_core import (
     MaskedLMConditionals,
+    Passages,
     Trajectory,
     check_count,
     check_tokens,
@@ -379,10 +381,6 @@ def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-# How the setup dict names each seed source (glauber_core.seed_passages' `passages`), as paper_claims.csv does
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
-
-
 def scores_or_uniform(texts, labels=tuple(TOPIC_LABELS), **scorer) -> torch.Tensor:
     """topic_scores of texts, where a text that decodes to nothing visible (a chain of blank tokens)
     carries no topic and gets the uniform score 1/L on every label."""
@@ -487,13 +485,6 @@ def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
     return estimate, estimate - half, estimate + half
 
 
-def _interval(values) -> tuple[float, float, float]:
-    values = np.asarray(values, dtype=float)
-    if len(values) >= 2 and np.isfinite(values).all() and np.ptp(values) == 0:
-        return (float(values[0]),) * 3
-    return mean_interval(values)
-
-
 def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) -> dict:
     """The politics-recurrence verdict, per chain and below ceiling. Two comparisons, each judged by
     verdicts.rule_one_sided against 0 and combined by rule_every_part (reproduced when both are,
@@ -511,7 +502,7 @@ def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) 
         return {"verdict": INCONCLUSIVE, "reason": "fewer than two chains seeded outside politics: no interval",
                 "label": nothing, "chance": nothing, "chance_share": float(chance.mean()) if len(chance) else math.nan}
     share = crossings.target_share.to_numpy(dtype=float)
-    label = _interval(share - crossings.control_share.to_numpy(dtype=float))
+    label = mean_interval(share - crossings.control_share.to_numpy(dtype=float))
     against = welch_interval(share, chance.astype(float))
     parts, reasons = [], []
     for name, (estimate, low, high) in (("vs a control label", label), ("vs basin-free text", against)):
@@ -540,7 +531,7 @@ def rise_table(frame: pd.DataFrame, chance_target, target: str = "politics",
     for topic, group in frame[frame.seed_topic.map(seed_labels) != target].groupby("seed_topic", sort=False):
         start = group[group.step == first].set_index("chain")[target]
         end = group[group.step == last].set_index("chain")[target].reindex(start.index)
-        rise, versus = _interval(end - start), welch_interval(end, chance_target)
+        rise, versus = mean_interval(end - start), welch_interval(end, chance_target)
         verdicts = [rule_one_sided(v[1], v[2], 0.0, "above", estimate=v[0]) for v in (rise, versus)]
         verdict, reason = rule_every_part([v for v, _ in verdicts], ["rise from the start", "end vs chance"])
         rows.append({"seed topic": topic, "chains": len(start), "rise": rise[0], "rise_low": rise[1],
@@ -566,7 +557,7 @@ def seed_loss_intervals(start, end, chance_end) -> dict:
     if len(start) < 2 or not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
         return {"fall": nothing, "beyond_chance": nothing}
     above = ((chance_end > end) + 0.5 * (chance_end == end)).mean(0)
-    return {"fall": _interval(start - end), "beyond_chance": _interval(above)}
+    return {"fall": mean_interval(start - end), "beyond_chance": mean_interval(above)}
 
 
 def seed_loss_verdict(loss: dict) -> tuple[str, str]:

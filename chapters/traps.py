@@ -19,7 +19,7 @@ from glauber_core import (
     conditional_probs,
     score_gaps,
 )
-from book_tools import paper_claim, parse_pairs
+from book_tools import PASSAGE_NAMES, paper_claim, parse_pairs
 from verdicts import (
     finite,
     INCONCLUSIVE,
@@ -173,6 +173,17 @@ def trap_catalogue(cond: Conditionals, trajectory: Trajectory, traps: pd.DataFra
         kind=np.where(perfect.numpy(), "perfect", "approximate"), temperature=tau, theorem8_bound=bound.numpy())
 
 
+def _at_state(trajectory: Trajectory, chain: int, first: int, target: torch.Tensor) -> torch.Tensor:
+    """Whether chain `chain` sits at `target` after each step from the trap's first record on, from the move
+    log: BoolTensor[T - begin + 1], index j = step begin + j, begin = the step of record `first`."""
+    begin = int(trajectory.steps[first])
+    sites = trajectory.sites[chain, begin:]
+    changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
+        trajectory.old_tokens[chain, begin:] != target[sites]).long()
+    start = (trajectory.tokens[chain, first] != target).sum()
+    return torch.cat([start.view(1), start + changes.cumsum(0)]) == 0
+
+
 def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> pd.DataFrame:
     """How each trap ended (appendix C.2): the move that left its held state x* for the last time.
 
@@ -196,11 +207,7 @@ def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> 
     rows = []
     for k, (chain, first, last) in enumerate(zip(traps.chain, traps.start_record, traps.end_record)):
         target, begin, end = states[k], int(trajectory.steps[first]), int(trajectory.steps[last])
-        sites = trajectory.sites[chain, begin:]
-        changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
-            trajectory.old_tokens[chain, begin:] != target[sites]).long()
-        start = (trajectory.tokens[chain, first] != target).sum()
-        at_state = torch.cat([start.view(1), start + changes.cumsum(0)]) == 0  # index k: step begin + k
+        at_state = _at_state(trajectory, chain, first, target)  # index j: step begin + j
         visits = at_state[: end - begin + 1].nonzero()
         if len(visits) == 0:
             raise ValueError(f"trap {k}: its state never occurs in its interval; pass held_states(trajectory, traps)")
@@ -483,10 +490,7 @@ def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) 
     for k, (chain, first, last) in enumerate(zip(traps.chain, traps.start_record, traps.end_record)):
         target, begin, end = states[k], int(trajectory.steps[first]), int(trajectory.steps[last])
         sites = trajectory.sites[chain, begin:]
-        changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
-            trajectory.old_tokens[chain, begin:] != target[sites]).long()
-        start = (trajectory.tokens[chain, first] != target).sum()
-        at_state = torch.cat([start.view(1), start + changes.cumsum(0)]) == 0  # index j: step begin + j
+        at_state = _at_state(trajectory, chain, first, target)  # index j: step begin + j
         visits = at_state[: end - begin + 1].nonzero()
         stop = end - begin
         if len(visits):
@@ -799,15 +803,11 @@ def cold_budget(cfg) -> int:
     return max(cfg.record_every, steps - steps % cfg.record_every)
 
 
-# The seed passages: the names our `passages` setting takes and how the paper's protocol writes them.
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
-
-
 def settings(profile: str, table: dict, **overrides):
     """The chapter's settings: book_tools.profile_settings, then what follows from it: the drift window
     (sweep_window), the paper's threshold unless one is given, a run length that is a whole number of record
-    spacings, the cold budget (cold_budget) and the seed passages ("bbc" unless the profile or caller names
-    another)."""
+    spacings, the cold budget (cold_budget) and the seed passages ("" = the profile's: "ms_marco" at the
+    `paper` profile, else "bbc"; names from book_tools.PASSAGE_NAMES)."""
     from book_tools import paper_protocol, profile_settings
 
     cfg = profile_settings(profile, table, **overrides)
