@@ -66,20 +66,23 @@ import os
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
 import book_tools as bt
 
 bt.set_book_style()
 root = bt.ANTIBERTY_RESULTS
-run = bt.across_run(root)
-changed = ", ".join(run["stale"])
+ran = (root / "run.csv").exists()  # a checkout without the committed results
+run = bt.across_run(root) if ran else {}
+changed = ", ".join(run.get("stale", []))
 stale = (f"\n\n```{{warning}}\nThe code of {changed} has changed since "
          "this run: rerun `make antiberty` and commit `results/antiberty/`."
          "\n```" if changed else "")
 Markdown(f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
          f"commit `{run['commit']}`, finished {run['finished']}, "
-         f"{run['minutes']:.0f} minutes of notebook time).{stale}")
+         f"{run['minutes']:.0f} minutes of notebook time).{stale}" if ran else
+         "```{warning}\nThis checkout has no `results/antiberty/`: run "
+         "`make antiberty` to fill this page.\n```")
 
 # %% [markdown]
 # ## The general claims on both models
@@ -90,14 +93,15 @@ Markdown(f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
 # what was measured on AntiBERTy where the chapter had to replace an English step.
 
 # %% tags=["remove-input", "full-width"]
-chapters = list(pd.read_csv(root / "run.csv").chapter.drop_duplicates())
-protein = pd.concat([bt.read_across(c, "claims", root) for c in chapters])
-book = bt.read_claims(bt.results_root())
 label = os.environ.get("GLAUBER_BOOK_MODEL") or "bundled model"
-beside = bt.verdicts_beside({f"{label} (this build)": book,
-                             "antiberty": protein})
+runs = {f"{label} (this build)": bt.read_claims(bt.results_root())}
+if ran:
+    chapters = pd.read_csv(root / "run.csv").chapter.drop_duplicates()
+    runs["antiberty"] = pd.concat(
+        [bt.read_across(c, "claims", root) for c in chapters])
+beside = bt.verdicts_beside(runs)
 beside.drop(columns=f"{label} (this build): what was measured").set_index(
-    "claim").style.hide(axis="index", names=True)
+    "claim")
 
 # %% [markdown]
 # ## Table 1's row
@@ -108,10 +112,11 @@ beside.drop(columns=f"{label} (this build): what was measured").set_index(
 # telescopes to 0, and two Potts models).
 
 # %%
-table1 = bt.read_across("01_incompatibility", "table1", root)
 columns = ["role", "rectangles", "mean_abs_delta", "ci_low", "ci_high",
            "above_floor", "floor"]
-table1[[c for c in columns if c in table1]].round(4)
+if ran:
+    table1 = bt.read_across("01_incompatibility", "table1", root)
+    display(table1[[c for c in columns if c in table1]].round(4))
 
 # %% [markdown]
 # ## Exact chains over the full vocabulary
@@ -124,9 +129,10 @@ table1[[c for c in columns if c in table1]].round(4)
 # $\mu_\tau$'s own conditionals: exactly 0 for a compatible chain.
 
 # %%
-windows = bt.read_across("02_mixing_bounds", "windows_full", root)
-fig = bt.windows_figure(windows)
-plt.show()
+if ran:
+    windows = bt.read_across("02_mixing_bounds", "windows_full", root)
+    fig = bt.windows_figure(windows)
+    plt.show()
 
 # %% [markdown]
 # ## What the paper profile would add

@@ -43,7 +43,8 @@
 # **calibrated**: its chapter's own estimator and rule, run on chains whose answer is known by
 # mathematics (compatible and incompatible Potts models, independent sites, Curie-Weiss chains, a
 # ground state at low temperature, a random-weight MLM), must say reproduced where the claim holds and
-# differs where it fails (`tests/test_calibration_*.py`); each row names its calibration.
+# differs where it fails (`tests/test_calibration_*.py`), or, for a claim where only one side can occur
+# on any chain, that side, which its row then says; each row names its calibration.
 #
 # A **model-specific** claim (a number the paper measured on BERT or RoBERTa) is judged only on the
 # paper's own model, by its exact name, and protocol, item by item, against an equivalence band stated

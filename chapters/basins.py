@@ -573,6 +573,143 @@ def seed_loss_verdict(loss: dict) -> tuple[str, str]:
     return verdict, words + f"chance texts scoring higher: {reason}"
 
 
+def seed_loss_table(seed_topic, start, end, chance_end) -> pd.DataFrame:
+    """seed_loss_intervals and seed_loss_verdict per seed topic (the paper: seed-topic scores fall "in
+    every case"): seed_topic [C] names each chain's topic; start, end [C] and chance_end [M, C] as in
+    seed_loss_intervals. Columns chains, fall, fall_low, fall_high, beyond, beyond_low, beyond_high,
+    verdict, reason; one row per seed topic, in order of first appearance."""
+    seed_topic = np.asarray(list(seed_topic), dtype=object)
+    start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
+    if seed_topic.shape != start.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(seed_topic):
+        raise ValueError(f"need seed_topic, start and end [C] and chance_end [M, C] of one length C, got "
+                         f"{seed_topic.shape}, {start.shape}, {chance_end.shape}")
+    rows = []
+    for topic in dict.fromkeys(seed_topic):
+        at = seed_topic == topic
+        loss = seed_loss_intervals(start[at], end[at], chance_end[:, at])
+        verdict, reason = seed_loss_verdict(loss)
+        rows.append({"seed topic": topic, "chains": int(at.sum()),
+                     **dict(zip(("fall", "fall_low", "fall_high"), loss["fall"])),
+                     **dict(zip(("beyond", "beyond_low", "beyond_high"), loss["beyond_chance"])),
+                     "verdict": verdict, "reason": reason})
+    columns = ["chains", "fall", "fall_low", "fall_high", "beyond", "beyond_low", "beyond_high", "verdict",
+               "reason"]
+    return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
+
+
+def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
+    """seed_topic_loss: rule_every_part over the seed topics of seed_loss_table (a new rule shape made of
+    verdicts' rules: rule_one_sided per topic, combined by rule_every_part)."""
+    return rule_every_part(losses.verdict.tolist(), losses.index.tolist())
+
+
+# --------------------------------------------------------------------------------------------
+# The notebook's settings, its chains' seeds and the setup its claims rows record
+# --------------------------------------------------------------------------------------------
+
+
+# Per profile; paper follows section 6.2.1 (5 topics x 10 seeds, 10,000 steps, scores every 200, n = 20)
+PROFILES = {
+    "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10, pca_every=5, n_check=5,
+                  chance_texts=20, prefix_chains=1, prefix_steps=10, passages="bbc"),
+    "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50, pca_every=10, n_check=60,
+                  chance_texts=300, prefix_chains=4, prefix_steps=500, passages="bbc"),
+    "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200, pca_every=10, n_check=200,
+                  chance_texts=1000, prefix_chains=10, prefix_steps=3_500, passages="ms_marco"),
+}
+# A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
+PROTEIN_PROFILES = {"smoke": {**PROFILES["smoke"], "passages": "germline"},
+                    "quick": {**PROFILES["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
+                    "paper": {**PROFILES["paper"], "passages": "germline"}}
+
+# MS MARCO passages carry no topic. The paper's five seed topics are not named beyond food, and every
+# one of them gains politics, so none is politics: we take five non-politics labels, and each MS MARCO
+# passage's topic is the label the scorer puts first on it (leading_label_seeds).
+MS_MARCO_TOPICS = ("health", "food", "sport", "technology", "finance")
+# MS MARCO passages scored per chain wanted, to find enough passages led by each topic
+MS_MARCO_POOL = 40
+
+
+def settings(profile: str, protein: bool = False, **overrides) -> SimpleNamespace:
+    """The notebook's settings (bt.profile_settings over PROFILES, or PROTEIN_PROFILES on a protein
+    model, whose seeds are always germline V genes); `passages` "" is the profile's."""
+    passages = overrides.pop("passages", "")
+    cfg = bt.profile_settings(profile, PROTEIN_PROFILES if protein else PROFILES, passages=passages,
+                              **overrides)
+    cfg.passages = "germline" if protein else cfg.passages
+    allowed = ("germline",) if protein else ("bbc", "ms_marco")
+    if cfg.passages not in allowed:
+        raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
+    return cfg
+
+
+def seed_labels_for(passages: str) -> dict:
+    """Seed topic -> the label that stands for it: BBC's five sections, MS_MARCO_TOPICS (labels
+    themselves) or the germline seed families."""
+    if passages == "bbc":
+        return dict(BBC_TOPIC_LABELS)
+    if passages == "ms_marco":
+        return {t: t for t in MS_MARCO_TOPICS}
+    if passages == "germline":
+        return {f: f for f in FAMILY_SEEDS}
+    raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {passages!r}")
+
+
+def leading_label_seeds(cond: MaskedLMConditionals, n: int, count: int, labels, topics, *, seed: int = 0,
+                        pool: int | None = None, **scorer) -> list[Passages]:
+    """Per topic (a label), `count` MS MARCO seeds of n tokens whose leading label under the scorer
+    (topic_scores) is that topic, from a pool of `pool` distinct passages (default MS_MARCO_POOL per
+    chain), in pool order. Raises ValueError when the pool has too few for a topic."""
+    names = list(topic_descriptions(labels))
+    unknown = [t for t in topics if t not in names]
+    if unknown:
+        raise ValueError(f"topics {unknown} are not among the labels {names}")
+    drawn = seed_passages(cond, n, pool or MS_MARCO_POOL * count * len(topics), seed=seed, passages="ms_marco")
+    leader = np.asarray(names)[scores_or_uniform(drawn.texts, names, **scorer).argmax(1).numpy()]
+    seeds = []
+    for topic in topics:
+        picks = np.flatnonzero(leader == topic)[:count]
+        if len(picks) < count:
+            raise ValueError(f"only {len(picks)} of {len(leader)} MS MARCO passages are led by {topic!r}; "
+                             f"asked for {count} (raise pool)")
+        seeds.append(Passages(drawn.tokens[picks], [drawn.texts[k] for k in picks], [topic] * count,
+                              [drawn.article_ids[k] for k in picks]))
+    return seeds
+
+
+def chain_seeds(cond: MaskedLMConditionals, cfg: SimpleNamespace, labels, *, seed: int = 0,
+                **scorer) -> list[Passages]:
+    """The chains' seeds, one Passages of cfg.n_seeds per seed topic of seed_labels_for(cfg.passages)."""
+    topics = list(seed_labels_for(cfg.passages))
+    if cfg.passages == "germline":
+        return family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed)
+    if cfg.passages == "ms_marco":
+        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, labels, topics, seed=seed, **scorer)
+    return [seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed, topic=t) for t in topics]
+
+
+def score_every(cfg: SimpleNamespace) -> int:
+    """Records between two scored states (states are recorded every cfg.pca_every steps)."""
+    return max(1, round(cfg.record_every / cfg.pca_every))
+
+
+def chains_outside(seed_topic, seed_labels: dict, target: str = "politics") -> int:
+    """How many chains are seeded outside `target`'s topic: the chains the paper's count covers (its 50
+    are 5 topics x 10 seeds, none of them politics: every topic gains politics)."""
+    return sum(seed_labels[t] != target for t in seed_topic)
+
+
+def run_setup(cfg: SimpleNamespace, chains: int, *, temperature: float, scorer: str, labels: int) -> dict:
+    """The protocol items of a run, keyed as paper_claims.csv's protocol: chains is chains_outside
+    (the chains the statistics cover); scorer the NLI model's name or folder ("" for the embedding
+    stand-in, FAMILY_SCORER on a protein model); labels the number of labels."""
+    return {"n": cfg.seq_len, "chains": int(chains), "steps": cfg.steps, "tau": f"{temperature:g}",
+            "record_every": score_every(cfg) * cfg.pca_every,
+            "scorer": Path(scorer).name if scorer and scorer != FAMILY_SCORER
+            else (scorer or "MiniLM embedding zero-shot"),
+            "labels": int(labels), "passages": bt.PASSAGE_NAMES[cfg.passages]}
+
+
 # --------------------------------------------------------------------------------------------
 # The chapter's claims rows and the words its prose quotes (kept out of the notebook's visible cells)
 # --------------------------------------------------------------------------------------------
@@ -656,8 +793,8 @@ def protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -
                                    f"{target}; {scorer}; the weaker difference)",
             "politics_rises_every_topic": f"per seed family outside {target}: mean {target} score rise from start "
                                           f"to end, and end minus uniform random residues ({scorer})",
-            "seed_topic_loss": "share of uniform random residue strings scoring the seed family higher than the "
-                               f"chain's last state (mean over chains; null 0.5; {scorer})"}
+            "seed_topic_loss": "per seed family: share of uniform random residue strings scoring the seed family "
+                               f"higher than the chain's last state (mean over its chains; null 0.5; {scorer})"}
 
 
 def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: dict, *,
@@ -667,7 +804,7 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
     quotes.
 
     crossings: crossing_table of the run; recurrence: recurrence_verdict's dict; rises: rise_table;
-    loss: seed_loss_intervals' {"fall", "beyond_chance"}; setup: our protocol items (keys as in
+    loss: seed_loss_table (per seed topic); setup: run_setup's protocol items (keys as in
     paper_claims.csv's protocol column). A `target` other than politics (a protein model's germline
     family, with protein_quantities as `quantities`) keeps the general rows only: the model-specific ones
     are BERT's politics numbers, with no counterpart there."""
@@ -692,9 +829,11 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
         f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=missing)}, "
         f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=missing)}"
         for topic, r in rises.iterrows()) or f"no seed topic outside {target} in this run"
-    loss_verdict = seed_loss_verdict(loss)
-    excess_text = (f"{bt.interval_text(*loss['beyond_chance'], digits=2, missing=missing)} (fall from the start "
-                   f"{bt.interval_text(*loss['fall'], digits=3, missing=missing)})")
+    loss_verdict = seed_loss_topics_verdict(loss)
+    excess_text = "; ".join(
+        f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=missing)} (fall "
+        f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=missing)})"
+        for topic, r in loss.iterrows()) or "no seed topic in this run"
     peak = float(crossings.target_peak.max()) if chains else math.nan
     peak_text = f"{peak:.3f}" if chains else f"no chain seeded outside {target} was scored after its start"
     rows = [
@@ -708,9 +847,9 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
                      "basin-free text"), int((rises.verdict == bt.REPRODUCED).sum()), rise_text, rise_verdict,
                      rise_reason),
         bt.claim_row("seed_topic_loss", quantities.get("seed_topic_loss",
-                     "share of basin-free texts scoring the seed label higher than the chain's last state "
-                     "(mean over chains; null 0.5)"), loss["beyond_chance"][0], excess_text, *loss_verdict,
-                     low=loss["beyond_chance"][1], high=loss["beyond_chance"][2], null=0.5),
+                     "per seed topic: share of basin-free texts scoring the seed label higher than the chain's "
+                     "last state (mean over its chains; null 0.5)"), int((loss.verdict == bt.REPRODUCED).sum()),
+                     excess_text, *loss_verdict),
     ]
     rows += [] if target != "politics" else [  # BERT's politics count and peak: no protein counterpart
         bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
@@ -720,7 +859,6 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
         bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
                               peak, peak_text, model=model, setup=setup, low=peak, high=peak),
     ]
-    below = {bt.REPRODUCED: "clearly below", bt.DIFFERS: "no lower than"}.get(loss_verdict[0], "not clearly below")
     strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
     words = {"ch4_verdict_politics_recurrence": recurrence["verdict"],
              "ch4_verdict_seed_topic_loss": loss_verdict[0], "ch4_verdict_rises": rise_verdict,
@@ -728,8 +866,7 @@ def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFr
              "ch4_share_politics": f"{politics:.2f}", "ch4_share_control": f"{control:.2f}",
              "ch4_share_chance": f"{recurrence['chance_share']:.2f}", "ch4_peak": peak_text,
              "ch4_strong": f"{strong} of {chains}", "ch4_rises": rise_text,
-             "ch4_seed_loss": f"{below} those of basin-free text (share of chance texts scoring higher: "
-                              f"{excess_text})"}
+             "ch4_seed_loss": excess_text}
     return rows, words
 
 
@@ -752,8 +889,10 @@ def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.Dat
         "ch4_run": run,
         "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-{target} seed topics "
                           f"({', '.join(falls) or 'none'})",
-        "ch4_politics_seed_start": f"{own_start:.2f}", "ch4_other_seed_start": f"{other_start:.2f}",
-        "ch4_politics_seed_note": "lower" if own_start < other_start else "not lower",
+        "ch4_politics_seed": (f"no chain is seeded from {target} in this run" if not finite(own_start) else
+                              f"the {target} row starts from a mean seed-label score of {own_start:.2f}, against "
+                              f"{other_start:.2f} for the other topics' own labels "
+                              f"({'lower' if own_start < other_start else 'not lower'})"),
         "ch4_false_alarm": f"{q:.0%}", "ch4_records": f"{looks}", "ch4_by_chance": f"{by_chance:.2f}",
         "ch4_top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
         "ch4_politics_lead": f"{overall[target]:.0%}",

@@ -850,13 +850,11 @@ def paired_difference(before, after, level: float = 0.95) -> tuple[float, float,
 # --------------------------------------------------------------------------------------------
 
 
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "germline V genes"}
-
 
 def boundary_setup(*, budget: int, pairs: int, n: int, passages: str) -> dict:
     """The setup of coupling_boundary_tau, keyed as its protocol in paper_claims.csv (budget, passages) plus
     the items the paper does not state (pairs per cell, n): `passages` is a seed_passages source name."""
-    return {"budget": budget, "pairs": pairs, "n": n, "passages": PASSAGE_NAMES.get(passages, passages)}
+    return {"budget": budget, "pairs": pairs, "n": n, "passages": bt.PASSAGE_NAMES.get(passages, passages)}
 
 
 def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str) -> dict:
@@ -870,16 +868,6 @@ def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int,
         low=fit.midpoint_low, high=fit.midpoint_high)
 
 
-def one_sided(low: float, high: float, null: float, direction: str = "above", *,
-              events: int | None = None) -> tuple[str, str]:
-    """vd.rule_one_sided, also for an interval with an infinite end (a bootstrap whose resamples put the
-    boundary beyond the grid): the end is replaced by a finite stand-in beyond every other number."""
-    far = 1e300
-    clip = [max(-far, min(far, v)) if v is not None and not math.isnan(float(v)) else v for v in (low, high)]
-    verdict, reason = vd.rule_one_sided(clip[0], clip[1], null, direction, events=events)
-    return verdict, reason.replace("1e+300", "inf")
-
-
 def _undefined_reason(summary: dict, name: str) -> str:
     return (f"the transition falls outside the temperature grid in {summary[f'{name}_undefined']:.0%} of the "
             "bootstrap resamples, so the interval has an unknown tail")
@@ -889,7 +877,7 @@ def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict
     """boundary_shift_with_n (general), judged with the budget effect removed (scaled_budget_grid). Null: no
     shift. Reproduced when the 95% interval of tau_1/2(n_max) - tau_1/2(n_min) lies above 0, differs when at or
     below 0, inconclusive otherwise, with zero coupled pairs or no interval."""
-    verdict, reason = one_sided(shift["shift_low"], shift["shift_high"], 0.0, "above", events=events)
+    verdict, reason = vd.rule_one_sided(shift["shift_low"], shift["shift_high"], 0.0, "above", events=events)
     why = (_undefined_reason(shift, "shift") if bt.finite(shift["shift"])
            else "no transition inside the grid at one of the two lengths")
     if small == large:
@@ -903,30 +891,43 @@ def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict
                         low=shift["shift_low"], high=shift["shift_high"], null=0.0)
 
 
+def width_null(small: int, large: int) -> float:
+    """The null of transition_width: the relative width ratio (small / large)^(1/4), an exponent of -1/4,
+    halfway on the log scale between no sharpening (exponent 0, ratio 1) and the n^-1/2 sharpening of a
+    mean-field (Curie-Weiss) transition (ratio sqrt(small / large))."""
+    return (small / large) ** 0.25
+
+
 def transition_width_row(width: dict, small: int, large: int, fixed: dict | None = None) -> dict:
-    """transition_width (general): the width ratio s(n_max) / s(n_min) of the logistic fits on the grid whose
-    budget is scaled by n log n (scaled_budget_grid, as for the boundary shift): a fixed budget widens the
-    transition at larger n by itself. Null: the sharpening of an Ising-like transition, whose window narrows
-    like n^-1/2, a ratio sqrt(n_min / n_max). Reproduced (sharpens more slowly than Ising) when the 95%
-    interval lies above that ratio, differs when at or below it, inconclusive otherwise. The fixed-budget
-    ratio (`fixed`) is shown beside it, not judged."""
-    null = math.sqrt(small / large)
-    verdict, reason = vd.rule_one_sided(width["ratio_low"], width["ratio_high"], null, "above",
-                                        estimate=width["ratio"] if bt.finite(width["ratio"]) else None)
-    why = (_undefined_reason(width, "ratio") if bt.finite(width["ratio"])
-           else "no transition inside the grid at one of the two lengths")
+    """transition_width (general): "the crossover does not sharpen as n grows", judged on the relative width
+    (scale / midpoint, the width in log tau: relative_width) of the logistic fits on the grid whose budget is
+    scaled by n log n (scaled_budget_grid, as for the boundary shift), as the ratio n_max / n_min. An absolute
+    width in tau grows or shrinks with the boundary's location alone, so it is shown, not judged; so is the
+    fixed-budget relative ratio (`fixed`; a fixed budget widens the transition at larger n by itself).
+    Null: a relative width shrinking like n^-1/4 (width_null), halfway between no sharpening and mean-field
+    n^-1/2 sharpening. Reproduced (does not sharpen, or more slowly than n^-1/4) when the ratio's 95%
+    interval lies above the null, differs (sharpens) when at or below it (vd.rule_one_sided), inconclusive
+    otherwise."""
+    null = width_null(small, large)
+    verdict, reason = vd.rule_one_sided(width["relative_low"], width["relative_high"], null, "above",
+                                        estimate=width["relative"] if bt.finite(width["relative"]) else None)
+    why = (_undefined_reason(width, "relative") if bt.finite(width["relative"])
+           else "no transition inside the grid (at a positive tau) at one of the two lengths")
     if small == large:
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
-    elif not bt.finite(width["ratio_low"], width["ratio_high"]):
+    elif not bt.finite(width["relative_low"], width["relative_high"]):
         reason = why
-    text = bt.interval_text(width["ratio"], width["ratio_low"], width["ratio_high"], missing=why)
+    text = bt.interval_text(width["relative"], width["relative_low"], width["relative_high"], missing=why)
+    text += " (width in log tau, budget scaled by n log n; absolute width ratio in tau " + bt.interval_text(
+        width["ratio"], width["ratio_low"], width["ratio_high"], missing="not estimable") + ")"
     if fixed is not None:
-        text += " (budget scaled by n log n; at the fixed budget " + bt.interval_text(
-            fixed["ratio"], fixed["ratio_low"], fixed["ratio_high"], missing="not estimable") + ")"
-    return bt.claim_row("transition_width", f"width ratio n={large} / n={small}, budget scaled by n log n "
-                        f"(Ising-like n^-1/2: {null:.2f})", width["ratio"], text, verdict,
-                        f"null: Ising-like sharpening, ratio {null:.2f}; {reason}",
-                        low=width["ratio_low"], high=width["ratio_high"], null=null)
+        text += "; at the fixed budget " + bt.interval_text(
+            fixed["relative"], fixed["relative_low"], fixed["relative_high"], missing="not estimable")
+    return bt.claim_row("transition_width", f"relative width ratio n={large} / n={small} (scale / midpoint), "
+                        f"budget scaled by n log n (n^-1/4: {null:.2f}; mean-field n^-1/2: "
+                        f"{math.sqrt(small / large):.2f})", width["relative"], text, verdict,
+                        f"null: relative width shrinking like n^-1/4, ratio {null:.2f}; {reason}",
+                        low=width["relative_low"], high=width["relative_high"], null=null)
 
 
 def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:

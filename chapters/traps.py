@@ -22,9 +22,10 @@ from glauber_core import (
 from book_tools import PASSAGE_NAMES, paper_claim, parse_pairs
 from verdicts import (
     finite,
+    DIFFERS,
     INCONCLUSIVE,
+    REPRODUCED,
     NOT_RUN,
-    bootstrap_ci,
     mean_interval,
     rank_correlation,
     rule_both_kinds,
@@ -506,8 +507,8 @@ def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) 
 def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float) -> np.ndarray:
     """Per held state x*: the share of the Glauber kernel's exit probability that falls on its weakest-gap sites,
     sum_{i weakest} (1 - p_tau(x*_i | x*_-i)) / sum_i (1 - p_tau(x*_i | x*_-i)) (NaN where x* cannot be left).
-    This is the chance level of escape_weakest_site: a chain whose departures follow the kernel's one-step law
-    puts exactly this share of them at a weakest site."""
+    Every departure follows this law, so it is the share of all departures at a weakest site in expectation;
+    escape_weakest_site sets the FINAL escapes (the departures the chain did not undo) against it."""
     states = torch.as_tensor(states).long()
     if states.dim() != 2 or len(states) == 0:
         return np.empty(0)
@@ -637,21 +638,79 @@ def judge_split(traps: pd.DataFrame) -> tuple[str, str, str]:
     return verdict, reason, text
 
 
-def judge_approximate_duration(traps: pd.DataFrame, window: int, *, seed: int = 0
+def persistence_surrogate(tokens, *, seed: int = 0) -> torch.Tensor:
+    """A chain with each site's own persistence and no collective persistence, LongTensor[B, R, n]: per chain
+    and site, an independent Markov chain on the recorded tokens that, at each record, with probability q
+    redraws the site from its empirical law (the token at a uniformly drawn record of the same chain), q set so
+    that the site changes between records as often as in the real chain (q = c / (1 - sum_a p_a^2), c the
+    share of consecutive records at which it changed, p its empirical law; at most 1). Sites are independent:
+    no held state outlasts what its sites' own flip rates give. It starts from its stationary law."""
+    tokens = torch.as_tensor(tokens).long()
+    if tokens.dim() != 3 or tokens.shape[1] < 2:
+        raise ValueError(f"tokens must be a LongTensor [B, R, n] with at least 2 records, got {tuple(tokens.shape)}")
+    batch, records, n = tokens.shape
+    changed = (tokens[:, 1:] != tokens[:, :-1]).double().mean(1)  # [B, n]
+    same = torch.tensor([[float((torch.unique(tokens[b, :, i], return_counts=True)[1].double() / records)
+                                .square().sum()) for i in range(n)] for b in range(batch)],
+                        dtype=torch.float64).reshape(batch, n)  # sum_a p_a^2 per (chain, site)
+    q = torch.where(same < 1, changed / (1 - same).clamp_min(1e-12), 0.0).clamp(0, 1)
+    gen = torch.Generator().manual_seed(seed)
+    redraw = torch.rand(batch, records, n, generator=gen, dtype=torch.float64) < q[:, None]
+    redraw[:, 0] = True
+    draws = torch.randint(0, records, (batch, records, n), generator=gen)
+    last = torch.where(redraw, torch.arange(records)[None, :, None], 0).cummax(1).values
+    return tokens.gather(1, draws.gather(1, last))
+
+
+def null_durations(cond, embedder, trajectory: Trajectory, window: int, threshold: float, *,
+                   seed: int = 0) -> np.ndarray:
+    """What the detector gives a chain without collective persistence: the durations (steps) of the traps
+    detect_traps finds on persistence_surrogate of this run (embedded as the run is, state_vectors) that end
+    inside it (not censored)."""
+    from types import SimpleNamespace
+
+    surrogate = persistence_surrogate(trajectory.tokens, seed=seed)
+    vectors = state_vectors(cond, embedder, SimpleNamespace(tokens=surrogate))
+    traps = detect_traps(vectors, trajectory.steps, window, threshold)
+    return traps[~traps.censored].duration.to_numpy(float)
+
+
+# A metastable trap outlasts what the detector gives a chain without collective persistence by at least this
+# factor (fixed before any run). The null chain's ratio is 1 in expectation, so "differs" (the interval at or
+# below the factor) is reachable on a chain whose traps the detector alone explains.
+DURATION_FACTOR = 2.0
+
+
+def judge_approximate_duration(traps: pd.DataFrame, null, *, seed: int = 0, resamples: int = 4000
                                ) -> tuple[str, str, float, float, float]:
-    """approximate_trap_duration on one temperature's traps: the mean duration of approximate traps in detection
-    windows with its 95% percentile bootstrap interval, against one window (what a stretch flagged by chance
-    lasts) by rule_one_sided. (verdict, reason, mean, low, high)."""
-    values = (traps[traps.kind == "approximate"].duration / window).to_numpy(float)
-    if len(values) == 0:
-        return INCONCLUSIVE, "zero approximate traps: a run with approximate traps would decide it", *(math.nan,) * 3
-    mean = float(values.mean())
-    if len(values) < 2:
-        return (INCONCLUSIVE, "1 approximate trap: a count, not an interval; at least 2 (better 5 or more) "
-                "approximate traps would give one", mean, math.nan, math.nan)
-    low, high = bootstrap_ci(values, seed=seed)
-    verdict, reason = rule_one_sided(low, high, 1.0, "above", events=len(values), estimate=mean)
-    return verdict, reason, mean, low, high
+    """approximate_trap_duration on one temperature's traps: the mean duration of the approximate traps that
+    ended inside the run (censored ones excluded: their duration is a lower bound, and a trap that never
+    escapes is stable, not metastable) over the mean duration of the ended traps the detector finds on the
+    run's persistence_surrogate (`null`: null_durations), with a 95% percentile bootstrap interval (both sets
+    resampled), against DURATION_FACTOR by rule_one_sided. (verdict, reason, ratio, low, high)."""
+    ended = traps[(traps.kind == "approximate") & ~traps.censored].duration.to_numpy(float) if len(traps) \
+        else np.empty(0)
+    null = np.asarray(null, float)
+    nan3 = (math.nan,) * 3
+    if len(ended) == 0:
+        kept = int((traps.kind == "approximate").sum()) if len(traps) else 0
+        why = f"{_count_text(kept, 'approximate trap')}, none ended inside the run" if kept else \
+            "zero approximate traps"
+        return INCONCLUSIVE, f"{why}: a run with approximate traps that escape would decide it", *nan3
+    if len(null) == 0:
+        return (INCONCLUSIVE, "the detector found no ended trap on the surrogate without collective persistence: "
+                "no null duration to compare with; a longer run would give one", *nan3)
+    ratio = float(ended.mean() / null.mean())
+    if len(ended) < 2 or len(null) < 2:
+        return (INCONCLUSIVE, f"{len(ended)} ended approximate trap(s) and {len(null)} null trap(s): at least 2 "
+                "of each give an interval", ratio, math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    boot = (ended[rng.integers(0, len(ended), (resamples, len(ended)))].mean(1)
+            / null[rng.integers(0, len(null), (resamples, len(null)))].mean(1))
+    low, high = (float(v) for v in np.percentile(boot, [2.5, 97.5]))
+    verdict, reason = rule_one_sided(low, high, DURATION_FACTOR, "above", events=len(ended), estimate=ratio)
+    return verdict, (f"{len(ended)} ended approximate traps against {len(null)} null traps, ratio {ratio:.2f}: "
+                     + reason), ratio, low, high
 
 
 def judge_gap_correlation(traps: pd.DataFrame, *, seed: int = 0) -> tuple[str, str, dict]:
@@ -668,15 +727,20 @@ def judge_gap_correlation(traps: pd.DataFrame, *, seed: int = 0) -> tuple[str, s
 
 
 def judge_weakest_site(traps: pd.DataFrame) -> tuple[str, str, int, int, float, float, float]:
-    """escape_weakest_site on one temperature's traps: departures from the held states at a weakest-gap site
-    against the kernel's share (kernel_chance) by rule_share_above_chance. Under Glauber dynamics departures
-    follow the kernel's one-step law, so on any Glauber chain the share converges to the kernel's: the rule can
-    then say inconclusive or (by chance) differs, never reproduced beyond its false-positive rate.
+    """escape_weakest_site on one temperature's traps: the FINAL escapes (escape_events: the departure that
+    ended the trap's last visit to its held state, selected by what followed it) at a weakest-gap site,
+    against the kernel's share at those held states (the mean kernel_share over the escaped traps: what a
+    departure drawn by the one-step law alone would give) by rule_share_above_chance; censored traps (still
+    held at the run's end) have no final escape. Every departure follows
+    the kernel's law, so the share of all departures is the kernel's by construction; a final escape is the
+    departure the chain did not undo, and can come at the weakest site more (or less) often.
     (verdict, reason, hits, tries, chance, low, high)."""
-    hits, tries = int(traps.departures_at_weakest.sum()), int(traps.departures.sum())
-    chance = kernel_chance(traps) if tries else math.nan
+    escaped = traps[traps.escaped & ~traps.censored] if len(traps) else traps  # the trap ended in the run
+    hits, tries = (int(escaped.at_weakest.sum()), len(escaped)) if len(escaped) else (0, 0)
+    chance = float(np.nanmean(escaped.kernel_share.to_numpy(float))) if tries and \
+        np.isfinite(escaped.kernel_share.to_numpy(float)).any() else math.nan
     if not tries or not finite(chance):
-        return INCONCLUSIVE, "zero departures: no trap left its held state; a run with escapes would decide it", \
+        return INCONCLUSIVE, "zero escapes: no trap ended inside the run; a run with escapes would decide it", \
             hits, tries, chance, math.nan, math.nan
     verdict, reason, low, high = rule_share_above_chance(hits, tries, chance)
     return verdict, reason, hits, tries, chance, low, high
@@ -702,11 +766,20 @@ def judge_cold(cold: pd.DataFrame, near: float = NEAR_START) -> tuple[str, str, 
     return verdict, f"near the start = below {near:g}; {reason}", parts
 
 
+def worst_cold_part(parts: list[dict]) -> dict | None:
+    """The cold temperature that decides cold_chains_stay: a differing one first, then an undecided one, then
+    the one with the largest upper bound (None with no part)."""
+    order = {DIFFERS: 0, INCONCLUSIVE: 1}
+    return min(parts, key=lambda p: (order.get(p["verdict"], 2),
+                                     -(p["high"] if finite(p["high"]) else math.inf)), default=None)
+
+
 def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, model: str, setup: dict,
-               log_vocab: float, window: int, paper_tau: float = PAPER_TAU, seed: int = 0) -> list[dict]:
+               log_vocab: float, window: int, null=(), paper_tau: float = PAPER_TAU, seed: int = 0) -> list[dict]:
     """Every claims row of the chapter, each judged on the traps of the paper's temperature only (other
     temperatures are the chapter's own labelled table rows, not verdicts); with no run at that temperature the
-    trap rows are "not run here". The model-specific rows go through book_tools.model_specific_row."""
+    trap rows are "not run here". `null`: null_durations of the run at `paper_tau` (approximate_trap_duration's
+    null). The model-specific rows go through book_tools.model_specific_row."""
     from book_tools import claim_row, interval_text, model_specific_row
 
     at = f"τ = {paper_tau:g}"
@@ -720,37 +793,50 @@ def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, mode
     else:
         verdict, reason, text = judge_split(here)
         count, perfect = len(here), int((here.kind == "perfect").sum())
+        needed = math.ceil(3.84 / 0.1)  # rule_both_kinds' default rare share
+        if verdict != REPRODUCED and 0 < count < needed:
+            reason += (f"; with {count} < {needed} traps an absent kind cannot reach differs (the paper's own "
+                       f"{int(paper_counts()['count'])} could not either)")
         rows.append(claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan, text,
                               verdict, f"at {at}: {reason}", at))
-        verdict, reason, mean, low, high = judge_approximate_duration(here, window, seed=seed)
-        kept = int((here.kind == "approximate").sum())
-        text = ((interval_text(mean, low, high, missing="") if finite(low, high) else f"{mean:.2f}")
-                + f" windows ({_count_text(kept, 'approximate trap')})" if kept else "no approximate trap was detected")
-        rows.append(claim_row("approximate_trap_duration", f"mean approximate-trap duration / window ({window} steps)",
-                              mean, text, verdict, f"at {at}, null one window: {reason}", at, low=low, high=high,
-                              null=1.0))
+        null = np.asarray(null, float)
+        verdict, reason, ratio, low, high = judge_approximate_duration(here, null, seed=seed)
+        kept = int(((here.kind == "approximate") & ~here.censored).sum()) if len(here) else 0
+        text = (((interval_text(ratio, low, high, missing="") if finite(low, high) else f"{ratio:.2f}")
+                 + f" ({_count_text(kept, 'ended approximate trap')}, {len(null)} null traps)") if finite(ratio)
+                else f"not estimated: {_count_text(kept, 'ended approximate trap')}, {len(null)} null traps")
+        rows.append(claim_row("approximate_trap_duration",
+                              "mean ended approximate-trap duration / the detector's on a surrogate without "
+                              f"collective persistence (window {window} steps)", ratio, text, verdict,
+                              f"at {at}, null a ratio of {DURATION_FACTOR:g}: {reason}", at, low=low, high=high,
+                              null=DURATION_FACTOR))
         verdict, reason, s = judge_gap_correlation(here, seed=seed)
         value = s["rho_difference"]
-        text = (f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = " + interval_text(
+        text = (f"{s['rho_mean']:.2f} - ({s['rho_min']:.2f}) = " if finite(value) and s["rho_min"] < 0 else
+                f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = " if finite(value) else "")
+        text = (text + interval_text(
             value, s["difference_low"], s["difference_high"], missing="the bootstrap gave no interval")
             if finite(value) else f"not estimated: {_count_text(len(here), 'trap')} at {at}")
         rows.append(claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
                               verdict, f"at {at}, gaps unscaled, null 0: {reason}", at, low=s["difference_low"],
                               high=s["difference_high"], null=0.0))
         verdict, reason, hits, tries, chance, low, high = judge_weakest_site(here)
-        text = (bt_share(hits, tries) + f" departures at a weakest site; kernel's share {chance:.2f}" if tries
-                else "no trap left its held state inside the run")
-        rows.append(claim_row("escape_weakest_site", "share of departures from the held state at a weakest site",
+        text = (bt_share(hits, tries) + f" final escapes at a weakest site; kernel's share {chance:.2f}" if tries
+                else "no trap ended inside the run")
+        rows.append(claim_row("escape_weakest_site", "share of final escapes from the held state at a weakest site",
                               hits / tries if tries else math.nan, text, verdict,
-                              f"at {at}, null the kernel's share (only one side exists on a Glauber chain): {reason}",
+                              f"at {at}, null the kernel's one-step share at the held states: {reason}",
                               at, low=low, high=high, null=chance))
     verdict, reason, parts = judge_cold(cold)
     text = "; ".join(f"τ={p['tau']:g}: " + interval_text(p["mean"], p["low"], p["high"], digits=3,
                                                           missing=f"{p['chains']} chain(s)") for p in parts)
-    rows.append(claim_row("cold_chains_stay", "mean distance from the start after the cold run",
-                          float(cold.distance.mean()) if len(cold) else math.nan, text or "no cold run", verdict,
+    worst = worst_cold_part(parts)
+    rows.append(claim_row("cold_chains_stay", "mean distance from the start after the cold run, at the worst "
+                          "cold temperature" + (f" (τ = {worst['tau']:g})" if worst else ""),
+                          worst["mean"] if worst else math.nan, text or "no cold run", verdict,
                           reason, ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
-                          low=max((p["high"] for p in parts), default=math.nan), null=NEAR_START))
+                          low=worst["low"] if worst else math.nan, high=worst["high"] if worst else math.nan,
+                          null=NEAR_START))
     s = summaries.get(paper_tau) or trap_summary(here, 1, 1)
     found = s["count"]
     none = f"no trap at {at}" if ran else f"no chain at {at}"
@@ -995,18 +1081,20 @@ def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, cold: 
     phrases["ch5_repeat_traps"] = f"{int(again.sum())} of {len(traps)}"
     table = claims.set_index("claim")
     at = traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps
-    moves = int(at.departures.sum()) if len(at) else 0
-    if moves == 0:
-        phrases["ch5_weakest"] = (f"no trap at τ = {PAPER_TAU:g} left its held state inside the run, so there "
-                                  "is no departure to place")
+    _, _, hits, tries, chance, _, _ = judge_weakest_site(at)
+    if tries == 0:
+        phrases["ch5_weakest"] = (f"no trap at τ = {PAPER_TAU:g} ended inside the run, so there is no final "
+                                  "escape to place")
     else:
-        hits = int(at.departures_at_weakest.sum())
-        phrases["ch5_weakest"] = (f"at τ = {PAPER_TAU:g}, {hits} of {moves} departures from held states came at a "
-                                  f"weakest-gap site, against {kernel_chance(at):.0%} that the kernel alone puts "
-                                  f"there and {weakest_site_chance(at.gaps):.0%} for a uniformly chosen site")
+        moves = int(at.departures.sum())
+        phrases["ch5_weakest"] = (f"at τ = {PAPER_TAU:g}, {hits} of {tries} final escapes came at a weakest-gap "
+                                  f"site, against {chance:.0%} that the kernel's one-step law puts there "
+                                  f"({int(at.departures_at_weakest.sum())} of all {moves} departures, and "
+                                  f"{weakest_site_chance(at[at.escaped].gaps):.0%} for a uniformly chosen site)")
     phrases["ch5_paper_tau"] = f"{PAPER_TAU:g}"
     phrases["ch5_paper_tau_traps"] = _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run"
     phrases["ch5_rho"] = table.loc["mean_gap_correlation"].ours_text
     phrases["ch5_cold_summary"] = table.loc["cold_chains_stay"].ours_text
     phrases["ch5_near_start"] = f"{NEAR_START:g}"
+    phrases["ch5_duration_factor"] = f"{DURATION_FACTOR:g}"
     return phrases

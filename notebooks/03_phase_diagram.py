@@ -56,19 +56,19 @@ if "google.colab" in sys.modules:
     REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
     subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
                     "companion"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
-                    "companion"], check=True)
+    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
+                   check=True)
     sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
 profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
-model: str = ""  # a Hugging Face masked LM name or folder; "" = bundled
+model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 pairs: int = 0  # coupled pairs per (tau, n) cell; 0: the profile's value
 budget: int = 0  # coupling budget in steps; 0: the profile's value
 drift_chains: int = 0  # drift chains per (tau, n); 0: the profile's value
 drift_steps: int = 0  # steps of each drift chain; 0: the profile's value
 temperatures: list = []  # coupling-grid temperatures; []: the profile's
-passages: str = ""  # seed passages: bbc | ms_marco; "": the profile's
+passages: str = ""  # bbc | ms_marco; "" is the profile's (protein: germline)
 seed: int = 0
 
 # %%
@@ -147,14 +147,17 @@ bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
 #   **with the budget effect removed**: a pair counts as met only within a
 #   budget proportional to $n \log n$ (section 2). Null: no shift.
 #   Reproduced when the interval lies above 0, differs when at or below 0.
-# - `transition_width`: the width ratio $s(n_{\max}) / s(n_{\min})$ of
-#   the logistic fits, **on the same budget scaled by $n \log n$** (a
-#   fixed budget widens the transition at larger $n$ by itself; the
-#   fixed-budget ratio is shown, not judged). Null: the sharpening of an
-#   Ising-like transition, whose critical window narrows like $n^{-1/2}$,
-#   a ratio $\sqrt{n_{\min}/n_{\max}}$. Reproduced (sharpens more slowly
-#   than Ising, as "does not sharpen" needs) when the interval lies above
-#   it, differs when at or below.
+# - `transition_width`: the ratio, $n_{\max}$ over $n_{\min}$, of the
+#   **relative** width $s / \tau_{1/2}$ of the logistic fits (the width
+#   in $\log\tau$), **on the same budget scaled by $n \log n$**. An
+#   absolute width in $\tau$ grows or shrinks with the boundary's
+#   location alone, and a fixed budget widens the transition at larger
+#   $n$ by itself: both are shown, not judged. A mean-field (Curie-Weiss)
+#   transition's relative width shrinks like $n^{-1/2}$ wherever its
+#   boundary moves. Null: shrinking like $n^{-1/4}$, halfway between that
+#   and none, a ratio $(n_{\min}/n_{\max})^{1/4}$. Reproduced (does not
+#   sharpen) when the interval lies above it, differs (sharpens) when at
+#   or below.
 # - `nlogn_fit`: the Akaike criterion (AIC) of $C\, n \log n$ against
 #   $c\, n$ and $c\, n^2$ on the median hitting times. Null: another form
 #   fits as well. Reproduced when $n \log n$ beats both by more than 2,
@@ -283,9 +286,11 @@ plt.show()
 # %% [markdown]
 # Two numbers answer the paper's two remarks. The boundary shift is
 # $\tau_{1/2}$ at the largest $n$ minus $\tau_{1/2}$ at the smallest; the
-# sharpening is the ratio of their widths, to be compared with an
-# Ising-like $\sqrt{n_{\min}/n_{\max}}$. Both intervals pair the bootstrap
-# draws of the two lengths (independent pairs).
+# sharpening is the ratio of their relative widths $s / \tau_{1/2}$ (the
+# width in $\log\tau$), to be compared with the $n^{-1/4}$ null
+# $(n_{\min}/n_{\max})^{1/4}$ and the mean-field
+# $\sqrt{n_{\min}/n_{\max}}$. All intervals pair the bootstrap draws of
+# the two lengths (independent pairs).
 #
 # A fixed budget favours short sequences: if coupling takes about
 # $C\, n \log n$ steps, a pair of length 32 needs roughly seven times the
@@ -306,8 +311,8 @@ fixed = ch.compare_lengths(fits, small, large)
 budget_free = ch.compare_lengths(scaled_fits, small, large)
 comparison = pd.DataFrame([fixed, budget_free], index=[
     "fixed budget", "budget scaled by n log n"])
-comparison[["shift", "shift_low", "shift_high", "ratio", "ratio_low",
-            "ratio_high"]].round(2)
+comparison[["shift", "shift_low", "shift_high", "ratio", "relative",
+            "relative_low", "relative_high"]].round(2)
 
 # %% tags=["remove-input"]
 bt.glue_all({
@@ -327,19 +332,24 @@ bt.glue_all({
         "upward, the direction the paper reports",
         "downward, against the paper", "not distinguishable from zero"),
     "ch3_ratio": bt.interval_text(
+        budget_free["relative"], budget_free["relative_low"],
+        budget_free["relative_high"],
+        missing="not estimable (no transition at one end)"),
+    "ch3_ratio_abs": bt.interval_text(
         budget_free["ratio"], budget_free["ratio_low"],
         budget_free["ratio_high"],
         missing="not estimable (no transition at one end)"),
     "ch3_ratio_fixed": bt.interval_text(
-        fixed["ratio"], fixed["ratio_low"], fixed["ratio_high"],
+        fixed["relative"], fixed["relative_low"], fixed["relative_high"],
         missing="not estimable (no transition at one end)"),
     "ch3_ising_ratio": f"{np.sqrt(small / large):.2f}",
+    "ch3_width_null": f"{ch.width_null(small, large):.2f}",
     "ch3_width_phrase": ch.direction_text(
-        budget_free["ratio_low"], budget_free["ratio_high"],
-        np.sqrt(small / large),
-        "sharpens more slowly than an Ising-like transition would",
-        "sharpens at least as fast as an Ising-like transition",
-        "cannot be told apart from Ising-like sharpening at this size")})
+        budget_free["relative_low"], budget_free["relative_high"],
+        ch.width_null(small, large),
+        "does not sharpen (or sharpens more slowly than n^-1/4)",
+        "sharpens at least like n^-1/4",
+        "cannot be told apart from n^-1/4 sharpening at this size")})
 
 # %% [markdown]
 # In this run the boundary $\tau_{1/2}$ lies at {glue:text}`ch3_midpoints`.
@@ -347,12 +357,15 @@ bt.glue_all({
 # {glue:text}`ch3_shift_fixed` at the fixed budget and by
 # {glue:text}`ch3_shift_scaled` with the budget scaled by $n \log n$ (95%
 # intervals): with the budget effect removed the shift is
-# {glue:text}`ch3_shift_phrase`. The width ratio is
+# {glue:text}`ch3_shift_phrase`. The relative width ratio is
 # {glue:text}`ch3_ratio_fixed` at the fixed budget, but a fixed budget
 # widens the transition at larger $n$ by itself; with the budget scaled
-# by $n \log n$ it is {glue:text}`ch3_ratio`, where an Ising-like window
-# would give {glue:text}`ch3_ising_ratio`: with the budget effect removed
-# the crossover {glue:text}`ch3_width_phrase`.
+# by $n \log n$ it is {glue:text}`ch3_ratio` (the absolute width ratio in
+# $\tau$, which also follows the boundary's move, is
+# {glue:text}`ch3_ratio_abs`), beside {glue:text}`ch3_width_null` for
+# $n^{-1/4}$ and {glue:text}`ch3_ising_ratio` for mean-field sharpening:
+# with the budget effect removed the crossover
+# {glue:text}`ch3_width_phrase`.
 
 # %% [markdown]
 # ## 3. Semantic drift at several temperatures (Figs. 3 and 7)
@@ -718,7 +731,10 @@ claims = bt.write_claims(ch.window_rows(cond, cfg, [
 sizes = (f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
          f"{cfg.drift_chains} chains per drift cell and lengths up to "
          f"{max(large, max(cfg.drift_lengths))} (profile `{cfg.profile}`)")
-bt.glue_all({"ch3_n_near": f"{near}", "ch3_sizes": sizes}
+boundary_setup = claims.set_index("claim").setup.get(
+    "coupling_boundary_tau", "")
+bt.glue_all({"ch3_n_near": f"{near}", "ch3_sizes": sizes,
+             "ch3_boundary_setup": boundary_setup or "not recorded"}
             | {f"ch3_{row.claim}": row.ours_text for row in
                claims.itertuples()}
             | {f"ch3_{row.claim}_verdict": row.verdict for row in
@@ -736,17 +752,18 @@ with pd.option_context("display.max_colwidth", 200):
 #   {glue:text}`ch3_n_near`), half the pairs meet within the budget at
 #   $\tau_{1/2} =$ {glue:text}`ch3_coupling_boundary_tau`, beside the
 #   paper's {glue:text}`paper_coupling_boundary_tau` for RoBERTa
-#   (*{glue:text}`ch3_coupling_boundary_tau_verdict`*: another model,
-#   budget and number of pairs, so not judged).
+#   (*{glue:text}`ch3_coupling_boundary_tau_verdict`*; setup against the
+#   paper's: {glue:text}`ch3_boundary_setup`).
 # - Its shift from $n =$ {glue:text}`ch3_n_small` to
 #   {glue:text}`ch3_n_large`, with the budget scaled by $n \log n$, is
 #   {glue:text}`ch3_boundary_shift_with_n`; the paper says it moves to
 #   higher $\tau$ (verdict:
 #   *{glue:text}`ch3_boundary_shift_with_n_verdict`*). At the fixed budget
 #   the shift is {glue:text}`ch3_shift_fixed`.
-# - The width ratio of the crossover is {glue:text}`ch3_transition_width`
-#   against an Ising-like {glue:text}`ch3_ising_ratio` (verdict on "does
-#   not sharpen", judged with the budget scaled by $n \log n$:
+# - The relative width ratio of the crossover is
+#   {glue:text}`ch3_transition_width` against the $n^{-1/4}$ null
+#   {glue:text}`ch3_width_null` (verdict on "does not sharpen", judged
+#   with the budget scaled by $n \log n$:
 #   *{glue:text}`ch3_transition_width_verdict`*).
 # - Fig. 3a: {glue:text}`ch3_distance_saturates` (verdict on saturation:
 #   *{glue:text}`ch3_distance_saturates_verdict`*).

@@ -50,8 +50,8 @@ if "google.colab" in sys.modules:
     REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
     subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
                     "companion"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e",
-                    "companion"], check=True)
+    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
+                   check=True)
     sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
@@ -63,6 +63,7 @@ seq_len: int = 0  # tokens per chain; 0: the profile's value
 n_seeds: int = 0  # chains per seed topic; 0: the profile's value
 steps: int = 0  # Glauber steps per chain; 0: the profile's value
 record_every: int = 0  # topic scores every m steps; 0: the profile's
+passages: str = ""  # seeds: bbc | ms_marco (online); "": the profile's
 prefixes: list = ["Albert Einstein said that", "Elvis Presley said that",
                   "LeBron James said that", "The little kid said that"]
 extra_prefixes: list = []  # ours, shown as "(ours)" beside the paper's
@@ -81,49 +82,39 @@ import glauber_core as gc
 import book_tools as bt
 from chapters import basins as ch
 
-PROFILES = {
-    "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10,
-                  pca_every=5, n_check=5, chance_texts=20,
-                  prefix_chains=1, prefix_steps=10),
-    "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50,
-                  pca_every=10, n_check=60, chance_texts=300,
-                  prefix_chains=4, prefix_steps=500),
-    "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200,
-                  pca_every=10, n_check=200, chance_texts=1000,
-                  prefix_chains=10, prefix_steps=3_500),
-}
-# a protein MLM (AntiBERTy): shorter chains at quick, sized to 2 CPUs
-PROTEIN = {"smoke": PROFILES["smoke"],
-           "quick": {**PROFILES["quick"], "steps": 600, "record_every": 25},
-           "paper": PROFILES["paper"]}
 bt.set_book_style()
 bt.glue_paper("04_basins")
 cond = gc.load_mlm(model or None)
 protein = cond.residues  # germline families stand in for the topics
-cfg = bt.profile_settings(profile, PROTEIN if protein else PROFILES,
-                          seq_len=seq_len, n_seeds=n_seeds, steps=steps,
-                          record_every=record_every)
+# the profiles (ch.PROFILES); a protein model always takes germline seeds
+cfg = ch.settings(profile, protein, seq_len=seq_len, n_seeds=n_seeds,
+                  steps=steps, record_every=record_every, passages=passages)
 embedder = None if protein else gc.load_embedder()
 model_name = Path(cond.name_or_path).name if not model else model
 out = bt.results_dir("04_basins")
-seed_source = "germline" if protein else "bbc"  # seed_passages' passages
 cfg
 
 # %% [markdown]
-# | profile | chains | steps | scores every | scorer check | chance texts | prefix runs |
-# |---|---|---|---|---|---|---|
-# | smoke | 5 topics x 2 | 30 | 10 | 5 per topic | 20 | 1 chain, 10 steps |
-# | quick | 5 topics x 6 | 1,500 | 50 | 60 per topic | 300 | 4 chains, 500 steps |
-# | paper | 5 topics x 10 | 10,000 | 200 | 200 per topic | 1,000 | 10 chains, 3,500 steps |
+# | profile | seeds | chains | steps | scores every | scorer check | chance texts | prefix runs |
+# |---|---|---|---|---|---|---|---|
+# | smoke | BBC News | 5 topics x 2 | 30 | 10 | 5 per topic | 20 | 1 chain, 10 steps |
+# | quick | BBC News | 5 topics x 6 | 1,500 | 50 | 60 per topic | 300 | 4 chains, 500 steps |
+# | paper | MS MARCO | 5 topics x 10 | 10,000 | 200 | 200 per topic | 1,000 | 10 chains, 3,500 steps |
 #
-# The `paper` profile follows the paper's Table 3 item by item: 50 chains
-# (five seed topics, ten seeds each), 10,000 steps at $\tau = 1$, topic
-# scores every 200 steps over nine labels, $n = 20$ tokens (the paper's seed
-# length, B.2). It still differs in four things, which no profile can
-# change offline: the model (the bundled one unless `model` names another),
-# the scorer (an embedding stand-in unless `scorer` names an NLI model),
-# the seed passages (BBC News, not MS MARCO) and their topics (BBC's five
-# sections, one of them politics, against the paper's five). The paper does
+# The `paper` profile follows the paper's section 6.2.1 item by item: 50
+# chains (five seed topics, ten seeds each, none of them politics: every
+# one gains politics), 10,000 steps at $\tau = 1$, topic scores every 200
+# steps over nine labels, $n = 20$ tokens (B.2), MS MARCO seed passages
+# (online). MS MARCO passages carry no topic, and the paper names only food
+# among its five; so with `passages="ms_marco"` the seed topics are five
+# non-politics labels (health, food, sport, technology, finance), and a
+# passage's topic is the label our scorer puts first on it (the first
+# `n_seeds` passages led by each, from a pool of 40 per chain). With BBC
+# seeds (`passages="bbc"`, the offline default) the topics are BBC's five
+# sections, one of them politics, whose chains the politics statistics
+# leave out. What no profile changes: the model (the bundled one unless
+# `model` names another) and the scorer (an embedding stand-in unless
+# `scorer` names an NLI model). The paper does
 # not give its prefix runs' length; we use 3,500 steps there, the length of
 # its Fig. 4, and the same number of chains per prefix as seeds per topic.
 # The chance texts are ours (see below).
@@ -167,11 +158,10 @@ target = ch.FAMILY_TARGET if protein else "politics"
 if protein:
     labels = ch.germline_families()
     score_with = dict(model=ch.FAMILY_SCORER)
-    seed_labels = {f: f for f in ch.FAMILY_SEEDS}
 else:
     labels = list(ch.TOPIC_LABELS)
     score_with = dict(model=scorer or None)
-    seed_labels = ch.BBC_TOPIC_LABELS
+seed_labels = ch.seed_labels_for(cfg.passages)  # seed topic -> its label
 baseline = 1 / len(labels)
 bbc_topic = {label: topic for topic, label in ch.BBC_TOPIC_LABELS.items()}
 if not protein:
@@ -279,7 +269,8 @@ bt.glue_all(ch.protein_words(check, accuracy, labels) if protein else
 # construction does reproduce them).
 #
 # - **Politics recurrence** (`politics_recurrence`). For each chain seeded
-#   from one of the four non-politics topics, the share of its scored looks
+#   outside politics (BBC's four other topics, or all five MS MARCO
+#   topics), the share of its scored looks
 #   after the start at which politics scores above $1/9$: a per-chain share,
 #   below its ceiling unless every look crosses. Two comparisons, each an
 #   interval against 0: (a) *politics is no different from another label*:
@@ -296,36 +287,35 @@ bt.glue_all(ch.protein_words(check, accuracy, labels) if protein else
 #   reproduced when both lie above 0 and differs when either lies at or
 #   below 0; the claim needs every topic reproduced and differs if one
 #   differs.
-# - **Loss of the seed topic** (`seed_topic_loss`). For every chain, the
-#   share of basin-free texts whose seed-label score is higher than the
-#   chain's last state's (ties count half). Null: 0.5, the chain ends no
-#   further from its topic than word salad (a rank comparison, so the skew
-#   of topic scores on salad cannot tip it). *Reproduced* when the t
-#   interval of the mean share over chains lies above 0.5: the chains end
-#   further from their topic than salad, having moved on to other readable
-#   text. *Differs* when it lies at or below 0.5: they keep more of their
-#   topic than salad has. *Inconclusive* otherwise.
+# - **Loss of the seed topic** (`seed_topic_loss`, "in every case"). For
+#   every chain, the share of basin-free texts whose seed-label score is
+#   higher than the chain's last state's (ties count half). Null: 0.5, the
+#   chain ends no further from its topic than word salad (a rank
+#   comparison, so the skew of topic scores on salad cannot tip it). Per
+#   seed topic (politics included), *reproduced* when the t interval of the
+#   mean share over its chains lies above 0.5: they end further from their
+#   topic than salad, having moved on to other readable text; *differs*
+#   when it lies at or below 0.5: they keep more of their topic than salad
+#   has; *inconclusive* otherwise. The claim needs every topic reproduced
+#   and differs if one differs.
 # - The paper's own numbers for BERT (the crossing count and the peak
 #   politics score) are shown beside ours and judged only on the paper's
 #   model and protocol: our model, scorer and seeds differ from the paper's.
 #
 # ## Long chains from each topic
 #
-# Every seed topic gets `n_seeds` held-out passages; all chains of all
-# topics run as one batch. We record states every `pca_every` steps for
+# Every seed topic gets `n_seeds` passages (held-out BBC paragraphs, or
+# MS MARCO passages led by the topic's label); all chains of all topics
+# run as one batch. We record states every `pca_every` steps for
 # the trajectory plots and score every `record_every` steps.
 
 # %%
-seeds = ch.family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed) \
-    if protein else [gc.seed_passages(cond, cfg.seq_len, cfg.n_seeds,
-                                      seed=seed, topic=t,
-                                      passages=seed_source)
-                     for t in ch.BBC_TOPIC_LABELS]
+seeds = ch.chain_seeds(cond, cfg, labels, seed=seed, **score_with)
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
 run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
                  record_every=cfg.pca_every)
-every = max(1, round(cfg.record_every / cfg.pca_every))
+every = ch.score_every(cfg)
 scores, score_steps = ch.trajectory_topic_scores(cond, run, labels, every,
                                                  **score_with)
 frame = ch.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
@@ -365,10 +355,10 @@ table3.assign(model=model_name).to_csv(out / "table3.csv")
 table3.round(3)
 
 # %% [markdown]
-# The paper's five seed topics (from MS MARCO, one of them food) are not
-# BBC's, and politics is not among them; so we count crossings over our
-# chains seeded from the four non-politics topics, whose politics score has
-# to rise to cross. Per chain, the share of its looks after the start at
+# Politics is not among the paper's five seed topics, so its count covers
+# chains whose politics score has to rise to cross: we count over our
+# chains seeded outside politics (with BBC seeds, the four non-politics
+# topics; with MS MARCO seeds, all five). Per chain, the share of its looks after the start at
 # which politics is above $1/9$, beside the same share for its control label
 # on the same looks; basin-free text gives the chance share:
 
@@ -421,8 +411,10 @@ own = [labels.index(seed_labels[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
-loss = ch.seed_loss_intervals(start_score, end_score, chance[:, own].numpy())
-pd.DataFrame(loss, index=["mean", "95% low", "95% high"]).T.round(3)
+loss = ch.seed_loss_table(seed_topic, start_score, end_score,
+                          chance[:, own].numpy())
+loss.assign(model=model_name).to_csv(out / "seed_loss.csv")
+loss.drop(columns="reason").round(3)
 
 # %% [markdown]
 # ## Which basin does our model return to?
@@ -527,7 +519,7 @@ if protein:
     print(ch.NO_PREFIX)
 else:
     base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
-                            seed=seed + 7)
+                            seed=seed + 7, passages=cfg.passages)
     runs = {"(none)": ""} | {p: p for p in prefixes} | {
         f"{p} (ours)": p for p in extra_prefixes}
     prefix_rows, endpoints = [], []
@@ -598,11 +590,10 @@ else:
 # are left out.
 
 # %% tags=["remove-input"]
-setup = {"n": cfg.seq_len, "chains": len(seed_topic), "steps": cfg.steps,
-         "tau": f"{temperature:g}", "record_every": every * cfg.pca_every,
-         "scorer": ch.FAMILY_SCORER if protein else Path(scorer).name
-         if scorer else "MiniLM embedding zero-shot", "labels": len(labels),
-         "passages": ch.PASSAGE_NAMES[seed_source]}
+setup = ch.run_setup(  # chains: those seeded outside the target's topic
+    cfg, ch.chains_outside(seed_topic, seed_labels, target),
+    temperature=temperature, labels=len(labels),
+    scorer=ch.FAMILY_SCORER if protein else scorer)
 claim_rows, words = ch.chapter_verdicts(
     crossings, recurrence, rises, loss, setup=setup, model=model_name,
     target=target, quantities=ch.protein_quantities(target, len(labels))
@@ -625,15 +616,14 @@ claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 #
 # In this run ({glue:text}`ch4_run`), the seed label's mean score falls
 # from start to end for {glue:text}`ch4_seed_falls`; the paper reports that
-# BERT's seed-topic scores fall in every case. The chains' last seed
-# scores sit {glue:text}`ch4_seed_loss`, so the loss of the seed topic
-# comes out *{glue:text}`ch4_verdict_seed_topic_loss`*. The politics row
-# starts from a mean seed-label score of
-# {glue:text}`ch4_politics_seed_start`, against
-# {glue:text}`ch4_other_seed_start` for the other topics' own labels
-# ({glue:text}`ch4_politics_seed_note`); where the scorer's misses on
-# politics snippets go is in the scorer check above, and why politics
-# starts where it does is not measured here.
+# BERT's seed-topic scores fall in every case. Against basin-free text,
+# topic by topic (the share of chance texts scoring the seed label higher
+# than the last state): {glue:text}`ch4_seed_loss`; so the loss of the seed
+# topic in every case comes out
+# *{glue:text}`ch4_verdict_seed_topic_loss`*. In this run
+# {glue:text}`ch4_politics_seed`; where the scorer's misses on politics
+# snippets go is in the scorer check above, and why politics starts where
+# it does is not measured here.
 #
 # Topic by topic (Table 3a): {glue:text}`ch4_rises`. The paper reports a
 # rise for all five of its topics; against basin-free text, politics rising
@@ -672,6 +662,7 @@ claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 # chains per prefix this is an illustration, not a measurement.
 #
 # The scorer is an embedding stand-in for the paper's NLI classifier; rerun
-# with `scorer="facebook/bart-large-mnli"` and `model="bert-base-uncased"`
-# online to put both sides on the paper's footing (the seeds would still be
-# BBC's, not MS MARCO's).
+# with `scorer="facebook/bart-large-mnli"`, `model="bert-base-uncased"` and
+# `passages="ms_marco"` (the paper profile's) online to put both
+# sides on the paper's footing (the seed topics are then our scorer's
+# leading labels, as the paper does not name its five).

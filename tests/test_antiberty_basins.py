@@ -84,7 +84,9 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     assert list(rises.index) == [f for f in ch.FAMILY_SEEDS if f != target]
     own = [labels.index(t) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_intervals(scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy())
+    loss = ch.seed_loss_table(seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(),
+                              chance[:, own].numpy())
+    assert list(loss.index) == list(ch.FAMILY_SEEDS) and (loss.chains == 2).all()
     table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
     assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
     rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss, setup={"n": n}, model="antiberty",

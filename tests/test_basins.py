@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import glauber_core as gc
+import verdicts as vd
 from chapters import basins as ch
 
 
@@ -364,6 +365,27 @@ def test_seed_loss_intervals_and_verdict_reach_every_outcome():
         ch.seed_loss_intervals(start, start[:3], chance_end)
 
 
+def test_seed_loss_is_judged_topic_by_topic():
+    """A topic whose chains keep their seed makes the claim differ, though pooled over all chains the share
+    is above 0.5; every topic leaving it reproduces; a topic of one chain is inconclusive."""
+    rng = np.random.default_rng(1)
+    chance_end = rng.uniform(0.0, 0.5, (200, 24))
+    start = np.full(24, 0.9)
+    kept = np.r_[0.02 + rng.normal(0, 0.005, 20), 0.8 + rng.normal(0, 0.01, 4)]
+    topics = ["a"] * 10 + ["b"] * 10 + ["c"] * 4
+    table = ch.seed_loss_table(topics, start, kept, chance_end)
+    assert table.index.tolist() == ["a", "b", "c"] and table.chains.tolist() == [10, 10, 4]
+    assert table.verdict.tolist() == [bt.REPRODUCED, bt.REPRODUCED, bt.DIFFERS]
+    assert ch.seed_loss_verdict(ch.seed_loss_intervals(start, kept, chance_end))[0] == bt.REPRODUCED  # pooled
+    assert ch.seed_loss_topics_verdict(table)[0] == bt.DIFFERS
+    assert ch.seed_loss_topics_verdict(table.iloc[:2])[0] == bt.REPRODUCED
+    lone = ch.seed_loss_table(["a"] * 10 + ["d"], start[:11], kept[:11], chance_end[:, :11])
+    assert lone.verdict.tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE]
+    assert ch.seed_loss_topics_verdict(lone)[0] == bt.INCONCLUSIVE
+    with pytest.raises(ValueError, match="one length"):
+        ch.seed_loss_table(topics[:3], start, kept, chance_end)
+
+
 def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
     """Skewed scores (mostly low, now and then high): one draw sits below the mean of the chance texts
     most of the time, which a difference of means would call a loss; the rank share stays at chance."""
@@ -378,7 +400,9 @@ def _verdict_inputs():
     crossings = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
     recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
     rises = ch.rise_table(_frame(), np.full(10, 0.05))
-    loss = {"fall": (-0.2, -0.3, -0.1), "beyond_chance": (0.45, 0.4, 0.48)}
+    rng = np.random.default_rng(0)  # two topics whose chains keep their seed label (share below 0.5)
+    loss = ch.seed_loss_table(["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8),
+                              rng.uniform(0.0, 0.5, (50, 8)))
     return crossings, recurrence, rises, loss
 
 
@@ -393,26 +417,61 @@ def test_chapter_verdicts_keep_model_specific_rows_unjudged():
     assert words["ch4_crossed"] == "1 of 3"
     assert all("nan" not in r["ours_text"].lower() for r in rows)
     empty = crossings.iloc[:0]
-    nothing = {"fall": (math.nan,) * 3, "beyond_chance": (math.nan,) * 3}
     rows, words = ch.chapter_verdicts(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
-                                      rises.iloc[:0], nothing, setup={"n": 20}, model="tiny")
+                                      rises.iloc[:0], loss.iloc[:0], setup={"n": 20}, model="tiny")
     assert [r["verdict"] for r in rows[:3]] == [bt.INCONCLUSIVE] * 3
     assert all("nan" not in r["ours_text"].lower() for r in rows)
 
 
-def paper_setup(scorer="bart-large-mnli"):
-    """What the notebook's setup dict holds at the paper profile (5 topics x 10 seeds, 10,000 steps, scores
-    every 200, nine labels) with the paper's scorer and seeds."""
-    return {"n": 20, "chains": 50, "steps": 10_000, "tau": "1", "record_every": 200, "scorer": scorer,
-            "labels": 9, "passages": ch.PASSAGE_NAMES["ms_marco"]}
+def paper_setup(scorer="facebook/bart-large-mnli", **overrides):
+    """What the notebook's setup dict holds at the paper profile (its settings, seed topics and run_setup,
+    at the notebook's default temperature 1 and nine labels) with `scorer`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GLAUBER_PROFILE", raising=False)
+        cfg = ch.settings("paper", **overrides)
+    seed_labels = ch.seed_labels_for(cfg.passages)
+    seed_topic = [t for t in seed_labels for _ in range(cfg.n_seeds)]
+    return ch.run_setup(cfg, ch.chains_outside(seed_topic, seed_labels), temperature=1.0, scorer=scorer,
+                        labels=len(ch.TOPIC_LABELS))
+
+
+def test_paper_profile_records_the_papers_protocol():
+    """The paper profile's setup is section 6.2.1's item by item: 50 chains (5 topics x 10 seeds, none of
+    them politics), MS MARCO seeds; BBC seeds leave the 10 politics chains out of the 40 counted."""
+    protocol = bt.paper_protocol("politics_recurrence_count")
+    differences, unstated = vd.compare_setup("bert-base-uncased", paper_setup(), ["bert-base-uncased"], protocol)
+    assert differences == [] and unstated == []
+    assert paper_setup()["chains"] == 50 and paper_setup()["passages"] == bt.PASSAGE_NAMES["ms_marco"]
+    bbc = paper_setup(passages="bbc")
+    assert bbc["chains"] == 40 and bbc["passages"] == bt.PASSAGE_NAMES["bbc"]
+    with pytest.raises(ValueError, match="passages must be one of"):
+        ch.settings("smoke", passages="germline")
+    assert ch.settings("smoke", protein=True, passages="ms_marco").passages == "germline"
+
+
+def test_ms_marco_seed_topics_are_the_scorers_leading_labels(tiny_bert, monkeypatch):
+    """MS MARCO passages (here BBC paragraphs served as MS MARCO, offline) get the topic the scorer puts
+    first on them; too few passages led by a topic is one ValueError."""
+    fake = gc.bbc_paragraphs("heldout")[:400]
+    monkeypatch.setattr(gc, "ms_marco_paragraphs", lambda limit=2000: fake)
+    labels = list(ch.TOPIC_LABELS)
+    seeds = ch.leading_label_seeds(tiny_bert, 20, 3, labels, ["sport", "finance"], pool=200)
+    assert [p.topics for p in seeds] == [["sport"] * 3, ["finance"] * 3]
+    for topic, p in zip(["sport", "finance"], seeds):
+        assert p.tokens.shape == (3, 20)
+        led = np.asarray(labels)[ch.topic_scores(p.texts, labels).argmax(1).numpy()]
+        assert (led == topic).all()
+    with pytest.raises(ValueError, match="led by"):
+        ch.leading_label_seeds(tiny_bert, 20, 3, labels, ["food"], pool=3)
 
 
 def test_model_specific_rows_are_judged_on_the_papers_setup_only():
     crossings, recurrence, rises, loss = _verdict_inputs()
     assert paper_setup().keys() == bt.paper_protocol("politics_recurrence_count").keys()
+    assert paper_setup("MiniLM embedding zero-shot")["scorer"] == "MiniLM embedding zero-shot"
     for model, setup, judged in (("bert-base-uncased", paper_setup(), True),
                                  ("bert-base-uncased", paper_setup("MiniLM embedding zero-shot"), False),
-                                 ("bert-base-uncased", {**paper_setup(), "passages": "BBC News"}, False),
+                                 ("bert-base-uncased", paper_setup(passages="bbc"), False),
                                  ("tiny", paper_setup(), False)):
         rows, _ = ch.chapter_verdicts(crossings, recurrence, rises, loss, setup=setup, model=model)
         for row in rows[3:]:

@@ -75,10 +75,10 @@ def topic_tokens(tiny_bert):
     return picks
 
 
-def chapter_run(cond) -> dict:
+def chapter_run(cond, seeds_per_topic: int = SEEDS_PER_TOPIC) -> dict:
     """The chapter's pipeline at a small size: seeds per BBC topic, one batched run, topic scores of the
     records, chance text, and every general claim's verdict."""
-    seeds = [gc.seed_passages(cond, N, SEEDS_PER_TOPIC, seed=0, topic=t) for t in ch.BBC_TOPIC_LABELS]
+    seeds = [gc.seed_passages(cond, N, seeds_per_topic, seed=0, topic=t) for t in ch.BBC_TOPIC_LABELS]
     x0 = torch.cat([p.tokens for p in seeds])
     seed_topic = [t for p in seeds for t in p.topics]
     run = gc.glauber(cond, x0, STEPS, 1.0, seed=0, record_every=RECORD_EVERY, progress=False)
@@ -90,10 +90,11 @@ def chapter_run(cond) -> dict:
     rises = ch.rise_table(frame, chance[:, 0].numpy())
     own = [LABELS.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_intervals(scores[at, 0, own].numpy(), scores[at, -1, own].numpy(),
-                                  chance[:, own].numpy())
+    loss = ch.seed_loss_table(seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(),
+                              chance[:, own].numpy())
     return {"politics_recurrence": recurrence["verdict"], "politics_rises_every_topic": ch.rises_verdict(rises)[0],
-            "seed_topic_loss": ch.seed_loss_verdict(loss)[0], "recurrence": recurrence, "crossings": crossings, "rises": rises, "loss": loss}
+            "seed_topic_loss": ch.seed_loss_topics_verdict(loss)[0], "recurrence": recurrence,
+            "crossings": crossings, "rises": rises, "loss": loss}
 
 
 # Food is no BBC topic, so a food tilt pulls chains from every seed topic away from their seed.
@@ -110,7 +111,10 @@ def runs(tiny_bert, topic_tokens):
     assert len(food) > 40
     models = {"random": tiny_bert, "politics tilt": Tilted(tiny_bert, topic_tokens["politics"], 7.0),
               "food tilt": Tilted(tiny_bert, food, 8.0), "keeper": Keeper(tiny_bert)}
-    return {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m)) for name, m in models.items()}
+    built = {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m)) for name, m in models.items()}
+    # per seed topic, 3 chains leave a topic whose seeds the scorer half-reads undecided: 8 for the trap
+    built["keeper, 8 seeds"] = functools.lru_cache(maxsize=1)(lambda: chapter_run(models["keeper"], 8))
+    return built
 
 
 def test_politics_recurrence_calibration(runs):
@@ -129,11 +133,18 @@ def test_politics_rises_every_topic_calibration(runs):
 
 
 def test_seed_topic_loss_calibration(runs):
-    assert runs["food tilt"]()["seed_topic_loss"] == vd.REPRODUCED
+    """Judged per seed topic (rule_every_part): each side holds topic by topic."""
+    food = runs["food tilt"]()
+    assert (food["loss"].verdict == vd.REPRODUCED).all() and food["seed_topic_loss"] == vd.REPRODUCED
     assert runs["keeper"]()["seed_topic_loss"] == vd.DIFFERS  # chains that keep their seed
+    keeper = runs["keeper, 8 seeds"]().get("loss").verdict
+    # every topic the scorer reads on its 16-token seeds differs; tech snippets are often read as another
+    # label, so a trap on them keeps no tech to speak of: undecided, never reproduced
+    assert (keeper.drop(index="tech") == vd.DIFFERS).all() and keeper["tech"] != vd.REPRODUCED
     random = runs["random"]()
-    assert random["loss"]["fall"][1] > 0  # the seed score falls, but only to the level of word salad
-    assert random["seed_topic_loss"] == vd.INCONCLUSIVE
+    assert list(random["loss"].index) == list(ch.BBC_TOPIC_LABELS)
+    assert (random["loss"].fall > 0).all()  # the seed score falls, but only to the level of word salad
+    assert vd.DIFFERS not in set(random["loss"].verdict) and random["seed_topic_loss"] == vd.INCONCLUSIVE
 
 
 def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
@@ -145,3 +156,4 @@ def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
     verdicts = {row["claim"]: row["verdict"] for row in frame_rows}
     assert vd.REPRODUCED not in verdicts.values()
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == vd.OTHER_SETUP
+

@@ -59,6 +59,16 @@ def test_colab_cell_uses_the_configured_repository(path):
     assert urls <= {REPOSITORY}, f"{path.name} names {urls - {REPOSITORY}}, _config.yml says {REPOSITORY}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_cell_installs_through_the_one_set_up_script(path):
+    """The Colab path installs what `make check-colab` checks: tools/colab_setup.sh (the companion and the
+    no-deps causal-LM weights), never a pip line of its own."""
+    notebook = nbformat.read(path, as_version=4)
+    hidden = [c.source for c in notebook.cells if c.cell_type == "code" and "google.colab" in c.source]
+    assert len(hidden) == 1, f"{path.name}: one Colab set-up cell"
+    assert "tools/colab_setup.sh" in hidden[0] and "pip" not in hidden[0], hidden[0]
+
+
 def test_every_notebook_is_in_the_table_of_contents():
     toc = (ROOT / "_toc.yml").read_text()
     for path in NOTEBOOKS:

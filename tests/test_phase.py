@@ -339,7 +339,9 @@ def test_transition_fits_mark_resamples_beyond_the_grid():
 
 def comparison(shift, low, high, ratio=1.0, ratio_low=0.8, ratio_high=1.2, undefined=0.0):
     return {"shift": shift, "shift_low": low, "shift_high": high, "shift_undefined": undefined,
-            "ratio": ratio, "ratio_low": ratio_low, "ratio_high": ratio_high, "ratio_undefined": undefined}
+            "ratio": 2.0, "ratio_low": 1.5, "ratio_high": 2.5, "ratio_undefined": undefined,
+            "relative": ratio, "relative_low": ratio_low, "relative_high": ratio_high,
+            "relative_undefined": undefined}
 
 
 @pytest.mark.parametrize("summary, events, verdict", [
@@ -357,12 +359,17 @@ def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
     assert "nan" not in row["ours_text"].lower()
 
 
-@pytest.mark.parametrize("low, high, verdict", [(0.7, 1.6, bt.REPRODUCED), (0.1, 0.45, bt.DIFFERS),
+@pytest.mark.parametrize("low, high, verdict", [(0.75, 1.6, bt.REPRODUCED), (0.1, 0.6, bt.DIFFERS),
                                                 (0.3, 1.2, bt.INCONCLUSIVE), (math.nan, math.nan, bt.INCONCLUSIVE)])
 def test_transition_width_rule_reaches_each_outcome(low, high, verdict):
-    # Ising-like null for n = 8 -> 32: sqrt(8 / 32) = 0.5
+    # the relative width's null for n = 8 -> 32: (8 / 32)^(1/4) = 0.71; the absolute ratio (2.0) is not judged
     row = ch.transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
-    assert row["verdict"] == verdict and "0.50" in row["reason"]
+    assert row["verdict"] == verdict and "0.71" in row["reason"]
+
+
+def test_relative_width_is_scale_over_a_positive_midpoint():
+    assert np.allclose(ch.relative_width([2.0, 4.0], [0.5, 0.5]), [0.25, 0.125])
+    assert np.isnan(ch.relative_width([-1.0, np.inf, 1.0], [0.5, np.nan, np.nan])).all()
 
 
 def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):

@@ -371,7 +371,7 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     assert "n 3 (paper: not stated)" in claims.loc["trap_count", "setup"]
     phrases = ch.run_phrases(traps, summaries, drift, cold, claims.reset_index(), cfg)
     assert phrases["ch5_hot_traps"] == "no trap" and "no perfect trap" in phrases["ch5_theorem8"]
-    assert "no departure" in phrases["ch5_weakest"] and phrases["ch5_repeat_traps"] == "0 of 0"
+    assert "no final escape" in phrases["ch5_weakest"] and phrases["ch5_repeat_traps"] == "0 of 0"
 
 
 def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
@@ -381,7 +381,7 @@ def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
     gaps = [[2.0, 1.0, 3.0] if kind == "perfect" else [2.0, -1.0, 3.0] for kind in kinds]
     return pd.DataFrame({"trap": range(count), "chain": range(count), "temperature": temperature, "kind": kinds,
                          "duration": durations, "gaps": gaps, "mean_gap": [np.mean(g) for g in gaps],
-                         "min_gap": [min(g) for g in gaps], "escaped": True,
+                         "min_gap": [min(g) for g in gaps], "escaped": True, "censored": False,
                          "at_weakest": departures_at_weakest, "departures": 1,
                          "departures_at_weakest": [int(v) for v in departures_at_weakest], "kernel_share": 1 / 3,
                          "text": [f"trap {k}" for k in range(count)]})
@@ -402,13 +402,18 @@ def test_claim_rows_judge_the_papers_temperature_only():
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     for claim in ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site"):
         assert verdicts[claim] == bt.INCONCLUSIVE, claim
+    null = [100.0, 120.0, 110.0, 130.0, 90.0, 105.0]  # what the detector gives a chain without persistence
     rows = ch.claim_rows(traps, {1.0: ch.trap_summary(traps, 12, 2000)}, cold, model="m",
-                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150)
+                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150, null=null)
     claims = pd.DataFrame(rows).set_index("claim")
     verdicts = claims.verdict
     assert verdicts["trap_split"] == bt.REPRODUCED
-    assert verdicts["approximate_trap_duration"] == bt.REPRODUCED  # all about 2-3 windows
-    assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 against the kernel's 1/3
+    assert verdicts["approximate_trap_duration"] == bt.REPRODUCED  # about 3.4 times the null's durations
+    assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 final escapes against the kernel's 1/3
+    cold_row = claims.loc["cold_chains_stay"]  # the worst temperature with its own interval
+    assert "τ = 0.1" in cold_row.quantity and cold_row.high < ch.NEAR_START and cold_row.low < cold_row.ours
+    assert "(-" not in claims.loc["mean_gap_correlation", "ours_text"] or "- (" in claims.loc[
+        "mean_gap_correlation", "ours_text"]
     assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both upper bounds below 0.12
     assert verdicts["trap_count"] == bt.OTHER_SETUP and verdicts["delta_star_below_lnv"] == bt.OTHER_SETUP
     assert claims.loc["trap_split", "setup"] == "τ = 1"
@@ -416,7 +421,8 @@ def test_claim_rows_judge_the_papers_temperature_only():
     short = constructed_traps(["approximate"] * 40, [100 + k for k in range(40)], [False] * 40)
     moving = ch.cold_distances(torch.tensor([0.2, 0.25, 0.3]), {0.1: torch.tensor([0.6, 0.7, 0.65])})
     rows = ch.claim_rows(short, {1.0: ch.trap_summary(short, 40, 2000)}, moving, model="m",
-                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150)
+                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150,
+                         null=[100.0 + k for k in range(0, 40, 2)])
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     assert verdicts["trap_split"] == bt.DIFFERS
     assert verdicts["approximate_trap_duration"] == bt.DIFFERS
