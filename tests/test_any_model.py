@@ -76,3 +76,22 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
     assert set(claims.profile) == {"quick"}
     assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
     assert (claims[claims.kind == "model-specific"].verdict == "other setup").all()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS[:3])
+def test_chapter_runs_on_a_pretrained_protein_mlm(chapter, tmp_path, monkeypatch):
+    """AntiBERTy (issue 24), offline from its wheel: chapters 1-3 at smoke finish, judge the general claims by
+    their rules and leave every model-specific row as other setup."""
+    pytest.importorskip("antiberty")
+    import papermill
+
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / f"{chapter}.ipynb"
+    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out),
+                               parameters={"model": "antiberty"}, cwd=str(ROOT / "notebooks"), progress_bar=False)
+    assert not stderr_and_errors(out), stderr_and_errors(out)
+    claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
+    assert set(claims.model) == {"antiberty"}
+    assert (claims[claims.kind == "model-specific"].verdict == "other setup").all()
