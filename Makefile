@@ -71,11 +71,11 @@ test-fast: setup
 	$(TEST_ENV) $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
-# plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.
+# plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). Not yet in CI (.ci/run).
 check-colab:
 	sh tools/check_colab.sh
 
-# Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (CI runs it).
+# Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (not yet in CI).
 check-random: setup
 	rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) GLAUBER_PROFILE=quick $(BIN)/python -m pytest tests/test_any_model.py -m quick_profile \

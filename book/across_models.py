@@ -70,9 +70,9 @@ bt.glue("across_minutes", f"{run['minutes']:.0f}")
 bt.glue_paper("01_incompatibility")
 bt.glue_paper("04_basins")
 changed = ", ".join(run["stale"])
-stale = (f"\n\n```{{warning}}\nThe code of {changed} has changed since "
+stale = (f"\n\n> **Warning:** the code of {changed} has changed since "
          "this run: rerun `make across-models` and commit "
-         "`results/across_models/`.\n```" if changed else "")
+         "`results/across_models/`." if changed else "")
 Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
          f"profile `{run['profile']}`; commit `{run['commit']}`; finished "
          f"{run['finished']}).{stale}")

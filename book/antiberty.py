@@ -75,14 +75,14 @@ root = bt.ANTIBERTY_RESULTS
 ran = (root / "run.csv").exists()  # a checkout without the committed results
 run = bt.across_run(root) if ran else {}
 changed = ", ".join(run.get("stale", []))
-stale = (f"\n\n```{{warning}}\nThe code of {changed} has changed since "
+stale = (f"\n\n> **Warning:** the code of {changed} has changed since "
          "this run: rerun `make antiberty` and commit `results/antiberty/`."
-         "\n```" if changed else "")
+         if changed else "")
 Markdown(f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
          f"commit `{run['commit']}`, finished {run['finished']}, "
          f"{run['minutes']:.0f} minutes of notebook time).{stale}" if ran else
-         "```{warning}\nThis checkout has no `results/antiberty/`: run "
-         "`make antiberty` to fill this page.\n```")
+         "> **Warning:** this checkout has no `results/antiberty/`: run "
+         "`make antiberty` to fill this page.")
 
 # %% [markdown]
 # ## The general claims on both models
