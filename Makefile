@@ -75,7 +75,7 @@ test-fast: setup
 check-colab:
 	sh tools/check_colab.sh
 
-# Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (not yet in CI).
+# Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (CI runs it).
 check-random: setup
 	rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) GLAUBER_PROFILE=quick $(BIN)/python -m pytest tests/test_any_model.py -m quick_profile \

@@ -63,7 +63,7 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
         chapter, tiny_model_dirs, tmp_path, monkeypatch):
     """Issue 23's must-hold: at the quick profile (not only at smoke, where a run is too small to reproduce
     anything), a random-weight MLM has no basins and no traps, and no model-specific number is judged on it.
-    Run by `make check-random`, not by `make test`."""
+    Run by `make check-random` (CI), not by `make test`."""
     import papermill
 
     folder = str(tiny_model_dirs["bert"])
