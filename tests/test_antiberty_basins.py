@@ -14,13 +14,6 @@ pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3
 pytest.importorskip("anarci", reason="germline seeds need the PyPI package anarci (requirements.txt)")
 
 
-@pytest.fixture(scope="module")
-def antiberty():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        return gc.load_mlm("antiberty")
-
-
 def test_families_are_the_human_germline_families():
     families = ch.germline_families()
     assert len(families) == 22 and families[:7] == [f"IGHV{k}" for k in range(1, 8)]

@@ -14,13 +14,6 @@ from chapters import bounds as ch2  # noqa: E402
 from chapters import incompatibility as ch1  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def antiberty():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        return gc.load_mlm("antiberty")
-
-
 def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antiberty):
     source, control = ch1.seed_source(antiberty, "")
     assert (source, control) == ("germline", "bbc")

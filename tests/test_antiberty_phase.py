@@ -15,13 +15,6 @@ CONTEXT = 12
 
 
 @pytest.fixture(scope="module")
-def antiberty():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        return gc.load_mlm("antiberty")
-
-
-@pytest.fixture(scope="module")
 def contexts(antiberty):
     return gc.seed_passages(antiberty, CONTEXT, 2, seed=0).tokens
 

