@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# Executes every notebook with the bundled model at BOOK_PROFILE (`quick` by default; `make book-smoke` is the
+# Executes every notebook with the bundled model (glauber_core.DEFAULT_MODEL_DIR, named only there) at BOOK_PROFILE (`quick` by default; `make book-smoke` is the
 # CI variant) and builds _build/html. The chapters write their CSVs to the build's own results folder,
 # _build/results/<profile>/, which only this target writes: hand runs, tests and sweeps write to results/ (or
 # $GLAUBER_RESULTS) and never change what a cached chapter page or the summary pages show. The execution cache is
@@ -25,7 +25,6 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 # differs from the one the cache was built with. The summary pages (book/reproduction, book/performance) run on
 # every build (tools/book_sphinx.py) and refuse a results row of another profile, model or code version.
 BOOK_PROFILE ?= quick
-BOOK_MODEL := minilm-l4-bbc-mlm
 CACHE := _build/.jupyter_cache
 BUILT_PROFILE := _build/.book-profile
 BOOK_RESULTS := $(CURDIR)/_build/results/$(BOOK_PROFILE)
@@ -37,7 +36,7 @@ book: setup
 		echo "building at the $(BOOK_PROFILE) profile: re-executing all notebooks"; fresh=1; fi; \
 	if [ -n "$$fresh" ]; then rm -rf $(CACHE) _build/.doctrees $(BOOK_RESULTS); fi
 	mkdir -p _build && echo "$(BOOK_PROFILE)" > $(BUILT_PROFILE)
-	GLAUBER_PROFILE=$(BOOK_PROFILE) GLAUBER_RESULTS=$(BOOK_RESULTS) GLAUBER_BOOK_MODEL=$(BOOK_MODEL) HF_HUB_OFFLINE=1 \
+	GLAUBER_PROFILE=$(BOOK_PROFILE) GLAUBER_RESULTS=$(BOOK_RESULTS) HF_HUB_OFFLINE=1 \
 		$(BIN)/jupyter-book build . -W -n --keep-going
 	touch $(CACHE)
 
@@ -59,11 +58,12 @@ check-book: setup
 # new user would: HOME, the user cache and matplotlib's config point at an empty folder, so a dependency's
 # first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
 TEST_HOME := $(CURDIR)/_build/test-home
+TEST_WORKERS ?= 2  # pytest-xdist workers, one torch thread each (whole test files per worker: --dist loadfile)
 TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(TEST_HOME)/.config/matplotlib \
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) $(BIN)/python -m pytest --durations=30
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
 test-fast: setup

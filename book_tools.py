@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles
+from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, load_mlm
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
 from verdicts import (CHECK_COLUMNS, DIFFERS, INCONCLUSIVE, NOT_RUN, OTHER_SETUP, REPRODUCED, VERDICTS,  # noqa: F401
                       bootstrap_ci, finite, judge_model_specific, rank_correlation, share_intervals, spearman_ci)
@@ -455,6 +455,18 @@ def read_benchmark(path: str | Path) -> pd.DataFrame:
     return frame.sort_values("batch", ignore_index=True)
 
 
+_BENCHMARK_HEADERS = {"batch": "chains B", "glauber_rate": "Glauber chain-steps/s",
+                      "bare_rate": "bare forward, chain-steps/s", "naive_rate": "naive loop, chain-steps/s",
+                      "speedup_vs_naive": "speedup vs naive", "step_over_forward": "step / bare forward"}
+
+
+def benchmark_table(bench: pd.DataFrame):
+    """The benchmark's rates and ratios as a reading table, one row per batch size."""
+    table = bench[list(_BENCHMARK_HEADERS)].rename(columns=_BENCHMARK_HEADERS)
+    rates = {name: "{:.1f}" for name in list(_BENCHMARK_HEADERS.values())[:4]}
+    return reading_table(table, rates | {"speedup vs naive": "{:.2f}", "step / bare forward": "{:.2f}"})
+
+
 # --------------------------------------------------------------------------------------------
 # Across models: chapters 1, 2 and 4 on every bundled model (tools/across_models.py writes
 # results/across_models/, book/across_models.ipynb reads it)
@@ -588,7 +600,7 @@ def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame,
     tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
     series = {"held-out top-1": list(zip(family.top1, low, high)),
               "mean |δ|": list(zip(tested.mean_abs_delta, tested.ci_low, tested.ci_high)),
-              f"α(τ ≈ {alpha.tau.iloc[0]:g})": list(zip(alpha.reindex(models).alpha_mean,
+              f"α(τ ≈ {alpha.temperature.iloc[0]:g})": list(zip(alpha.reindex(models).alpha_mean,
                                                         alpha.reindex(models).low, alpha.reindex(models).high))}
     layers = " to ".join(str(n) for n in (family.layers.iloc[0], family.layers.iloc[-1]))
     parts = [f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
@@ -600,9 +612,9 @@ def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame,
     return f"From {layers} layers: {'; '.join(parts)}; {verdicts}."
 
 
-def alpha_near(alpha: pd.DataFrame, tau: float = 1.0) -> pd.DataFrame:
-    """Chapter 2's α(τ) rows at the run's temperature closest to `tau`, one row per model (indexed by it)."""
-    nearest = alpha.loc[(alpha.tau - tau).abs().groupby(alpha.model).idxmin()]
+def alpha_near(alpha: pd.DataFrame, temperature: float = 1.0) -> pd.DataFrame:
+    """Chapter 2's α(τ) rows at the run's temperature closest to `temperature`, one row per model (indexed by it)."""
+    nearest = alpha.loc[(alpha.temperature - temperature).abs().groupby(alpha.model).idxmin()]
     return nearest.set_index("model")
 
 
@@ -638,7 +650,7 @@ def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, mid, low, high, label in (
             (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
-            (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.tau.iloc[0]:g}), mean over contexts")):
+            (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.temperature.iloc[0]:g}), mean over contexts")):
         mid, low, high = (np.asarray(v, dtype=float) for v in (mid, low, high))
         ax.errorbar(layers, mid, yerr=np.clip([mid - low, high - mid], 0, None), fmt="o-", capsize=4)
         ax.set(ylabel=label, ylim=(0, None))
@@ -675,18 +687,36 @@ def depth_trend(estimates: list[tuple[float, float, float]]) -> str:
 # Profiles, results folders, figure style and glued numbers
 # --------------------------------------------------------------------------------------------
 
-PROFILES = ("smoke", "quick", "paper")
+PROFILES = ("smoke", "quick", "paper")  # the profile names, defined once (sweep.py and tools/ import them)
+
+
+def model_label(model: str = "") -> str:
+    """The name a run's rows carry: the model name as given, or the bundled model's folder name for ""."""
+    return model or DEFAULT_MODEL_DIR.name
+
+
+def glue_prefix(notebook: str) -> str:
+    """The glue-key prefix of a notebook: "ch5" for "05_traps", the notebook's name for a page that is not a
+    numbered chapter ("quick_tour"). Every key a chapter glues is `<prefix>_<name>`; a claim's verdict is
+    `<prefix>_<claim>_verdict`."""
+    number = re.match(r"(\d+)_", notebook)
+    return f"ch{int(number.group(1))}" if number else notebook
 
 
 def profile_settings(profile: str, table: dict, **overrides) -> SimpleNamespace:
-    """A notebook's settings: GLAUBER_PROFILE (if set) picks the profile, else `profile`; overrides
-    that are not None, 0 or "" replace the profile's value."""
-    profile = os.environ.get("GLAUBER_PROFILE") or profile
+    """A chapter's settings (its module's `settings`): the profile's row of `table`, then each override that
+    is not None, 0, "" or [] in place of the profile's value. The profile is the notebook's parameter as it
+    stands: the parameters cell reads $GLAUBER_PROFILE there, visibly, never here."""
     if profile not in table:
         raise ValueError(f"profile must be one of {sorted(table)}, got {profile!r}")
     settings = dict(table[profile])
-    settings.update({k: v for k, v in overrides.items() if v not in (None, 0, "")})
+    settings.update({k: v for k, v in overrides.items() if not _unset(v)})
     return SimpleNamespace(profile=profile, **settings)
+
+
+def _unset(value) -> bool:
+    """A parameter left at "the profile's": None, 0, "" or an empty list."""
+    return value is None or (isinstance(value, (int, float, str, list, tuple)) and not value)
 
 
 def results_dir(notebook: str) -> Path:
@@ -696,12 +726,71 @@ def results_dir(notebook: str) -> Path:
     return path
 
 
-def save_table(frame: pd.DataFrame, notebook: str, name: str, model: str, index: bool = False) -> pd.DataFrame:
-    """Write a chapter's table to results/<notebook>/<name>.csv with a `model` column naming what made it (kept
-    when the frame has one already); returns the frame written."""
-    frame = frame if "model" in frame.columns else frame.assign(model=model)
-    frame.to_csv(results_dir(notebook) / f"{name}.csv", index=index)
-    return frame
+class ChapterRun:
+    """One run of a chapter (or book page): the profile and model resolved once, the model's conditionals
+    (`cond`, loaded on first use), the results folder (`out`), and the one way to save a table (`save`), the
+    claims rows (`claims`), the checks (`checks`) and glued numbers (`glue`). It sets the book's figure style
+    and glues the paper's side of the notebook's claims (glue_paper)."""
+
+    def __init__(self, notebook: str, profile: str, model: str = ""):
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+        self.notebook, self.profile, self.model_arg = notebook, profile, model
+        self.model = model_label(model)
+        self.prefix = glue_prefix(notebook)
+        self._cond = None
+        set_book_style()
+        glue_paper(notebook)
+
+    @property
+    def cond(self) -> MaskedLMConditionals:
+        """The masked LM's conditionals (glauber_core.load_mlm), loaded once."""
+        if self._cond is None:
+            self._cond = load_mlm(self.model_arg or None)
+        return self._cond
+
+    @property
+    def out(self) -> Path:
+        return results_dir(self.notebook)
+
+    def save(self, frame: pd.DataFrame, name: str, index: bool = False) -> pd.DataFrame:
+        """Write `frame` to <out>/<name>.csv with `model` (kept when the frame has one: a reference chain's
+        name) and `profile` columns; returns the frame as written."""
+        frame = frame if "model" in frame.columns else frame.assign(model=self.model)
+        frame = frame.assign(profile=self.profile)
+        frame.to_csv(self.out / f"{name}.csv", index=index)
+        return frame
+
+    def glue(self, values: dict) -> None:
+        """Glue each name -> value as {glue:text}`<prefix>_<name>`."""
+        glue_all({f"{self.prefix}_{name}": value for name, value in values.items()})
+
+    def claims(self, rows: list[dict]):
+        """Write the claims rows (write_claims, stamped with this run), glue each claim's verdict as
+        `<prefix>_<claim>_verdict` and return the verdicts table a reader sees (claims_view)."""
+        frame = write_claims(rows, self.notebook, self.model, self.profile)
+        self.glue({f"{row.claim}_verdict": row.verdict for row in frame.itertuples(index=False)})
+        return claims_view(frame)
+
+    def checks(self, rows: list[dict]) -> pd.DataFrame:
+        """Write the checks rows (write_checks, stamped with this run); returns the frame."""
+        return write_checks(rows, self.notebook, self.model, self.profile)
+
+
+def claims_view(frame: pd.DataFrame):
+    """A chapter's verdicts as a reader sees them: claim, our estimate in words, verdict and why, setup
+    differences; no index column."""
+    view = frame[["claim", "ours_text", "verdict", "reason", "setup"]].rename(columns={
+        "ours_text": "ours", "reason": "why", "setup": "setup differences"})
+    return reading_table(view)
+
+
+def reading_table(frame: pd.DataFrame, formats: dict | None = None, missing: str = "—"):
+    """A table made for the page: no index column, numbers formatted (`formats`: column -> format string
+    such as "{:.2f}"; other float columns get 3 significant digits) and `missing` for NaN."""
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    style = {c: "{:.3g}" for c in floats} | (formats or {})
+    return frame.style.hide(axis="index").format(na_rep=missing).format(style, na_rep=missing)
 
 
 def set_book_style() -> None:
@@ -793,13 +882,14 @@ def known_word_share(texts) -> list[float]:
     return shares
 
 
-def fill_mask_table(fills: pd.DataFrame) -> pd.DataFrame:
-    """One row per fill-mask example: the sentence, the masked word and the top predictions."""
+def fill_mask_table(fills: pd.DataFrame):
+    """One row per fill-mask example: the sentence, the masked word and the top predictions (a reading table)."""
     ranked = fills.sort_values(["example", "rank"])
     top = ranked.groupby("example").apply(
         lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
     first = ranked.groupby("example").first()
-    return pd.DataFrame({"sentence": first.text, "answer": first.answer, "top predictions (probability)": top})
+    return reading_table(pd.DataFrame({"sentence": first.text, "answer": first.answer,
+                                       "top predictions (probability)": top}).reset_index(drop=True))
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from papermill.cli import _resolve_type as papermill_value  # exactly how `papermill -p NAME VALUE` reads VALUE
 
-PROFILES = ("smoke", "quick", "paper")
+from book_tools import PROFILES  # the profile names, defined once
 FIXED_COLUMNS = ("cell", "status", "seconds", "error")
 REPO_ROOT = Path(__file__).resolve().parent
 ERROR_CHARS = 500

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 
 
 def timed(function, repeats: int) -> float:
@@ -68,17 +68,17 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64, 256])
     parser.add_argument("--steps", type=int, default=10, help="Glauber steps per timed run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--csv", type=Path, default=gc.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",
+    parser.add_argument("--csv", type=Path, default=glauber.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",
                         help="where to write the table (default: results/benchmarks/glauber_speed.csv)")
     parser.add_argument("--note", default="", help="free text stored with the table (e.g. machine load)")
     args = parser.parse_args()
 
-    cold = timed_once(lambda: gc.load_mlm(args.model, device=args.device))
+    cold = timed_once(lambda: glauber.load_mlm(args.model, device=args.device))
     started = time.perf_counter()
-    cond = gc.load_mlm(args.model, device=args.device)
+    cond = glauber.load_mlm(args.model, device=args.device)
     print(f"load_mlm: {cold:.2f} s first call (with transformers' lazy imports), "
           f"{time.perf_counter() - started:.2f} s after")
-    passages = gc.seed_passages(cond, args.seq_len, max(args.batches), split="all")
+    passages = glauber.seed_passages(cond, args.seq_len, max(args.batches), split="all")
     x_all = passages.tokens.to(cond.device)
     print(f"model {cond.name_or_path} on {cond.device}, n = {args.seq_len}, torch threads {torch.get_num_threads()}")
 
@@ -90,7 +90,7 @@ def main() -> None:
     for batch in args.batches:
         x0 = x_all[:batch]
         positions = torch.randint(args.seq_len, (batch,), generator=torch.Generator().manual_seed(0)).to(cond.device)
-        step_time = timed(lambda: gc.glauber(cond, x0, args.steps, record_every=args.steps, progress=False),
+        step_time = timed(lambda: glauber.glauber(cond, x0, args.steps, record_every=args.steps, progress=False),
                           args.repeats) / args.steps
         bare_time = timed(lambda: bare_forward(cond, x0, positions), args.repeats * 3)
         summary[batch] = (batch / step_time / naive_rate, step_time / bare_time)
@@ -101,7 +101,7 @@ def main() -> None:
                          step_over_forward=summary[batch][1]))
     device = torch.cuda.get_device_name() if str(cond.device).startswith("cuda") else f"CPU, {os.cpu_count()} cores"
     table = pd.DataFrame(rows).assign(
-        model=str(cond.name_or_path).replace(str(gc.REPO_ROOT) + "/", ""), device=device, seq_len=args.seq_len,
+        model=str(cond.name_or_path).replace(str(glauber.REPO_ROOT) + "/", ""), device=device, seq_len=args.seq_len,
         steps=args.steps, repeats=args.repeats, torch_threads=torch.get_num_threads(), torch=torch.__version__,
         measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), note=args.note)
     args.csv.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, sections 4 and 6.2.1, Tables 1 and 5): incompatibility and basin recurrence are properties of masked LMs as such, not of one model; here chapters 1, 2 and 4 run on three bundled models of one recipe, 2, 4 and 6 layers deep.
 # - **Look at**: the grid of general-claim verdicts per model, Table 1's and Table 5's shapes, and the sentence on what depth changes.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/across_models.ipynb), or `make across-models` then `papermill book/across_models.ipynb out.ipynb`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `make across-models` then `papermill book/across_models.ipynb out.ipynb`
 # ```
 #
 # The paper finds rectangle incompatibility in five masked LMs (Table 1) and compares basin
@@ -42,18 +42,8 @@
 # not run across models.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core, book tools, results) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
@@ -85,7 +75,7 @@ Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
 # pretrained layers. Each model card (`models/<name>/README.md`) gives its recipe.
 
 # %%
-family.drop(columns="tokens").style.format({
+bt.reading_table(family.drop(columns="tokens").reset_index(), {
     "size_mb": "{:.1f}", "steps": "{:,}", "top1": "{:.3f}",
     "baseline_top1": "{:.3f}", "pppl": "{:.1f}", "baseline_pppl": "{:.0f}"})
 
@@ -93,8 +83,8 @@ family.drop(columns="tokens").style.format({
 # ## Incompatibility in every model (Table 1's shape)
 #
 # Chapter 1's test: random rectangles per model, their mean $|\delta|$ with a bootstrap
-# interval, the share above the $10^{-4}$ floor, and the verdict of chapter 1's rule (share above
-# the floor against a null of one half). Below the masked LMs, the controls (the same in every
+# interval, the share above the rounding floor, and the verdict of chapter 1's rule (incompatible
+# once one rectangle is above a sound rounding floor, Proposition 4; none above it differs). Below the masked LMs, the controls (the same in every
 # model's run; shown from the first): a causal LM scored through the same code path (its joint
 # makes $\delta$ vanish) and two Potts models, one compatible and one not. The paper's five MLMs give
 # {glue:text}`paper_incompatibility_mean_abs_delta`; our models are others, so the means are
@@ -129,7 +119,8 @@ bt.table5_across(table3, claims, models, baseline=1 / 9)
 
 # %%
 alpha = bt.alpha_near(bt.read_across("02_mixing_bounds", "alpha"))
-alpha.loc[models, ["tau", "alpha_mean", "low", "high", "alpha_max"]].round(3)
+bt.reading_table(alpha.loc[models, ["temperature", "alpha_mean", "low", "high",
+                                    "alpha_max"]].reset_index())
 
 # %% [markdown]
 # ## The general claims, model by model

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, all sections): the paper's general claims are about masked LMs as such; here every chapter runs on a masked LM that others pretrained at scale, a protein model, beside the book's own English model.
 # - **Look at**: the verdicts side by side, Table 1's row, and the exact full-vocabulary windows (exact mixing time against Theorem 5, the stationary law against the pseudo-likelihood law).
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/antiberty.ipynb), or `make antiberty` then `papermill book/antiberty.ipynb out.ipynb`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `make antiberty` then `papermill book/antiberty.ipynb out.ipynb`
 # ```
 #
 # Every other page of this book runs models trained here, with one recipe, on BBC News. A
@@ -30,7 +30,7 @@
 # is a masked LM pretrained by others: a BERT encoder (8 layers, hidden size 512, about 26M
 # parameters) with its MLM head, trained on 558M natural antibody sequences. Its vocabulary is the
 # 20 amino acids (plus 5 special tokens, never proposed), one residue per token. The PyPI wheel
-# `antiberty==0.1.3` (MIT licence, 97 MB) ships its weights, so `gc.load_mlm("antiberty")` works
+# `antiberty==0.1.3` (MIT licence, 97 MB) ships its weights, so `glauber.load_mlm("antiberty")` works
 # offline, and every chapter takes `-p model antiberty`.
 #
 # Seeds are human germline V genes from the IMGT tables that the `anarci` package ships
@@ -48,18 +48,8 @@
 # of one command, `make antiberty`, and names the run below.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core, book tools, results) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["remove-input"]
 import os
@@ -93,15 +83,14 @@ Markdown(f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
 # what was measured on AntiBERTy where the chapter had to replace an English step.
 
 # %% tags=["remove-input", "full-width"]
-label = os.environ.get("GLAUBER_BOOK_MODEL") or "bundled model"
+label = bt.model_label()
 runs = {f"{label} (this build)": bt.read_claims(bt.results_root())}
 if ran:
     chapters = pd.read_csv(root / "run.csv").chapter.drop_duplicates()
     runs["antiberty"] = pd.concat(
         [bt.read_across(c, "claims", root) for c in chapters])
 beside = bt.verdicts_beside(runs)
-beside.drop(columns=f"{label} (this build): what was measured").set_index(
-    "claim")
+bt.reading_table(beside.drop(columns=f"{label} (this build): what was measured"))
 
 # %% [markdown]
 # ## Table 1's row

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (this book, not the paper): the bundled model is a weak but working masked LM, far better than its un-fine-tuned baseline on held-out BBC text and far weaker than BERT-base.
 # - **Look at**: the held-out metrics table, the fill-mask table and the trajectory excerpt at temperature 1.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/bundled_model.ipynb), or `papermill book/bundled_model.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill book/bundled_model.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # The paper runs its chains on `bert-base-uncased`, `roberta-base` and `ModernBERT-base`. None of
@@ -41,22 +41,13 @@
 # tables all three; their model cards give their own evaluations.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-# A no-op elsewhere.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke | quick | paper
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # "" is the bundled model
 temperature: float = 1.0
 seq_len: int = 0  # 0: the profile's value
@@ -68,17 +59,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 
-PROFILES = {
+run = bt.ChapterRun("bundled_model", profile, model)
+cfg = bt.profile_settings(profile, {
     "smoke": dict(seq_len=16, steps=30, record_every=10),
     "quick": dict(seq_len=32, steps=800, record_every=100),
     "paper": dict(seq_len=32, steps=10_000, record_every=1_000),
-}
-cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len, steps=steps)
-bt.set_book_style()
-MODEL_RESULTS = gc.REPO_ROOT / "results" / "model"
+}, seq_len=seq_len, steps=steps)
+MODEL_RESULTS = glauber.REPO_ROOT / "results" / "model"
 
 # %% [markdown]
 # ## Held-out quality
@@ -91,7 +81,8 @@ MODEL_RESULTS = gc.REPO_ROOT / "results" / "model"
 
 # %%
 metrics = pd.read_csv(MODEL_RESULTS / "metrics.csv")
-metrics.pivot_table(index="model", columns="metric", values="value").round(3)
+bt.reading_table(metrics.pivot_table(index="model", columns="metric",
+                                      values="value").reset_index())
 
 # %%
 log = pd.read_csv(MODEL_RESULTS / "train_log.csv")
@@ -110,7 +101,7 @@ plt.show()
 
 # %%
 fills = pd.read_csv(MODEL_RESULTS / "fill_mask.csv")
-bt.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
+bt.fill_mask_table(fills[fills.model == run.model])
 
 # %% [markdown]
 # ## A Glauber trajectory at temperature 1
@@ -121,11 +112,11 @@ bt.fill_mask_table(fills[fills.model == gc.DEFAULT_MODEL_DIR.name])
 # decoded words that occur in the BBC training text.
 
 # %%
-cond = gc.load_mlm(model or None)
-passage = gc.seed_passages(cond, cfg.seq_len, 1, seed=seed)
-run = gc.glauber(cond, passage.tokens, cfg.steps, temperature, seed=seed,
-                 record_every=cfg.record_every)
-excerpt = pd.DataFrame({"step": run.steps.numpy(),
-                        "text": cond.decode_batch(run.tokens[0])})
+cond = run.cond
+passage = glauber.seed_passages(cond, cfg.seq_len, 1, seed=seed)
+chain = glauber.glauber(cond, passage.tokens, cfg.steps, temperature,
+                        seed=seed, record_every=cfg.record_every)
+excerpt = pd.DataFrame({"step": chain.steps.numpy(),
+                        "text": cond.decode_batch(chain.tokens[0])})
 excerpt = excerpt.assign(known_words=bt.known_word_share(excerpt.text))
-excerpt.style.format({"known_words": "{:.0%}"})
+bt.reading_table(excerpt, {"known_words": "{:.0%}"})

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (this book, not the paper): a batched Glauber step of the core costs about one bare forward pass of the batch, and many chains per forward run several times faster than the one-chain loop of common Gibbs-from-BERT scripts.
 # - **Look at**: the table (chain-steps per second and the two ratios) and the plot of rate against batch size.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/performance.ipynb), or `python benchmarks/glauber_speed.py` then `papermill book/performance.ipynb out.ipynb`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `python benchmarks/glauber_speed.py` then `papermill book/performance.ipynb out.ipynb`
 # ```
 #
 # Every chapter runs many chains at once: one step of $B$ chains is one forward pass of the
@@ -42,18 +42,8 @@
 # running; the `note` column says under which conditions the table was measured.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core, book tools, results) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %%
 import matplotlib.pyplot as plt
@@ -70,17 +60,7 @@ print(f"model {first.model} on {first['device']}, n = {first.seq_len}, "
 print(f"measured {first.measured}; note: {first.note or '(none)'}")
 
 # %%
-columns = {
-    "batch": "chains B",
-    "glauber_rate": "Glauber chain-steps/s",
-    "bare_rate": "bare forward, chain-steps/s",
-    "naive_rate": "naive loop, chain-steps/s",
-    "speedup_vs_naive": "speedup vs naive",
-    "step_over_forward": "step / bare forward",
-}
-table = bench[list(columns)].rename(columns=columns).set_index("chains B")
-table.style.format("{:.1f}").format(
-    "{:.2f}", subset=["speedup vs naive", "step / bare forward"])
+bt.benchmark_table(bench)
 
 # %% [markdown]
 # Below, the rate against the batch size: the gap between the two upper curves is what sampling and
@@ -101,6 +81,25 @@ ax.set(xlabel="chains per batch $B$", ylabel="chain-steps per second",
        title=f"Glauber throughput, n = {first.seq_len}, {first['device']}")
 ax.legend()
 plt.show()
+
+# %% [markdown]
+# ## A pretrained protein MLM: AntiBERTy
+#
+# The same benchmark on AntiBERTy (8 layers, hidden size 512, 26M parameters; the book's page
+# "A pretrained MLM: AntiBERTy"), on germline V genes cut to $n = 24$ residues:
+# `python benchmarks/glauber_speed.py --model antiberty --batches 1 4 16 64 --steps 5 --csv
+# results/benchmarks/glauber_speed_antiberty.csv`. Its 20-letter vocabulary makes the head cheap,
+# so nearly all of a step is the encoder forward; the last column says how close the Glauber step
+# comes to that floor.
+
+# %%
+protein = bt.read_benchmark(
+    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed_antiberty.csv")
+row = protein.iloc[0]
+print(f"model {row.model} on {row['device']}, n = {row.seq_len}, "
+      f"{row.torch_threads} torch thread(s); measured {row.measured}; "
+      f"note: {row.note or '(none)'}")
+bt.benchmark_table(protein)
 
 # %% [markdown]
 # ## Time per notebook in this build

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, all sections): every measured claim of the paper, with our number beside it and a verdict.
 # - **Look at**: the two tables below; each row links to the chapter that measures it, and says which run it comes from.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/book/reproduction.ipynb), or `papermill book/reproduction.ipynb out.ipynb` after running the chapters
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill book/reproduction.ipynb out.ipynb` after running the chapters
 # ```
 #
 # Each chapter of this book re-runs one section of {cite}`sana2026mixing` and ends by writing its
@@ -62,18 +62,8 @@
 # chapters 1, 2 and 4 one verdict per bundled model (2, 4 and 6 layers).
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core, book tools, results) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["remove-input"]
 import os
@@ -84,8 +74,8 @@ import book_tools as bt
 
 paper = bt.read_paper_claims()
 ours = bt.read_claims(bt.results_root())
-run = bt.check_one_run(ours, os.environ.get("GLAUBER_PROFILE"),
-                       os.environ.get("GLAUBER_BOOK_MODEL"))
+built = os.environ.get("GLAUBER_PROFILE")  # set by make book: one profile and model
+run = bt.check_one_run(ours, built, bt.model_label() if built else None)
 unknown = bt.unknown_claims(paper, ours)
 if unknown:
     raise ValueError(f"results have claims paper_claims.csv lacks: {unknown}")

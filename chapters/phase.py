@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,7 @@ from book_tools import share_intervals
 # per length, a 1,000-step cutoff and R = 1; Fig. 7's 100 chains, a 5,000-step cutoff and embeddings every 5
 # steps. One batched drift run per length serves all three drift protocols: each protocol reads its own chains
 # (the first `*_chains` starts) and its own cutoff (the records up to `*_steps`) from it.
-PROFILES = {
+SETTINGS = {
     "smoke": dict(
         grid_lengths=[6, 10], grid_temperatures=[1.0, 2.0, 4.0], pairs=3, budget=40,
         drift_lengths=[6, 8, 10], drift_temperatures=[0.3, 1.0, 1.4, 4.0], drift_chains=3, drift_steps=40,
@@ -70,7 +71,7 @@ PROFILES = {
 # cores (about 20 chain-steps/s at n = 24), so every coupling and drift run uses `n` free sites inside a frozen
 # human germline context of `context_length` residues; the number of free sites plays the role of n, and the
 # distance to the start is the Hamming share of free sites that differ from it (no sentence embedder).
-PROTEIN_PROFILES = {
+PROTEIN_SETTINGS = {
     "smoke": dict(
         context_length=16, window_contexts=2,
         grid_lengths=[2, 3], grid_temperatures=[1.0, 4.0], pairs=2, budget=20,
@@ -99,10 +100,19 @@ PROTEIN_PROFILES = {
 }
 
 
-def profiles_for(cond) -> dict:
-    """The chapter's profile table for a model: PROTEIN_PROFILES for a protein MLM (`cond.residues`), else
-    PROFILES (the English path, unchanged)."""
-    return PROTEIN_PROFILES if getattr(cond, "residues", False) else PROFILES
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings at `profile`: SETTINGS, or PROTEIN_SETTINGS for a protein MLM (`cond.residues`),
+    each override that is not None, 0, "" or [] in place of the profile's value (bt.profile_settings), and what
+    follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
+    ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
+    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b)."""
+    protein = is_protein(cond)
+    cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
+    lengths = sorted(cfg.grid_lengths)
+    return SimpleNamespace(
+        **vars(cfg), protein=protein, lengths=lengths, small=lengths[0], large=lengths[-1],
+        near=min(lengths, key=lambda n: abs(n - PAPER_SEED_LENGTH)),
+        drift_taus=sorted({*cfg.drift_temperatures, cfg.saturation_tau, cfg.hit_tau}))
 
 
 def window_sites(context_length: int, free: int) -> torch.Tensor:
@@ -115,7 +125,7 @@ def window_sites(context_length: int, free: int) -> torch.Tensor:
 
 
 def window_mask(context_length: int, free: int) -> torch.Tensor:
-    """`frozen` for gc.glauber: BoolTensor[context_length], True at every site except the window_sites."""
+    """`frozen` for glauber.glauber: BoolTensor[context_length], True at every site except the window_sites."""
     mask = torch.ones(context_length, dtype=torch.bool)
     mask[window_sites(context_length, free)] = False
     return mask
@@ -176,7 +186,7 @@ def window_coupling_grid(cond: Conditionals, contexts, free: int, temperatures, 
 
 def hamming_distances(trajectory: Trajectory, frozen=0) -> torch.Tensor:
     """d(x_t, x_0) for a protein MLM: the share of free sites whose residue differs from the start, for every
-    recorded state of every chain, FloatTensor[B, R] in [0, 1] (0 at record 0). `frozen` as for gc.glauber."""
+    recorded state of every chain, FloatTensor[B, R] in [0, 1] (0 at record 0). `frozen` as for glauber.glauber."""
     tokens = torch.as_tensor(trajectory.tokens)
     if tokens.dim() != 3:
         raise ValueError(f"trajectory.tokens must be [B, R, n], got {tuple(tokens.shape)}")
@@ -195,7 +205,7 @@ def drift_starts(cond, n: int, cfg, seed: int = 0):
 
 
 def drift_distances(cond, embedder, trajectory: Trajectory, frozen=0) -> torch.Tensor:
-    """d(x_t, x_0): the embedding distance of gc.trajectory_distances for a text model, the Hamming share of
+    """d(x_t, x_0): the embedding distance of glauber.trajectory_distances for a text model, the Hamming share of
     free sites (hamming_distances) for a protein MLM (embedder None)."""
     if getattr(cond, "residues", False):
         return hamming_distances(trajectory, frozen)
@@ -207,9 +217,9 @@ def is_protein(cond) -> bool:
     return bool(getattr(cond, "residues", False))
 
 
-def length_label(cond) -> str:
+def length_label(protein: bool) -> str:
     """The axis label of the chapter's n: tokens of a text model, free sites of a protein MLM's window."""
-    return "free sites $n$ (frozen germline)" if is_protein(cond) else "sequence length $n$ (tokens)"
+    return "free sites $n$ (frozen germline)" if protein else "sequence length $n$ (tokens)"
 
 
 def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
@@ -227,27 +237,6 @@ def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
     starts = seed_passages(cond, n, 2 * cfg.pairs, seed=seed, passages=cfg.passages)
     return coupling_grid(cond, starts.tokens[: cfg.pairs], starts.tokens[cfg.pairs:], cfg.grid_temperatures,
                          cfg.budget, seed=seed, progress=False)
-
-
-def window_scope(cfg) -> str:
-    """What a protein MLM's claim row measured, for its quantity text."""
-    return (f"; n = free sites in a frozen germline context of {cfg.context_length} residues, d = Hamming share "
-            f"of free sites changed")
-
-
-# A protein MLM's drift distance is the Hamming share of free sites changed: at a fixed T it falls with n by
-# construction (each site is visited about T / n times), so Fig. 3a's saturation has no protein meaning.
-NO_PROTEIN_MEANING = ("distance_saturates",)
-
-
-def window_rows(cond, cfg, rows: list[dict]) -> list[dict]:
-    """The claims rows of a run: unchanged for a text model; for a protein MLM each quantity says it was
-    measured on free sites of a frozen germline with the Hamming distance, and the rows of NO_PROTEIN_MEANING
-    are left out (the page shows them as not run here)."""
-    if not is_protein(cond):
-        return rows
-    return [dict(row, quantity=row["quantity"] + window_scope(cfg)) for row in rows
-            if row["claim"] not in NO_PROTEIN_MEANING]
 
 
 def model_note(cond, cfg) -> str:
@@ -555,7 +544,7 @@ def multi_temperature_glauber(cond: Conditionals, x0, temperatures, steps: int, 
                               record_every: int = 1, progress: bool = True,
                               frozen=0) -> tuple[Trajectory, pd.DataFrame]:
     """Chains from every start x0[c] at every temperature in one batched `glauber` run: row t * C + c
-    runs from x0[c] at temperatures[t]; `frozen` as for gc.glauber (the same fixed sites in every chain).
+    runs from x0[c] at temperatures[t]; `frozen` as for glauber.glauber (the same fixed sites in every chain).
     Returns the trajectory and a table of (row, temperature, start)."""
     x = check_tokens(cond, x0, "x0")
     taus = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
@@ -658,8 +647,9 @@ def relative_width(midpoint, scale):
 
 def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
     """The boundary shift midpoint(large) - midpoint(small), the width ratio scale(large) / scale(small) and
-    the relative width ratio ("relative": of scale / midpoint, the width in log tau; relative_width), each with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs);
-    NaN with the share of undefined draws where a length has no transition inside the grid."""
+    the relative width ratio ("relative": of scale / midpoint, the width in log tau; relative_width), each
+    with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs); NaN with
+    the share of undefined draws where a length has no transition inside the grid."""
     boot = fits.attrs["boot"].assign(relative=lambda b: relative_width(b.midpoint, b.scale)).pivot(
         index="replicate", columns="n")
     by_n = fits.set_index("n").assign(relative=lambda f: relative_width(f.midpoint, f.scale))
@@ -846,8 +836,50 @@ def paired_difference(before, after, level: float = 0.95) -> tuple[float, float,
 
 
 # --------------------------------------------------------------------------------------------
-# Claims rows: one function per claim, each with the rule the chapter states before the run
+# Claims rows: claim_rows, and one private helper per claim with the rule stated before the run
 # --------------------------------------------------------------------------------------------
+
+def claim_rows(cfg, model: str, *, fits: pd.DataFrame, scaled: pd.DataFrame, fixed: dict, budget_free: dict,
+               hits: pd.DataFrame, scaling: pd.DataFrame, trend: dict, saturation_steps: int,
+               rise: pd.DataFrame, alpha: pd.DataFrame) -> list[dict]:
+    """The chapter's claims rows (section 6.1, Figs. 2, 3, 7, and the section 7 conjecture), for run.claims:
+    Fig. 2's boundary at cfg.near from `fits`; its shift and the width ratio on the n log n budget
+    (`budget_free`, from compare_lengths on `scaled`; `fixed` shown beside); Fig. 3b's fit (`scaling` of the
+    hitting times at cfg.hit_tau among `hits`); Fig. 3a's `trend` after `saturation_steps`; Fig. 7's `rise`; and
+    the context-averaged `alpha` past the boundary. A protein MLM's rows say how they were measured."""
+    near_fit = fits.set_index("n").loc[cfg.near]
+    reached = int((hits.hitting_time[hits.temperature == cfg.hit_tau] >= 0).sum())
+    return _window_rows(cfg, [
+        _boundary_row(near_fit, cfg.near, model=model, budget=cfg.budget, pairs=cfg.pairs,
+                      passages=cfg.passages),
+        _boundary_shift_row(budget_free, int(scaled.coupled.sum()), cfg.small, cfg.large),
+        _transition_width_row(budget_free, cfg.small, cfg.large, fixed),
+        _nlogn_row(scaling, reached, cfg.hit_tau, cfg.hit_radius),
+        _saturation_row(trend, cfg.saturation_tau, int(saturation_steps)),
+        _crossover_row(rise),
+        _alpha_row(alpha, near_fit.midpoint, cfg.drift_taus),
+    ])
+
+
+def _window_scope(cfg) -> str:
+    """What a protein MLM's claim row measured, for its quantity text."""
+    return (f"; n = free sites in a frozen germline context of {cfg.context_length} residues, d = Hamming share "
+            f"of free sites changed")
+
+
+# A protein MLM's drift distance is the Hamming share of free sites changed: at a fixed T it falls with n by
+# construction (each site is visited about T / n times), so Fig. 3a's saturation has no protein meaning.
+NO_PROTEIN_MEANING = ("distance_saturates",)
+
+
+def _window_rows(cfg, rows: list[dict]) -> list[dict]:
+    """The claims rows of a run: unchanged for a text model; for a protein MLM each quantity says it was
+    measured on free sites of a frozen germline with the Hamming distance, and the rows of NO_PROTEIN_MEANING
+    are left out (the page shows them as not run here)."""
+    if not cfg.protein:
+        return rows
+    return [dict(row, quantity=row["quantity"] + _window_scope(cfg)) for row in rows
+            if row["claim"] not in NO_PROTEIN_MEANING]
 
 
 
@@ -857,7 +889,7 @@ def boundary_setup(*, budget: int, pairs: int, n: int, passages: str) -> dict:
     return {"budget": budget, "pairs": pairs, "n": n, "passages": bt.PASSAGE_NAMES.get(passages, passages)}
 
 
-def boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str) -> dict:
+def _boundary_row(fit: pd.Series, n: int, *, model: str, budget: int, pairs: int, passages: str) -> dict:
     """coupling_boundary_tau (model-specific): tau_1/2 at length n, judged against the paper's band only on
     the paper's model and protocol (bt.model_specific_row), else "other setup" with each difference listed."""
     text = bt.interval_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high,
@@ -873,7 +905,7 @@ def _undefined_reason(summary: dict, name: str) -> str:
             "bootstrap resamples, so the interval has an unknown tail")
 
 
-def boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict:
+def _boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict:
     """boundary_shift_with_n (general), judged with the budget effect removed (scaled_budget_grid). Null: no
     shift. Reproduced when the 95% interval of tau_1/2(n_max) - tau_1/2(n_min) lies above 0, differs when at or
     below 0, inconclusive otherwise, with zero coupled pairs or no interval."""
@@ -898,7 +930,7 @@ def width_null(small: int, large: int) -> float:
     return (small / large) ** 0.25
 
 
-def transition_width_row(width: dict, small: int, large: int, fixed: dict | None = None) -> dict:
+def _transition_width_row(width: dict, small: int, large: int, fixed: dict | None = None) -> dict:
     """transition_width (general): "the crossover does not sharpen as n grows", judged on the relative width
     (scale / midpoint, the width in log tau: relative_width) of the logistic fits on the grid whose budget is
     scaled by n log n (scaled_budget_grid, as for the boundary shift), as the ratio n_max / n_min. An absolute
@@ -917,20 +949,25 @@ def transition_width_row(width: dict, small: int, large: int, fixed: dict | None
         verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
     elif not bt.finite(width["relative_low"], width["relative_high"]):
         reason = why
-    text = bt.interval_text(width["relative"], width["relative_low"], width["relative_high"], missing=why)
+    return bt.claim_row("transition_width", f"relative width ratio n={large} / n={small} (scale / midpoint), "
+                        f"budget scaled by n log n (n^-1/4: {null:.2f}; mean-field n^-1/2: "
+                        f"{math.sqrt(small / large):.2f})", width["relative"], _width_text(width, fixed, why),
+                        verdict, f"null: relative width shrinking like n^-1/4, ratio {null:.2f}; {reason}",
+                        low=width["relative_low"], high=width["relative_high"], null=null)
+
+
+def _width_text(width: dict, fixed: dict | None, missing: str) -> str:
+    """transition_width's estimate in words: the judged relative ratio, the absolute one and the fixed budget's."""
+    text = bt.interval_text(width["relative"], width["relative_low"], width["relative_high"], missing=missing)
     text += " (width in log tau, budget scaled by n log n; absolute width ratio in tau " + bt.interval_text(
         width["ratio"], width["ratio_low"], width["ratio_high"], missing="not estimable") + ")"
     if fixed is not None:
         text += "; at the fixed budget " + bt.interval_text(
             fixed["relative"], fixed["relative_low"], fixed["relative_high"], missing="not estimable")
-    return bt.claim_row("transition_width", f"relative width ratio n={large} / n={small} (scale / midpoint), "
-                        f"budget scaled by n log n (n^-1/4: {null:.2f}; mean-field n^-1/2: "
-                        f"{math.sqrt(small / large):.2f})", width["relative"], text, verdict,
-                        f"null: relative width shrinking like n^-1/4, ratio {null:.2f}; {reason}",
-                        low=width["relative_low"], high=width["relative_high"], null=null)
+    return text
 
 
-def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:
+def _nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:
     """nlogn_fit (general): AIC of C n log n against c n and c n^2 on the median hitting times (Fig. 3b), by
     vd.rule_preferred_form (null: another form fits as well; margin 2 in AIC); zero hits: inconclusive."""
     table = scaling.set_index("form")
@@ -949,7 +986,7 @@ def nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, mar
                         f"null: c n or c n^2 fits as well (AIC margin {margin:g}); {reason}")
 
 
-def saturation_row(trend: dict, tau: float, steps: int) -> dict:
+def _saturation_row(trend: dict, tau: float, steps: int) -> dict:
     """distance_saturates (general, Fig. 3a): d(x_T, x_0) at a fixed T grows with n, but slower than
     linearly. Two parts, both needed (vd.rule_every_part): "grows", the slope of the median d against log n
     (vd.rule_trend, null 0: a flat or falling median differs), and "slower than linear", the exponent of
@@ -963,21 +1000,24 @@ def saturation_row(trend: dict, tau: float, steps: int) -> dict:
     else:
         verdict, tally = vd.rule_every_part([grows[0], sublinear[0]], ["grows", "slower than linear"])
         reason = f"{tally}; grows: {grows[1]}; slower than linear: exponent {sublinear[1]}"
-    medians = trend["medians"]
-    ends = medians.iloc[[0, -1]]
-    text = ("median d " + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_distance))
+    return bt.claim_row("distance_saturates", f"slope of median d(x_T, x_0) against log n, tau = {tau:g}, "
+                        f"T = {steps}", trend["slope"], _saturation_text(trend), verdict,
+                        f"null: no growth (slope 0) or linear growth (exponent 1); {reason}",
+                        low=trend["slope_low"], high=trend["slope_high"], null=0.0)
+
+
+def _saturation_text(trend: dict) -> str:
+    """distance_saturates' estimate in words: the median d at the two ends, the slope and the exponent."""
+    ends = trend["medians"].iloc[[0, -1]]
+    return ("median d " + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_distance))
             + "; slope per unit log n " + bt.interval_text(trend["slope"], trend["slope_low"],
                                                            trend["slope_high"], signed=True,
                                                            missing="not estimable")
             + "; exponent " + bt.interval_text(trend["exponent"], trend["exponent_low"], trend["exponent_high"],
                                                missing="not estimable (a median distance is 0)"))
-    return bt.claim_row("distance_saturates", f"slope of median d(x_T, x_0) against log n, tau = {tau:g}, "
-                        f"T = {steps}", trend["slope"], text, verdict,
-                        f"null: no growth (slope 0) or linear growth (exponent 1); {reason}",
-                        low=trend["slope_low"], high=trend["slope_high"], null=0.0)
 
 
-def crossover_row(rise: pd.DataFrame) -> dict:
+def _crossover_row(rise: pd.DataFrame) -> dict:
     """crossover_fractions (general, Fig. 7): the share of chains reaching d >= R rises with tau at every
     n and threshold. Per (n, R) part, vd.rule_trend on the slope of the share against tau (null: no rise);
     the parts are combined by vd.rule_every_part (differs when any part differs, reproduced when all are)."""
@@ -1007,7 +1047,7 @@ def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
     return at.dropna() if {"seed passages", "visited"} <= set(at.columns) else at.iloc[:0]
 
 
-def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
+def _alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
     """context_averaged_alpha (general, beyond the paper): at the first drift temperature at or above the
     coupling boundary, the mean over contexts of alpha(seed passage) - alpha(visited state), paired, with
     Student's t interval over contexts. Null: no difference. Reproduced (visited states less coupled) when the
@@ -1029,3 +1069,180 @@ def alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
                  f"{pairs['seed passages'].mean():.2f}, visited {pairs['visited'].mean():.2f})")
     return bt.claim_row("context_averaged_alpha", f"mean alpha(seed) - alpha(visited) at tau = {tau:g}",
                         diff, text, verdict, f"null: no difference; {reason}")
+
+
+# --------------------------------------------------------------------------------------------
+# What the page shows: the figures (each returns its Figure) and the tables made for reading
+# --------------------------------------------------------------------------------------------
+
+def coupling_figure(cells: pd.DataFrame, cfg):
+    """Fig. 2: the median steps to coupling per (tau, n) cell, annotated with the pairs that met; black where
+    fewer than half met within the budget (coupling_summary's NaN median). Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    median = cells.pivot(index="n", columns="temperature", values="median_time")
+    met = cells.pivot(index="n", columns="temperature", values="coupled")
+    labels = met.astype(int).astype(str) + f"/{cfg.pairs}"
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    sns.heatmap(median, annot=labels, fmt="", cmap="viridis", ax=ax, vmin=0, vmax=cfg.budget,
+                cbar_kws={"label": "median steps to coupling"})
+    ax.set_facecolor("black")
+    ax.grid(False)
+    for (row, col), text in np.ndenumerate(labels.to_numpy()):
+        if np.isnan(median.to_numpy()[row, col]):  # seaborn skips masked cells
+            ax.text(col + 0.5, row + 0.5, text, color="white", ha="center", va="center")
+    ax.invert_yaxis()
+    ax.set(xlabel=r"temperature $\tau$", ylabel=length_label(cfg.protein),
+           title=f"Coupling within {cfg.budget} steps (black: median not reached)")
+    return fig
+
+
+def transition_figure(cells: pd.DataFrame, fits: pd.DataFrame, cfg):
+    """The coupled share per cell with its 95% Wilson interval and the logistic fit per n (transition_fits).
+    Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    taus = np.linspace(cells.temperature.min(), cells.temperature.max())
+    palette = dict(zip(cfg.lengths, sns.color_palette(n_colors=9)))
+    for k, (n, sub) in enumerate(cells.groupby("n")):
+        ax.errorbar(sub.temperature + 0.02 * (k - 1), sub.share,
+                    yerr=[sub.share - sub.share_low, sub.share_high - sub.share],
+                    fmt="o", color=palette[n], capsize=3, label=f"n = {n}")
+        fit = fits.set_index("n").loc[n]
+        if np.isfinite(fit.midpoint):
+            ax.plot(taus, 1 / (1 + np.exp(-(taus - fit.midpoint) / fit.scale)), color=palette[n])
+    ax.set(xlabel=r"temperature $\tau$", ylabel="share of pairs coupled",
+           title="Coupled share with 95% intervals and logistic fits")
+    ax.legend()
+    return fig
+
+
+def saturation_figure(last: pd.DataFrame, cfg):
+    """Protocol 1 (Fig. 3a): d(x_T, x_0) at the last record T per n and temperature, mean with a 95% band.
+    Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.pointplot(data=last, x="n", y="distance", hue="temperature", errorbar=("ci", 95), dodge=0.3,
+                  palette="viridis", ax=ax)
+    ax.set(xlabel=length_label(cfg.protein), ylabel=r"$d(x_T, x_0)$ at the last step",
+           title=f"Protocol 1: distance after T = {last.step.max()} steps")
+    ax.legend(title=r"$\tau$")
+    return fig
+
+
+def hitting_figure(hits: pd.DataFrame, scaling: pd.DataFrame, cfg):
+    """Protocol 2 (Fig. 3b): the hitting times at cfg.hit_tau, their median per n and each fitted form
+    C f(n) of scaling_fits. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    reached = hits[(hits.temperature == cfg.hit_tau) & (hits.hitting_time >= 0)]
+    medians = scaling.attrs["medians"]
+    ax.scatter(reached.n, reached.hitting_time, alpha=0.3, color="grey", label="chains that reached R")
+    ax.plot(medians.n, medians.median_time, "ko", label="median")
+    grid_n = np.linspace(min(cfg.drift_lengths), max(cfg.drift_lengths))
+    for form, row in scaling.set_index("form").iterrows():
+        if np.isfinite(row.C):
+            ax.plot(grid_n, row.C * SCALING_FORMS[form](grid_n), label=f"{form}: C = {row.C:.2f}")
+    ax.set(xlabel=length_label(cfg.protein), ylabel=f"steps to reach d >= {cfg.hit_radius}",
+           title=rf"Protocol 2 at $\tau$ = {cfg.hit_tau}")
+    ax.legend()
+    return fig
+
+
+def threshold_figure(shares: pd.DataFrame, records: int):
+    """Fig. 7: the share of chains reaching each threshold per (tau, n), one heatmap per threshold
+    (threshold_shares within `records` records). Returns the figure."""
+    import seaborn as sns
+
+    grid = sns.FacetGrid(shares, col="radius", height=3, aspect=1.1)
+    grid.map_dataframe(lambda data, **kw: sns.heatmap(
+        data.pivot(index="n", columns="temperature", values="share"), vmin=0, vmax=1, cmap="magma",
+        annot=True, fmt=".2f", cbar=False))
+    grid.set_axis_labels(r"temperature $\tau$", "length $n$")
+    grid.set_titles(col_template="share reaching d >= {col_name}")
+    grid.figure.suptitle(f"Chains reaching each distance within {records} records", y=1.05)
+    return grid.figure
+
+
+def alpha_figure(alpha: pd.DataFrame, cfg):
+    """Section 7's conjecture: alpha per context on the visited states and on the seed passages, per drift
+    temperature (context_alpha), with Theorem 5's threshold 1. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.pointplot(data=alpha, x="temperature", y="alpha", hue="states", errorbar=("ci", 95), dodge=0.2, ax=ax)
+    ax.axhline(1, color="k", ls=":", label=r"$\alpha = 1$ (Theorem 5)")
+    ax.set(xlabel=r"temperature $\tau$", ylabel=r"$\hat\alpha$ per context (lower bound)",
+           title=f"Influence sums on visited vs seed states, n = {cfg.alpha_length}")
+    ax.legend()
+    return fig
+
+
+def fits_table(fits: pd.DataFrame):
+    """The logistic fits for reading: per n, the boundary tau_1/2 and the 10-90% width with their 95%
+    bootstrap intervals, and the resamples whose share does not rise with tau (no boundary)."""
+    return bt.reading_table(pd.DataFrame({
+        "n": fits.n, "pairs": fits.pairs,
+        "boundary tau_1/2": [bt.interval_text(f.midpoint, f.midpoint_low, f.midpoint_high,
+                                              missing="no transition inside the grid")
+                             for f in fits.itertuples()],
+        "width (10-90%)": [bt.interval_text(f.width, f.width_low, f.width_high, missing="no fit")
+                           for f in fits.itertuples()],
+        "resamples without a boundary": fits.boot_undefined}))
+
+
+def comparison_table(fixed: dict, budget_free: dict):
+    """compare_lengths at the fixed budget and on the n log n budget, for reading: the boundary shift and the
+    relative and absolute width ratios, each with its paired-bootstrap 95% interval."""
+    def text(result, name, signed=False):
+        return bt.interval_text(result[name], result[f"{name}_low"], result[f"{name}_high"], signed=signed,
+                                missing="not estimable")
+
+    return bt.reading_table(pd.DataFrame([
+        {"budget": label, "boundary shift": text(result, "shift", signed=True),
+         "relative width ratio": text(result, "relative"), "absolute width ratio": text(result, "ratio")}
+        for label, result in (("fixed", fixed), ("scaled by n log n", budget_free))]))
+
+
+def saturation_table(trend: dict):
+    """Fig. 3a's medians for reading: the median d(x_T, x_0) per length (saturation_trend)."""
+    medians, column = trend["medians"], "median d(x_T, x_0)"
+    return bt.reading_table(pd.DataFrame({"n": medians.n.astype(int), column: medians.median_distance}),
+                            formats={column: "{:.3f}"})
+
+
+def scaling_table(scaling: pd.DataFrame):
+    """Fig. 3b's fits for reading: per form, C with its 95% bootstrap interval, AIC (the lowest marked) and
+    the leave-one-length-out error in log T."""
+    return bt.reading_table(pd.DataFrame({
+        "form": scaling.form,
+        "C": [bt.interval_text(r.C, r.C_low, r.C_high, missing="no fit") for r in scaling.itertuples()],
+        "AIC": scaling.aic, "leave-one-out error": scaling.loo_mse_log,
+        "best by AIC": np.where(scaling.best_aic, "yes", "")}), formats={"AIC": "{:.2f}"})
+
+
+def diagnostics_table(diagnostics: pd.DataFrame, value: str):
+    """One convergence diagnostic (`rhat` or `ess_bulk`) per length and temperature, for reading."""
+    table = diagnostics.pivot(index="n", columns="temperature", values=value)
+    table.columns = [f"tau = {t:g}" for t in table.columns]
+    digits = "{:.2f}" if value == "rhat" else "{:.0f}"
+    return bt.reading_table(table.reset_index(), formats={c: digits for c in table.columns})
+
+
+def regimes_table(excerpts: pd.DataFrame):
+    """chain_excerpts for reading: one row per temperature, one column per recorded step."""
+    return bt.reading_table(excerpts.T.rename_axis("chain").reset_index())
+
+
+def alpha_means_text(alpha: pd.DataFrame) -> str:
+    """The mean alpha per drift temperature, visited states against seed passages, in words."""
+    means = alpha.groupby(["temperature", "states"]).alpha.mean().unstack("states")
+    return "; ".join(f"tau = {t:g}: {row['visited']:.2f} visited vs {row['seed passages']:.2f} seeds"
+                     for t, row in means.iterrows())

@@ -6,7 +6,7 @@ Imports the core (and the book's intervals); never another chapter module.
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,19 @@ from glauber_core import (
     conditional_probs,
     score_gaps,
 )
-from book_tools import PASSAGE_NAMES, paper_claim, parse_pairs
+from book_tools import (
+    PASSAGE_NAMES,
+    claim_row,
+    interval_text,
+    model_specific_row,
+    paper_claim,
+    paper_number,
+    paper_protocol,
+    parse_pairs,
+    profile_settings,
+    reading_table,
+    share_text,
+)
 from verdicts import (
     finite,
     DIFFERS,
@@ -317,7 +329,7 @@ def hamming_vectors(tokens) -> torch.Tensor:
 
 def state_vectors(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
     """The recorded states as unit vectors [B, R, d] for detect_traps and distance_at: the sentence embedding
-    (gc.trajectory_embeddings) with an embedder, the one-hot site vectors (hamming_vectors: cosine distance =
+    (glauber.trajectory_embeddings) with an embedder, the one-hot site vectors (hamming_vectors: cosine distance =
     Hamming distance / n) with embedder None, as for a protein model."""
     if embedder is None:
         return hamming_vectors(trajectory.tokens)
@@ -340,18 +352,18 @@ def start_distances(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
 def distance_phrases(cond, embedder_name: str = "all-MiniLM-L6-v2") -> dict:
     """The sentences that name the chapter's distance and seeds for this model."""
     if is_protein(cond):
-        return {"ch5_distance": (
+        return {"distance": (
                     "this model is a protein MLM, and a sentence embedder has no meaning for an amino-acid "
                     "sequence, so every distance here is the Hamming distance over n: each state is the "
                     "concatenation of its sites' one-hot vectors (`ch.site_embeddings`), whose cosine distance "
                     "is exactly the share of sites that differ. The window and threshold logic is the "
                     "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
                     "that share of its sites of where the window began"),
-                "ch5_seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
+                "seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
                              "first n residues from the start of framework 1"}
-    return {"ch5_distance": (f"distances are cosine distances between {embedder_name} sentence embeddings "
+    return {"distance": (f"distances are cosine distances between {embedder_name} sentence embeddings "
                              "(eq. B.1)"),
-            "ch5_seeds": "held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to n tokens"}
+            "seeds": "held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to n tokens"}
 
 
 def seed_source(cond, passages: str) -> str:
@@ -361,7 +373,7 @@ def seed_source(cond, passages: str) -> str:
 
 def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
     """Every distinct human germline V gene cut to n residues from the start of `region` (the first allele of
-    each cut, as gc.seed_passages takes them): gene, family, chain, residues and tokens (ids), one row each."""
+    each cut, as glauber.seed_passages takes them): gene, family, chain, residues and tokens (ids), one row each."""
     from glauber_core import germline_v_genes
 
     n = check_count(n, "n", 1)
@@ -377,7 +389,7 @@ def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
 
 
 def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataFrame:
-    """Score gaps Delta_i(x) on the germlines themselves (one batched gc.score_gaps call): per seed its gaps,
+    """Score gaps Delta_i(x) on the germlines themselves (one batched glauber.score_gaps call): per seed its gaps,
     mean and min gap, negative_sites (sites whose residue is not the model's argmax) and perfect (every
     residue the argmax, Delta* > 0: a perfect trap in the sense of appendix A.1)."""
     if not isinstance(seeds, pd.DataFrame) or not {"tokens", "family", "chain"} <= set(seeds):
@@ -390,35 +402,29 @@ def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataF
         negative_sites=(gaps < 0).sum(1).numpy(), perfect=(gaps.amin(1) > 0).numpy())
 
 
-def germline_section(cond, n: int, out, model: str, profile: str) -> pd.DataFrame | None:
-    """The germline gaps of a protein model: germline_gaps on every distinct germline cut to n residues, written
-    to <out>/germline_gaps.csv (model, profile and n columns; one row per seed, its gaps as a list) and drawn
-    (plot_germline_gaps). A text model has no germline: one sentence, and None."""
+def germline_section(cond, n: int) -> pd.DataFrame | None:
+    """The germline gaps of a protein model (appendix A.1's gaps on the seeds themselves): germline_gaps on every
+    distinct germline cut to n residues, one row per seed. A text model has no germline: one sentence, and None."""
     if not is_protein(cond):
         print("A text model has no germline seeds: this section is for protein models (e.g. AntiBERTy).")
         return None
-    gaps = germline_gaps(cond, germline_seeds(cond, n))
-    gaps.assign(model=model, profile=profile, n=n).to_csv(Path(out) / "germline_gaps.csv", index=False)
-    plot_germline_gaps(gaps)
-    return gaps
+    return germline_gaps(cond, germline_seeds(cond, n))
 
 
-def germline_family_table(gaps: pd.DataFrame | None) -> pd.DataFrame | None:
+def germline_family_table(gaps: pd.DataFrame | None):
     """Per germline family (chain order, then family), then every seed: how many seeds, how many are perfect
     traps (k of m, with a 95% Wilson interval from five seeds on), the sites with a negative gap (all, and the
-    mean per seed) and the median min gap Delta*. None for a text model (no germline)."""
-    from book_tools import share_text
-
+    mean per seed) and the median min gap Delta*, as a reading table (its data also keeps chain, perfect share
+    and the number of sites). None for a text model (no germline)."""
     if gaps is None:
         return None
 
     def row(name, chain, group):
         seeds, perfect = len(group), int(group.perfect.sum())
         return {"family": name, "chain": chain, "seeds": seeds, "perfect traps": share_text(perfect, seeds),
-                "perfect share": round(perfect / seeds, 2), "sites with Δ_i < 0": int(group.negative_sites.sum()),
-                "of sites": int(seeds * len(group.gaps.iloc[0])),
-                "per seed": round(float(group.negative_sites.mean()), 2),
-                "median Δ*": round(float(group.min_gap.median()), 2)}
+                "perfect share": perfect / seeds, "sites with Δ_i < 0": int(group.negative_sites.sum()),
+                "of sites": int(seeds * len(group.gaps.iloc[0])), "per seed": float(group.negative_sites.mean()),
+                "median Δ*": float(group.min_gap.median())}
 
     order = {"heavy": 0, "kappa": 1, "lambda": 2}
     keyed = gaps.assign(_order=gaps.chain.map(order).fillna(3), _number=gaps.family.str.extract(r"(\d+)$")[0]
@@ -426,14 +432,17 @@ def germline_family_table(gaps: pd.DataFrame | None) -> pd.DataFrame | None:
     rows = [row(family, group.chain.iloc[0], group)
             for family, group in keyed.sort_values(["_order", "_number"]).groupby("family", sort=False)]
     rows.append(row("all", "all", gaps))
-    return pd.DataFrame(rows)
+    table = reading_table(pd.DataFrame(rows), {"per seed": "{:.2f}", "median Δ*": "{:.2f}"})
+    return table.hide(["chain", "perfect share", "of sites"], axis="columns")
 
 
-def plot_germline_gaps(gaps: pd.DataFrame):
+def germline_figure(gaps: pd.DataFrame | None):
     """Two panels: how many sites of a germline have a negative gap (seeds per count), and the share of
-    germlines whose residue at each site is not the model's argmax."""
+    germlines whose residue at each site is not the model's argmax. None for a text model."""
     import matplotlib.pyplot as plt
 
+    if gaps is None:
+        return None
     table = np.asarray(gaps.gaps.tolist(), float)
     counts = np.bincount(gaps.negative_sites.to_numpy(int), minlength=1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
@@ -444,7 +453,6 @@ def plot_germline_gaps(gaps: pd.DataFrame):
     right.set(xlabel="site (residue position)", ylabel="share with Δ_i < 0", ylim=(0, 1),
               title="where the germline residue is not the argmax")
     fig.tight_layout()
-    plt.show()
     return fig
 
 
@@ -452,18 +460,18 @@ def germline_phrases(gaps: pd.DataFrame | None, run_seeds=()) -> dict:
     """The sentences the germline and cold sections quote: the perfect share, the negative sites, and the share
     of negative-gap sites among the run's own seeds (`run_seeds`: their residue strings)."""
     if gaps is None:
-        return {"ch5_germline": "this model is not a protein model, so there is no germline to measure",
-                "ch5_cold_germline": ""}
+        return {"germline": "this model is not a protein model, so there is no germline to measure",
+                "cold_germline": ""}
     seeds, perfect = len(gaps), int(gaps.perfect.sum())
     sites = int(gaps.negative_sites.sum())
     n = len(gaps.gaps.iloc[0])
     one = int((gaps.negative_sites == 1).sum())
-    phrases = {"ch5_germline": (f"{perfect} of {seeds} germline seeds ({perfect / seeds:.0%}) are perfect traps; "
+    phrases = {"germline": (f"{perfect} of {seeds} germline seeds ({perfect / seeds:.0%}) are perfect traps; "
                                 f"{sites} of {seeds * n} sites ({sites / (seeds * n):.0%}) have a negative gap, "
                                 f"and {one} seeds are one residue away from being perfect (exactly one negative "
                                 "gap)")}
     mine = gaps[gaps.residues.isin(list(run_seeds))]
-    phrases["ch5_cold_germline"] = (
+    phrases["cold_germline"] = (
         f" On this protein model the run's {len(mine)} seeds have a negative gap at "
         f"{mine.negative_sites.sum() / (len(mine) * n):.0%} of their sites (germline section). A visit to such a "
         "site keeps the germline residue with probability at most e^(Δ_i/τ) (Δ_i < 0; e^-50 for Δ_i = -5 at "
@@ -541,30 +549,29 @@ def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def counts_table(summaries: dict, paper: dict, chains: int, steps: int, n: int) -> pd.DataFrame:
-    """The counts beside the paper's: one row for the paper (numbers from paper_claims.csv, in `paper`:
-    count, perfect, mean, min, max, chains, steps) and one per temperature of this run."""
+def counts_table(summaries: dict, paper: dict, chains: int, steps: int, n: int):
+    """Table 4's counts beside the paper's, as a reading table: one row for the paper (numbers from
+    paper_claims.csv, in `paper`: count, perfect, mean, min, max, chains, steps) and one per temperature of this
+    run; the mean duration carries its range in brackets, "in sweeps" divides it by n."""
     def row(label, count, rate, perfect, mean, low, high, sweeps):
         none = count == 0
-        return {"run": label, "traps": int(count), "per chain per 10k steps": round(rate, 2),
+        return {"run": label, "traps": int(count), "per chain per 10k steps": rate,
                 "perfect": "0" if none else f"{perfect:.0f} ({perfect / count:.0%})",
-                "mean duration": "-" if none else f"{mean:.0f}",
-                "in sweeps": "-" if none or not sweeps else f"{mean / sweeps:.1f}",
-                "range": "-" if none else f"{low:.0f}-{high:.0f}"}
+                "mean duration": "—" if none else f"{mean:.0f} ({low:.0f}–{high:,.0f})",
+                "in sweeps": "—" if none or not sweeps else f"{mean / sweeps:.1f}"}
 
     exposure = paper["chains"] * paper["steps"] / 10_000
-    rows = [row(f"paper: tau 1, {paper['chains']:.0f} x {paper['steps']:,.0f} (n not stated)", paper["count"],
+    rows = [row(f"paper: τ = 1, {paper['chains']:.0f} × {paper['steps']:,.0f} (n not stated)", paper["count"],
                 paper["count"] / exposure, paper["perfect"], paper["mean"], paper["min"], paper["max"], None)]
-    rows += [row(f"ours: tau {tau:g}, {chains} x {steps:,}", s["count"], s["rate_per_10k"], s["perfect"],
+    rows += [row(f"ours: τ = {tau:g}, {chains} × {steps:,}", s["count"], s["rate_per_10k"], s["perfect"],
                  s["mean_duration"], s["min_duration"], s["max_duration"], n) for tau, s in summaries.items()]
-    return pd.DataFrame(rows)
+    return reading_table(pd.DataFrame(rows), {"per chain per 10k steps": "{:.2f}"})
 
 
-def plot_gap_scatter(traps: pd.DataFrame, summaries: dict):
-    """Duration against the mean and the minimum score gap, one panel each, coloured by temperature, with
-    each temperature's Spearman correlation in the title. With no trap, says so and draws nothing
-    (returns None)."""
-    import matplotlib.pyplot as plt
+def gap_figure(traps: pd.DataFrame, summaries: dict):
+    """Duration against the mean and the minimum score gap (appendix A.1), one panel each, coloured by
+    temperature, with each temperature's Spearman correlation in the title; returns the Figure. With no trap,
+    says so and draws nothing (returns None)."""
     import seaborn as sns
 
     if traps.empty:
@@ -579,27 +586,27 @@ def plot_gap_scatter(traps: pd.DataFrame, summaries: dict):
         rho = ", ".join(f"τ={tau:g}: " + ("n/a" if math.isnan(s[key]) else f"{s[key]:.2f}")
                         for tau, s in summaries.items())
         ax.set_title(f"{name} vs duration\nSpearman {rho}", fontsize=10)
-    plt.show()
-    return grid
+    return grid.figure
 
 
-def weakest_table(traps: pd.DataFrame) -> pd.DataFrame | None:
-    """Per temperature (each its own labelled row): the departures from held states, how many came at a
-    weakest-gap site, their share, the kernel's share (kernel_weakest_share, weighted by departures) and a uniform
-    site's (weakest_site_chance); then the traps' final escapes, how many at a weakest site, and the median
+def weakest_table(traps: pd.DataFrame):
+    """Per temperature (each its own labelled row), as a reading table: the departures from held states at a
+    weakest-gap site (k of all), the kernel's share (kernel_weakest_share, weighted by departures) and a uniform
+    site's (weakest_site_chance); then the traps' final escapes at a weakest site (k of all) and the median
     probability of the escaping token. None, with a sentence, when no trap left its held state."""
     if traps.empty or traps.departures.sum() == 0:
         print("No departure to count: no trap left its held state inside the run.")
         return None
-    rows = {}
+    rows = []
     for tau, group in traps.groupby("temperature"):
-        moves, hits = int(group.departures.sum()), int(group.departures_at_weakest.sum())
         escaped = group[group.escaped]
-        rows[tau] = dict(departures=moves, at_weakest=hits, share=hits / moves if moves else math.nan,
-                         kernel_share=kernel_chance(group), uniform_share=weakest_site_chance(group.gaps),
-                         escapes=len(escaped), escapes_at_weakest=int(escaped.at_weakest.sum()),
-                         median_prob=float(escaped.escape_prob.median()) if len(escaped) else math.nan)
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("temperature").round(3)
+        rows.append({"τ": tau, "departures at a weakest site":
+                     f"{int(group.departures_at_weakest.sum())} of {int(group.departures.sum())}",
+                     "kernel's share": kernel_chance(group), "uniform site's share": weakest_site_chance(group.gaps),
+                     "final escapes at a weakest site": f"{int(escaped.at_weakest.sum())} of {len(escaped)}",
+                     "median p(new token)": float(escaped.escape_prob.median()) if len(escaped) else math.nan})
+    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", "kernel's share": "{:.2f}",
+                                              "uniform site's share": "{:.2f}", "median p(new token)": "{:.3f}"})
 
 
 def _count_text(count: int, what: str) -> str:
@@ -667,8 +674,6 @@ def null_durations(cond, embedder, trajectory: Trajectory, window: int, threshol
     """What the detector gives a chain without collective persistence: the durations (steps) of the traps
     detect_traps finds on persistence_surrogate of this run (embedded as the run is, state_vectors) that end
     inside it (not censored)."""
-    from types import SimpleNamespace
-
     surrogate = persistence_surrogate(trajectory.tokens, seed=seed)
     vectors = state_vectors(cond, embedder, SimpleNamespace(tokens=surrogate))
     traps = detect_traps(vectors, trajectory.steps, window, threshold)
@@ -776,97 +781,133 @@ def worst_cold_part(parts: list[dict]) -> dict | None:
 
 def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, model: str, setup: dict,
                log_vocab: float, window: int, null=(), paper_tau: float = PAPER_TAU, seed: int = 0) -> list[dict]:
-    """Every claims row of the chapter, each judged on the traps of the paper's temperature only (other
-    temperatures are the chapter's own labelled table rows, not verdicts); with no run at that temperature the
-    trap rows are "not run here". `null`: null_durations of the run at `paper_tau` (approximate_trap_duration's
-    null). The model-specific rows go through book_tools.model_specific_row."""
-    from book_tools import claim_row, interval_text, model_specific_row
-
+    """Every claims row of the chapter (appendix A.1, Table 4, C.2, C.3), each judged on the traps of the
+    paper's temperature only (other temperatures are the chapter's own labelled table rows, not verdicts); with
+    no run at that temperature the trap rows are "not run here". `null`: null_durations of the run at
+    `paper_tau` (approximate_trap_duration's null). The model-specific rows go through model_specific_row."""
     at = f"τ = {paper_tau:g}"
-    ran = paper_tau in summaries
     here = traps[np.isclose(traps.temperature, paper_tau)] if len(traps) else traps
-    rows = []
-    if not ran:
-        for claim in ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site"):
-            rows.append(claim_row(claim, "—", math.nan, f"no chain at the paper's {at}", NOT_RUN,
-                                  f"the run has no chain at the paper's {at}", at))
-    else:
-        verdict, reason, text = judge_split(here)
-        count, perfect = len(here), int((here.kind == "perfect").sum())
-        needed = math.ceil(3.84 / 0.1)  # rule_both_kinds' default rare share
-        if verdict != REPRODUCED and 0 < count < needed:
-            reason += (f"; with {count} < {needed} traps an absent kind cannot reach differs (the paper's own "
-                       f"{int(paper_counts()['count'])} could not either)")
-        rows.append(claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan, text,
-                              verdict, f"at {at}: {reason}", at))
-        null = np.asarray(null, float)
-        verdict, reason, ratio, low, high = judge_approximate_duration(here, null, seed=seed)
-        kept = int(((here.kind == "approximate") & ~here.censored).sum()) if len(here) else 0
-        text = (((interval_text(ratio, low, high, missing="") if finite(low, high) else f"{ratio:.2f}")
-                 + f" ({_count_text(kept, 'ended approximate trap')}, {len(null)} null traps)") if finite(ratio)
-                else f"not estimated: {_count_text(kept, 'ended approximate trap')}, {len(null)} null traps")
-        rows.append(claim_row("approximate_trap_duration",
-                              "mean ended approximate-trap duration / the detector's on a surrogate without "
-                              f"collective persistence (window {window} steps)", ratio, text, verdict,
-                              f"at {at}, null a ratio of {DURATION_FACTOR:g}: {reason}", at, low=low, high=high,
-                              null=DURATION_FACTOR))
-        verdict, reason, s = judge_gap_correlation(here, seed=seed)
-        value = s["rho_difference"]
-        text = (f"{s['rho_mean']:.2f} - ({s['rho_min']:.2f}) = " if finite(value) and s["rho_min"] < 0 else
-                f"{s['rho_mean']:.2f} - {s['rho_min']:.2f} = " if finite(value) else "")
-        text = (text + interval_text(
+    ran = paper_tau in summaries
+    general = ([_split_row(here, at), _duration_row(here, np.asarray(null, float), window, at, seed),
+                _correlation_row(here, at, seed), _weakest_row(here, at)] if ran else _not_run_rows(at))
+    summary = summaries.get(paper_tau) or trap_summary(here, 1, 1)
+    missing = f"no trap at {at}" if ran else f"no chain at {at}"
+    measured = dict(model=model, setup=setup)
+    return [*general, _cold_row(cold), _count_row(summary, at, **measured),
+            _perfect_share_row(summary, at, missing, **measured),
+            _mean_duration_row(summary, at, missing, **measured),
+            _below_lnv_row(here, log_vocab, paper_tau, at, missing, **measured)]
+
+
+TRAP_CLAIMS = ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site")
+
+
+def _not_run_rows(at: str) -> list[dict]:
+    """The trap claims of a run with no chain at the paper's temperature: not run here."""
+    return [claim_row(claim, "—", math.nan, f"no chain at the paper's {at}", NOT_RUN,
+                      f"the run has no chain at the paper's {at}", at) for claim in TRAP_CLAIMS]
+
+
+def _split_row(here: pd.DataFrame, at: str) -> dict:
+    """trap_split (judge_split), saying when the run is too small for an absent kind to differ."""
+    verdict, reason, text = judge_split(here)
+    count, perfect = len(here), int((here.kind == "perfect").sum())
+    needed = math.ceil(3.84 / 0.1)  # rule_both_kinds' default rare share
+    if verdict != REPRODUCED and 0 < count < needed:
+        reason += (f"; with {count} < {needed} traps an absent kind cannot reach differs (the paper's own "
+                   f"{int(paper_counts()['count'])} could not either)")
+    return claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan, text,
+                     verdict, f"at {at}: {reason}", at)
+
+
+def _duration_row(here: pd.DataFrame, null: np.ndarray, window: int, at: str, seed: int) -> dict:
+    """approximate_trap_duration (judge_approximate_duration): the ended approximate traps over the null's."""
+    verdict, reason, ratio, low, high = judge_approximate_duration(here, null, seed=seed)
+    kept = int(((here.kind == "approximate") & ~here.censored).sum()) if len(here) else 0
+    counts = f"{_count_text(kept, 'ended approximate trap')}, {len(null)} null traps"
+    estimate = interval_text(ratio, low, high, missing="") if finite(low, high) else f"{ratio:.2f}"
+    text = f"{estimate} ({counts})" if finite(ratio) else f"not estimated: {counts}"
+    return claim_row("approximate_trap_duration", "mean ended approximate-trap duration / the detector's on a "
+                     f"surrogate without collective persistence (window {window} steps)", ratio, text, verdict,
+                     f"at {at}, null a ratio of {DURATION_FACTOR:g}: {reason}", at, low=low, high=high,
+                     null=DURATION_FACTOR)
+
+
+def _correlation_row(here: pd.DataFrame, at: str, seed: int) -> dict:
+    """mean_gap_correlation (judge_gap_correlation): rho(duration, mean gap) - rho(duration, min gap)."""
+    verdict, reason, s = judge_gap_correlation(here, seed=seed)
+    value = s["rho_difference"]
+    if finite(value):
+        minus = f"({s['rho_min']:.2f})" if s["rho_min"] < 0 else f"{s['rho_min']:.2f}"
+        text = f"{s['rho_mean']:.2f} - {minus} = " + interval_text(
             value, s["difference_low"], s["difference_high"], missing="the bootstrap gave no interval")
-            if finite(value) else f"not estimated: {_count_text(len(here), 'trap')} at {at}")
-        rows.append(claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
-                              verdict, f"at {at}, gaps unscaled, null 0: {reason}", at, low=s["difference_low"],
-                              high=s["difference_high"], null=0.0))
-        verdict, reason, hits, tries, chance, low, high = judge_weakest_site(here)
-        text = (bt_share(hits, tries) + f" final escapes at a weakest site; kernel's share {chance:.2f}" if tries
-                else "no trap ended inside the run")
-        rows.append(claim_row("escape_weakest_site", "share of final escapes from the held state at a weakest site",
-                              hits / tries if tries else math.nan, text, verdict,
-                              f"at {at}, null the kernel's one-step share at the held states: {reason}",
-                              at, low=low, high=high, null=chance))
+    else:
+        text = f"not estimated: {_count_text(len(here), 'trap')} at {at}"
+    return claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
+                     verdict, f"at {at}, gaps unscaled, null 0: {reason}", at, low=s["difference_low"],
+                     high=s["difference_high"], null=0.0)
+
+
+def _weakest_row(here: pd.DataFrame, at: str) -> dict:
+    """escape_weakest_site (judge_weakest_site): final escapes at a weakest site against the kernel's share."""
+    verdict, reason, hits, tries, chance, low, high = judge_weakest_site(here)
+    text = (share_text(hits, tries) + f" final escapes at a weakest site; kernel's share {chance:.2f}" if tries
+            else "no trap ended inside the run")
+    return claim_row("escape_weakest_site", "share of final escapes from the held state at a weakest site",
+                     hits / tries if tries else math.nan, text, verdict,
+                     f"at {at}, null the kernel's one-step share at the held states: {reason}",
+                     at, low=low, high=high, null=chance)
+
+
+def _cold_row(cold: pd.DataFrame) -> dict:
+    """cold_chains_stay (judge_cold), shown at its worst cold temperature with that temperature's interval."""
     verdict, reason, parts = judge_cold(cold)
     text = "; ".join(f"τ={p['tau']:g}: " + interval_text(p["mean"], p["low"], p["high"], digits=3,
                                                           missing=f"{p['chains']} chain(s)") for p in parts)
-    worst = worst_cold_part(parts)
-    rows.append(claim_row("cold_chains_stay", "mean distance from the start after the cold run, at the worst "
-                          "cold temperature" + (f" (τ = {worst['tau']:g})" if worst else ""),
-                          worst["mean"] if worst else math.nan, text or "no cold run", verdict,
-                          reason, ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
-                          low=worst["low"] if worst else math.nan, high=worst["high"] if worst else math.nan,
-                          null=NEAR_START))
-    s = summaries.get(paper_tau) or trap_summary(here, 1, 1)
-    found = s["count"]
-    none = f"no trap at {at}" if ran else f"no chain at {at}"
-    exposure = setup["chains"] * setup["steps"] / 10_000
-    rows.append(model_specific_row("trap_count", f"traps detected at {at}", found,
-                                   f"{found} (95% Poisson {s['rate_low'] * exposure:.1f} to "
-                                   f"{s['rate_high'] * exposure:.1f}; rate {s['rate_per_10k']:.2f} per chain per "
-                                   "10k steps)", model=model, setup=setup, low=s["rate_low"] * exposure,
-                                   high=s["rate_high"] * exposure))
-    rows.append(model_specific_row("perfect_trap_share", f"perfect / all traps at {at}", s["perfect_share"],
-                                   bt_share(s["perfect"], found) if found else none,
-                                   model=model, setup=setup, low=s["perfect_low"], high=s["perfect_high"]))
-    rows.append(model_specific_row("trap_mean_duration", f"mean trap duration at {at} (steps)", s["mean_duration"],
-                                   interval_text(s["mean_duration"], s["duration_low"], s["duration_high"],
-                                                 digits=0, missing=none), model=model, setup=setup,
-                                   low=s["duration_low"], high=s["duration_high"]))
-    below = int(((here.min_gap / paper_tau) < log_vocab).sum()) if len(here) else 0
-    low, high = ((float(v[0]) for v in share_intervals([below], [len(here)])) if len(here) else (math.nan,) * 2)
-    rows.append(model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|",
-                                   below / len(here) if len(here) else math.nan,
-                                   (bt_share(below, len(here)) + f" (ln|V| = {log_vocab:.2f}"
-                                    + (f", largest Δ*/τ {here.min_gap.max() / paper_tau:.2f})" if len(here) else ")"))
-                                   if len(here) else none, model=model, setup=setup, low=low, high=high))
-    return rows
+    worst = worst_cold_part(parts) or dict(mean=math.nan, low=math.nan, high=math.nan)
+    return claim_row("cold_chains_stay", "mean distance from the start after the cold run, at the worst "
+                     "cold temperature" + (f" (τ = {worst['tau']:g})" if parts else ""),
+                     worst["mean"], text or "no cold run", verdict, reason,
+                     ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
+                     low=worst["low"], high=worst["high"], null=NEAR_START)
 
 
-def bt_share(k: int, m: int) -> str:
-    from book_tools import share_text
+def _count_row(s: dict, at: str, *, model: str, setup: dict) -> dict:
+    """trap_count (Table 4): the traps found, with an exact Poisson interval over the run's exposure."""
+    found, exposure = s["count"], setup["chains"] * setup["steps"] / 10_000
+    low, high = s["rate_low"] * exposure, s["rate_high"] * exposure
+    text = (f"{found} (95% Poisson {low:.1f} to {high:.1f}; rate {s['rate_per_10k']:.2f} per chain per "
+            "10k steps)")
+    return model_specific_row("trap_count", f"traps detected at {at}", found, text, model=model, setup=setup,
+                              low=low, high=high)
 
-    return share_text(int(k), int(m))
+
+def _perfect_share_row(s: dict, at: str, missing: str, *, model: str, setup: dict) -> dict:
+    """perfect_trap_share (Table 4): perfect traps among all, with a Wilson interval."""
+    text = share_text(s["perfect"], s["count"]) if s["count"] else missing
+    return model_specific_row("perfect_trap_share", f"perfect / all traps at {at}", s["perfect_share"], text,
+                              model=model, setup=setup, low=s["perfect_low"], high=s["perfect_high"])
+
+
+def _mean_duration_row(s: dict, at: str, missing: str, *, model: str, setup: dict) -> dict:
+    """trap_mean_duration (Table 4): the mean duration in steps, with a bootstrap interval."""
+    text = interval_text(s["mean_duration"], s["duration_low"], s["duration_high"], digits=0, missing=missing)
+    return model_specific_row("trap_mean_duration", f"mean trap duration at {at} (steps)", s["mean_duration"],
+                              text, model=model, setup=setup, low=s["duration_low"], high=s["duration_high"])
+
+
+def _below_lnv_row(here: pd.DataFrame, log_vocab: float, tau: float, at: str, missing: str, *, model: str,
+                   setup: dict) -> dict:
+    """delta_star_below_lnv (A.1): the share of traps whose Delta*/tau is below ln|V|, with a Wilson interval."""
+    count = len(here)
+    if not count:
+        return model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|", math.nan,
+                                  missing, model=model, setup=setup)
+    below = int(((here.min_gap / tau) < log_vocab).sum())
+    low, high = (float(v[0]) for v in share_intervals([below], [count]))
+    text = (share_text(below, count) + f" (ln|V| = {log_vocab:.2f}, largest Δ*/τ {here.min_gap.max() / tau:.2f})")
+    return model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|", below / count,
+                              text, model=model, setup=setup, low=low, high=high)
 
 
 # --------------------------------------------------------------------------------------------
@@ -874,37 +915,41 @@ def bt_share(k: int, m: int) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def sweep_window(cfg) -> int:
-    """The drift window in steps: the profile's (or the caller's) if set, else 15 sweeps of the sequence
-    (15 n steps, the paper's 300 steps if its passages had 20 tokens, which the paper does not state),
-    rounded to a multiple of the record spacing."""
-    window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
-    return max(cfg.record_every, round(window / cfg.record_every) * cfg.record_every)
+TABLE4 = paper_protocol("trap_count")  # the paper's Table 4 protocol (chains, steps, tau, window, threshold)
+COLD_PROTOCOL = paper_protocol("cold_chains_stay")  # appendix C.3's cold chains (steps, temperatures)
+_SHARED = dict(threshold=float(TABLE4["threshold"]), passages="bbc",
+               cold_temperatures=[float(t) for t in COLD_PROTOCOL["temperatures"].split()])
+# Per profile (see the notebook's table): n, chains per temperature, steps, cold-chain steps, record spacing,
+# temperatures (the paper's tau first). No window: 15 sweeps of the sequence (15 n steps).
+SETTINGS = {
+    "smoke": {"seq_len": 8, "n_chains": 3, "steps": 240, "cold_steps": 48, "record_every": 8,
+              "temperatures": [1.0, 0.5], **_SHARED},
+    "quick": {"seq_len": 12, "n_chains": 16, "steps": 2_000, "cold_steps": 400, "record_every": 10,
+              "temperatures": [1.0, 0.5], **_SHARED},
+    "paper": {"seq_len": 20, "n_chains": int(TABLE4["chains"]), "steps": int(TABLE4["steps"]),
+              "cold_steps": int(COLD_PROTOCOL["steps"]), "record_every": 5, "window": int(TABLE4["window"]),
+              "temperatures": [float(TABLE4["tau"])], **_SHARED, "passages": "ms_marco"},
+}
 
 
-def cold_budget(cfg) -> int:
-    """Steps of the cold chains: at most the warm run's, a multiple of its record spacing (so the warm chain's
-    distance after as many steps is a recorded one)."""
-    steps = min(cfg.cold_steps, cfg.steps)
-    return max(cfg.record_every, steps - steps % cfg.record_every)
-
-
-def settings(profile: str, table: dict, **overrides):
-    """The chapter's settings: book_tools.profile_settings, then what follows from it: the drift window
-    (sweep_window), the paper's threshold unless one is given, a run length that is a whole number of record
-    spacings, the cold budget (cold_budget) and the seed passages ("" = the profile's: "ms_marco" at the
-    `paper` profile, else "bbc"; names from book_tools.PASSAGE_NAMES)."""
-    from book_tools import paper_protocol, profile_settings
-
-    cfg = profile_settings(profile, table, **overrides)
-    cfg.window = sweep_window(cfg)
-    cfg.threshold = getattr(cfg, "threshold", 0) or float(paper_protocol("trap_count")["threshold"])
-    cfg.steps -= cfg.steps % cfg.record_every  # records evenly spaced
-    cfg.cold_steps = cold_budget(cfg)
-    cfg.passages = getattr(cfg, "passages", "") or "bbc"
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings (appendix A.1's protocol at this profile): SETTINGS[profile] with the overrides
+    (profile_settings: None, 0, "", [] keep the profile's), then what follows from them: a run length that is a
+    whole number of record spacings; the drift window, the profile's or 15 sweeps (15 n steps: the paper's 300
+    steps if its passages had 20 tokens, which the paper does not state), rounded to a multiple of the record
+    spacing; the cold chains' steps, at most the warm run's and a multiple of its record spacing (so the warm
+    chain's distance after as many steps is a recorded one); and the seed passages for `cond` (seed_source: a
+    protein model takes germline V genes; names from book_tools.PASSAGE_NAMES)."""
+    cfg = profile_settings(profile, SETTINGS, **overrides)
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
-    return cfg
+    record = cfg.record_every
+    steps = cfg.steps - cfg.steps % record  # records evenly spaced
+    window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
+    cold = min(cfg.cold_steps, steps)
+    return SimpleNamespace(**vars(cfg) | dict(
+        steps=steps, window=max(record, round(window / record) * record),
+        cold_steps=max(record, cold - cold % record), passages=seed_source(cond, cfg.passages)))
 
 
 def claims_setup(cfg) -> dict:
@@ -918,9 +963,7 @@ def claims_setup(cfg) -> dict:
 
 def paper_counts() -> dict:
     """The paper's Table 4 counts, read from paper_claims.csv (the only place they are typed)."""
-    from book_tools import paper_number, paper_protocol
-
-    protocol = paper_protocol("trap_count")
+    protocol = TABLE4
     return dict(count=paper_number("trap_count", "value"), perfect=paper_number("perfect_trap_share", "perfect"),
                 mean=paper_number("trap_mean_duration", "value"), min=paper_number("trap_mean_duration", "min"),
                 max=paper_number("trap_mean_duration", "max"), chains=float(protocol["chains"]),
@@ -952,42 +995,75 @@ def site_table(traps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*keep, "site", "token", "gap"])
 
 
+def summary_frame(summaries: dict) -> pd.DataFrame:
+    """trap_summary of every temperature, one row each (the chapter's summary.csv)."""
+    return pd.DataFrame([dict(temperature=tau, **s) for tau, s in summaries.items()])
+
+
+def drift_figure(runs: dict, found: dict, window: int, threshold: float, chains: int = 3):
+    """The rolling drift D_t of appendix A.1 for the first `chains` chains of each temperature (one panel per
+    temperature), with the threshold dashed and the detected traps shaded; returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    shown = min(chains, len(next(iter(runs.values()))[1]))
+    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)), sharex=True, squeeze=False)
+    for ax, (tau, (trajectory, vectors)) in zip(axes[:, 0], runs.items()):
+        drift = window_drift(vectors, trajectory.steps, window)
+        for chain in range(shown):
+            ax.plot(trajectory.steps[: drift.shape[1]], drift[chain], lw=1, label=f"chain {chain}")
+        for row in found[tau][found[tau].chain < shown].itertuples():
+            ax.axvspan(row.start, row.end, color=f"C{row.chain}", alpha=0.15)
+        ax.axhline(threshold, color="black", ls="--", lw=1)
+        ax.set_ylim(bottom=0)
+        ax.set(ylabel=f"$D_t$ ({window}-step window)", title=fr"Rolling drift, $\tau$ = {tau:g} (shaded: traps)")
+    axes[0, 0].legend(fontsize=8, ncol=shown)
+    axes[-1, 0].set(xlabel="window start $t$ (Glauber step)")
+    return fig
+
+
 def catalogue_view(traps: pd.DataFrame, per_temperature: int = 8):
-    """Table 4's shape: the longest traps of each temperature (None, with a sentence, when there is none)."""
+    """Table 4's shape as a reading table: the longest traps of each temperature with their mean and minimum
+    gap, class and text (None, with a sentence, when there is none)."""
     if traps.empty:
         print("No trap was detected at any temperature of this run.")
         return None
     table = traps.sort_values(["temperature", "duration"], ascending=False).rename(
-        columns={"temperature": "tau", "mean_gap": "mean gap", "min_gap": "min gap (Δ*)", "kind": "type"})
-    columns = ["tau", "chain", "start", "duration", "mean gap", "min gap (Δ*)", "type", "text"]
-    return table.groupby("tau", sort=False).head(per_temperature)[columns].round(2)
+        columns={"temperature": "τ", "mean_gap": "mean gap", "min_gap": "min gap (Δ*)", "kind": "type"})
+    columns = ["τ", "duration", "mean gap", "min gap (Δ*)", "type", "text"]
+    return reading_table(table.groupby("τ", sort=False).head(per_temperature)[columns],
+                         {"τ": "{:g}", "mean gap": "{:.2f}", "min gap (Δ*)": "{:.2f}"})
 
 
-def theorem8_table(traps: pd.DataFrame) -> pd.DataFrame:
-    """The paper's strongest trap (its numbers from paper_claims.csv), then our perfect traps by Delta*."""
-    from book_tools import paper_number
-
+def theorem8_table(traps: pd.DataFrame, rows: int = 10):
+    """Theorem 8's bound e^(Delta*/tau) / (4 |V|) beside the observed duration, as a reading table: the paper's
+    strongest trap (its numbers from paper_claims.csv), then our perfect traps by Delta* (the first `rows`)."""
     columns = ["temperature", "duration", "min_gap", "theorem8_bound", "text"]
     paper = pd.DataFrame([dict(temperature=1.0, duration=paper_number("delta_star_below_lnv", "trap1_duration"),
                                min_gap=paper_number("delta_star_below_lnv", "trap1_gap"),
                                theorem8_bound=paper_number("delta_star_below_lnv", "trap1_bound"),
                                text="paper's trap 1: a string of periods (BERT)")])
     ours = traps[traps.kind == "perfect"][columns].sort_values("min_gap", ascending=False)
-    return pd.concat([paper, ours], ignore_index=True) if len(ours) else paper
+    table = (pd.concat([paper, ours], ignore_index=True) if len(ours) else paper).head(rows).rename(
+        columns={"temperature": "τ", "min_gap": "Δ*", "theorem8_bound": "Theorem 8 bound (steps)"})
+    return reading_table(table, {"τ": "{:g}", "duration": "{:,.0f}", "Δ*": "{:.2f}",
+                                 "Theorem 8 bound (steps)": "{:.2e}"})
 
 
-def correlation_table(traps: pd.DataFrame, summaries: dict, *, seed: int = 0) -> pd.DataFrame:
-    """Spearman correlations of duration with the mean and the minimum gap, one column per temperature (gaps
-    unscaled; never pooled across temperatures); the paper's temperature is the judged one."""
-    keys = ("count", "rho_mean", "rho_min", "rho_difference", "difference_low", "difference_high")
-    table = {f"tau {tau:g}" + (" (judged)" if tau == PAPER_TAU else ""): {k: s[k] for k in keys}
-             for tau, s in summaries.items()}
-    return pd.DataFrame(table)
+def correlation_table(summaries: dict):
+    """Spearman correlations of duration with the mean and the minimum gap (appendix A.1), one row per
+    temperature (gaps unscaled; never pooled across temperatures), with the difference and its 95% bootstrap
+    interval; the paper's temperature is the judged one."""
+    rows = [{"τ": f"{tau:g}" + (" (judged)" if tau == PAPER_TAU else ""), "traps": s["count"],
+             "ρ(duration, mean gap)": s["rho_mean"], "ρ(duration, min gap)": s["rho_min"],
+             "difference [95%]": interval_text(s["rho_difference"], s["difference_low"], s["difference_high"],
+                                               missing="—")} for tau, s in summaries.items()]
+    return reading_table(pd.DataFrame(rows), {"ρ(duration, mean gap)": "{:.2f}", "ρ(duration, min gap)": "{:.2f}"})
 
 
 def escape_view(traps: pd.DataFrame, tokenizer, rows: int = 8):
-    """The longest traps that ended inside the run: where and how each escaped (None, with a sentence, when no
-    trap ended)."""
+    """The longest traps that ended inside the run (appendix C.2), as a reading table: the escape's site, the
+    token it replaced and its replacement, the new token's probability and the rank of that site's gap (0 =
+    weakest). None, with a sentence, when no trap ended."""
     escaped = traps[traps.escaped].sort_values("duration", ascending=False)
     if escaped.empty:
         print("No trap ended inside the run, so there is no escape to show.")
@@ -995,8 +1071,10 @@ def escape_view(traps: pd.DataFrame, tokenizer, rows: int = 8):
     names = tokenizer.convert_ids_to_tokens
     escaped = escaped.assign(change=[f"{names(int(a))} → {names(int(b))}"
                                      for a, b in zip(escaped.old_token, escaped.new_token)])
-    return escaped[["temperature", "duration", "escape_step", "escape_site", "change", "escape_prob", "escape_gap",
-                    "site_rank", "at_weakest", "text"]].head(rows).round(3)
+    table = escaped[["temperature", "duration", "escape_site", "change", "escape_prob", "site_rank"]].head(rows)
+    return reading_table(table.rename(columns={"temperature": "τ", "escape_site": "site", "escape_prob":
+                                               "p(new token)", "site_rank": "gap rank"}),
+                         {"τ": "{:g}", "p(new token)": "{:.3f}"})
 
 
 def distance_at(vectors, steps, step: int) -> torch.Tensor:
@@ -1010,19 +1088,18 @@ def distance_at(vectors, steps, step: int) -> torch.Tensor:
     return 1.0 - (vectors[:, k] * vectors[:, 0]).sum(-1)
 
 
-def cold_view(cold: pd.DataFrame, warm_tau: float) -> pd.DataFrame:
-    """Per cold temperature: the chains' mean distance from the start with its 95% t interval and the part
-    verdict of judge_cold (against NEAR_START), the warm chains' distance over as many steps for reference, and
-    the paper's distance for that temperature (BERT)."""
+def cold_view(cold: pd.DataFrame, warm_tau: float):
+    """Appendix C.3 as a reading table, per cold temperature: the chains' mean distance from the start with its
+    95% t interval and the part verdict of judge_cold (against NEAR_START), the warm chains' distance over as
+    many steps for reference, and the paper's distance for that temperature (BERT)."""
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
     warm = cold.groupby("temperature", sort=False).warm_distance.mean()
     _, _, parts = judge_cold(cold)
-    rows = [{"tau": p["tau"], "chains": p["chains"], "distance": p["mean"],
-             "95% interval": f"[{p['low']:.3f}, {p['high']:.3f}]" if finite(p["low"]) else "too few chains",
-             "near start": f"< {NEAR_START:g}", "verdict": p["verdict"],
-             f"warm (tau {warm_tau:g})": warm[p["tau"]],
+    rows = [{"τ": p["tau"], "chains": p["chains"],
+             "distance [95%]": interval_text(p["mean"], p["low"], p["high"], digits=3, missing="no chain"),
+             "verdict": p["verdict"], f"warm (τ = {warm_tau:g})": warm[p["tau"]],
              "paper (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—")} for p in parts]
-    return pd.DataFrame(rows).round(3)
+    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", f"warm (τ = {warm_tau:g})": "{:.3f}"})
 
 
 def _traps_text(summary: dict) -> str:
@@ -1030,71 +1107,66 @@ def _traps_text(summary: dict) -> str:
     return f"{_count_text(count, 'trap')}" if count else "no trap"
 
 
-def paper_cold_temperatures() -> list[float]:
-    """Appendix C.3's cold temperatures, from paper_claims.csv's protocol of cold_chains_stay."""
-    from book_tools import paper_protocol
-
-    return [float(t) for t in paper_protocol("cold_chains_stay")["temperatures"].split()]
-
-
-def setup_phrases(protocol: dict, cfg, cond, cold_temperatures=()) -> dict:
-    """Sentences for the chapter's opening: the paper's Table 4 protocol, the vocabulary size and ln(4|V|)."""
-    from book_tools import paper_protocol
-
+def setup_phrases(cfg, cond) -> dict:
+    """Sentences for the chapter's opening: the paper's Table 4 protocol, C.3's cold chains, the vocabulary
+    size and ln(4|V|)."""
     vocab = int(cond.allowed.sum())
-    return {"ch5_table4": f"{int(protocol['chains'])} chains of {int(protocol['steps']):,} steps at τ = "
-                          f"{protocol['tau']}, a {protocol['window']}-step window and a drift threshold of "
-                          f"{protocol['threshold']}",
-            "ch5_paper_cold_steps": f"{int(paper_protocol('cold_chains_stay')['steps']):,}",
-            "ch5_vocab": f"{vocab:,}", "ch5_log_4v": f"{math.log(4 * vocab):.1f}",
-            "ch5_cold_steps": f"{cfg.cold_steps:,}",
-            "ch5_cold_taus": " and ".join(f"{t:g}" for t in cold_temperatures) or "none"}
+    return {"table4": f"{int(TABLE4['chains'])} chains of {int(TABLE4['steps']):,} steps at τ = {TABLE4['tau']}, "
+                      f"a {TABLE4['window']}-step window and a drift threshold of {TABLE4['threshold']}",
+            "paper_cold_steps": f"{int(COLD_PROTOCOL['steps']):,}",
+            "vocab": f"{vocab:,}", "log_4v": f"{math.log(4 * vocab):.1f}", "cold_steps": f"{cfg.cold_steps:,}",
+            "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none"}
 
 
-def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, cold: pd.DataFrame,
-                claims: pd.DataFrame, cfg) -> dict:
-    """Every sentence the chapter's closing section quotes, one per case the run can produce."""
-    taus = list(summaries)
-    hot, coldest = taus[0], taus[-1]
-    phrases = {"ch5_run": f"{cfg.n_chains} chains of {cfg.steps:,} steps per temperature, n = {cfg.seq_len}, "
-                          f"window {cfg.window} steps, profile {cfg.profile}"}
-    for tag, tau in (("hot", hot), ("cold", coldest)):
-        s = summaries[tau]
-        phrases |= {f"ch5_{tag}_tau": f"{tau:g}", f"ch5_{tag}_drift": f"{median_drift[tau]:.2f}",
-                    f"ch5_{tag}_traps": _traps_text(s),
-                    f"ch5_{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none"}
-    verdicts = claims.set_index("claim").verdict
-    for claim, verdict in verdicts.items():
-        phrases[f"ch5_verdict_{claim}"] = verdict
-    setups = claims.set_index("claim").setup
-    phrases["ch5_setup_differences"] = setups.get("trap_count", "—")
-    perfect = traps[traps.kind == "perfect"]
-    if perfect.empty:
-        phrases["ch5_theorem8"] = "we found no perfect trap, so there is no bound to set against a lifetime"
-    else:
-        factor = (perfect.duration / perfect.theorem8_bound).min()
-        phrases["ch5_theorem8"] = (f"for our {_count_text(len(perfect), 'perfect trap')} the largest bound is "
-                                   f"{perfect.theorem8_bound.max():.2g} steps, and every observed duration "
-                                   f"exceeds its bound by a factor of at least {factor:.2g}")
+def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg) -> dict:
+    """Every sentence the chapter's closing section quotes (the verdicts are glued by ChapterRun.claims), one per
+    case the run can produce; `rows`: claim_rows."""
+    claims = pd.DataFrame(rows).set_index("claim")
     again = traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated()) \
         if len(traps) else pd.Series(dtype=bool)
-    phrases["ch5_repeat_traps"] = f"{int(again.sum())} of {len(traps)}"
-    table = claims.set_index("claim")
-    at = traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps
+    return {"run": f"{cfg.n_chains} chains of {cfg.steps:,} steps per temperature, n = {cfg.seq_len}, "
+                   f"window {cfg.window} steps, profile {cfg.profile}",
+            **_temperature_phrases(summaries, median_drift),
+            "setup_differences": claims.setup.get("trap_count", "—"),
+            "theorem8": _theorem8_phrase(traps),
+            "repeat_traps": f"{int(again.sum())} of {len(traps)}",
+            "weakest": _weakest_phrase(traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps),
+            "paper_tau": f"{PAPER_TAU:g}",
+            "paper_tau_traps": _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run",
+            "rho": claims.loc["mean_gap_correlation"].ours_text,
+            "cold_summary": claims.loc["cold_chains_stay"].ours_text,
+            "near_start": f"{NEAR_START:g}", "duration_factor": f"{DURATION_FACTOR:g}"}
+
+
+def _temperature_phrases(summaries: dict, median_drift: dict) -> dict:
+    """The first ("hot") and last ("cold") temperature of the run: its drift, traps and perfect traps."""
+    taus = list(summaries)
+    phrases = {}
+    for tag, tau in (("hot", taus[0]), ("cold", taus[-1])):
+        s = summaries[tau]
+        phrases |= {f"{tag}_tau": f"{tau:g}", f"{tag}_drift": f"{median_drift[tau]:.2f}",
+                    f"{tag}_traps": _traps_text(s),
+                    f"{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none"}
+    return phrases
+
+
+def _theorem8_phrase(traps: pd.DataFrame) -> str:
+    """Theorem 8's bound against the observed lifetimes of our perfect traps."""
+    perfect = traps[traps.kind == "perfect"]
+    if perfect.empty:
+        return "we found no perfect trap, so there is no bound to set against a lifetime"
+    factor = (perfect.duration / perfect.theorem8_bound).min()
+    return (f"for our {_count_text(len(perfect), 'perfect trap')} the largest bound is "
+            f"{perfect.theorem8_bound.max():.2g} steps, and every observed duration exceeds its bound by a factor "
+            f"of at least {factor:.2g}")
+
+
+def _weakest_phrase(at: pd.DataFrame) -> str:
+    """Where the final escapes of the paper's temperature came, against the kernel's and a uniform site's share."""
     _, _, hits, tries, chance, _, _ = judge_weakest_site(at)
     if tries == 0:
-        phrases["ch5_weakest"] = (f"no trap at τ = {PAPER_TAU:g} ended inside the run, so there is no final "
-                                  "escape to place")
-    else:
-        moves = int(at.departures.sum())
-        phrases["ch5_weakest"] = (f"at τ = {PAPER_TAU:g}, {hits} of {tries} final escapes came at a weakest-gap "
-                                  f"site, against {chance:.0%} that the kernel's one-step law puts there "
-                                  f"({int(at.departures_at_weakest.sum())} of all {moves} departures, and "
-                                  f"{weakest_site_chance(at[at.escaped].gaps):.0%} for a uniformly chosen site)")
-    phrases["ch5_paper_tau"] = f"{PAPER_TAU:g}"
-    phrases["ch5_paper_tau_traps"] = _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run"
-    phrases["ch5_rho"] = table.loc["mean_gap_correlation"].ours_text
-    phrases["ch5_cold_summary"] = table.loc["cold_chains_stay"].ours_text
-    phrases["ch5_near_start"] = f"{NEAR_START:g}"
-    phrases["ch5_duration_factor"] = f"{DURATION_FACTOR:g}"
-    return phrases
+        return f"no trap at τ = {PAPER_TAU:g} ended inside the run, so there is no final escape to place"
+    return (f"at τ = {PAPER_TAU:g}, {hits} of {tries} final escapes came at a weakest-gap site, against "
+            f"{chance:.0%} that the kernel's one-step law puts there ({int(at.departures_at_weakest.sum())} of all "
+            f"{int(at.departures.sum())} departures, and {weakest_site_chance(at[at.escaped].gaps):.0%} for a "
+            "uniformly chosen site)")

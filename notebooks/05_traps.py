@@ -28,7 +28,7 @@
 #   position (C.2). Very cold chains barely move (C.3).
 # - **Look at**: the trap catalogue (Table 4's shape), the counts table with the paper's row, the
 #   duration-versus-gap scatter, the escape table and the cold chains.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/05_traps.ipynb), or `papermill notebooks/05_traps.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/05_traps.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # Section 5.3 of {cite}`sana2026mixing` proves that a set of states $B$ on which every token is
@@ -45,21 +45,13 @@
 # choice, yet the chain still lingers. This chapter repeats that search on our model.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it. A no-op elsewhere.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 temperatures: list = []  # []: the profile's (the reference tau first)
 cold_temperatures: list = []  # []: appendix C.3's cold temperatures
@@ -77,45 +69,23 @@ seed: int = 0
 # %%
 import math
 
-import matplotlib.pyplot as plt
-import pandas as pd
-
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import traps as ch
 
-TABLE4 = bt.paper_protocol("trap_count")  # the paper's protocol, as data
-PROFILES = {
-    "smoke": dict(seq_len=8, n_chains=3, steps=240, cold_steps=48,
-                  record_every=8, temperatures=[1.0, 0.5]),
-    "quick": dict(seq_len=12, n_chains=16, steps=2_000, cold_steps=400,
-                  record_every=10, temperatures=[1.0, 0.5]),
-    "paper": dict(seq_len=20, n_chains=int(TABLE4["chains"]),
-                  steps=int(TABLE4["steps"]), record_every=5,
-                  cold_steps=int(bt.paper_protocol("cold_chains_stay")
-                                 ["steps"]),
-                  window=int(TABLE4["window"]), passages="ms_marco",
-                  temperatures=[float(TABLE4["tau"])]),
-}
+run = bt.ChapterRun("05_traps", profile, model)
+cond = run.cond
 cfg = ch.settings(
-    profile, PROFILES, seq_len=seq_len, n_chains=n_chains, steps=steps,
+    profile, cond, seq_len=seq_len, n_chains=n_chains, steps=steps,
     cold_steps=cold_steps, record_every=record_every, window=window,
-    threshold=threshold, temperatures=temperatures or None,
-    passages=passages)
-cold_temperatures = cold_temperatures or ch.paper_cold_temperatures()
-bt.set_book_style()
-cond = gc.load_mlm(model or None)
-cfg.passages = ch.seed_source(cond, cfg.passages)  # protein: germline V genes
+    threshold=threshold, temperatures=temperatures,
+    cold_temperatures=cold_temperatures, passages=passages)
 # a protein model has no sentence embedder: Hamming distance (None) instead
-embedder = None if ch.is_protein(cond) else gc.load_embedder()
-model_name = model or gc.DEFAULT_MODEL_DIR.name
-out = bt.results_dir("05_traps")
+embedder = None if ch.is_protein(cond) else glauber.load_embedder()
 cfg
 
 # %% tags=["remove-input"]
-bt.glue_paper("05_traps")
-bt.glue_all(ch.setup_phrases(TABLE4, cfg, cond, cold_temperatures))
-bt.glue_all(ch.distance_phrases(cond))
+run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
 
 # %% [markdown]
 # | profile | $n$ | chains per $\tau$ | steps | $\tau$ | embedded every | window | cold chains |
@@ -124,7 +94,8 @@ bt.glue_all(ch.distance_phrases(cond))
 # | `quick` (this book) | 12 | 16 | 2,000 | 1, 0.5 | 10 steps | 180 steps | 400 steps |
 # | `paper` (GPU) | 20 | Table 4's | Table 4's | Table 4's | 5 steps | Table 4's | C.3's |
 #
-# The `paper` profile follows Table 4 item by item ({glue:text}`ch5_table4`) and runs C.3's cold
+# The profiles are data in the chapter module (`ch.SETTINGS`; `ch.settings` derives the rest). The
+# `paper` profile follows Table 4 item by item ({glue:text}`ch5_table4`) and runs C.3's cold
 # chains for {glue:text}`ch5_paper_cold_steps` steps. Where it still differs: the model (ours, unless
 # `model` names BERT), the seed text (held-out BBC News paragraphs {cite}`greene2006bbc` instead of
 # MS MARCO passages), the embedder (all-MiniLM-L6-v2 {cite}`reimers2019sbert`; the paper's Jina v4
@@ -188,17 +159,17 @@ bt.glue_all(ch.distance_phrases(cond))
 # this run, {glue:text}`ch5_distance`. The cold chains start from the same seeds.
 
 # %%
-seeds = gc.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed,
-                         passages=cfg.passages)
+seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed,
+                              passages=cfg.passages)
 runs = {}
 for tau in cfg.temperatures:
-    run = gc.glauber(cond, seeds.tokens, cfg.steps, tau, seed=seed,
-                     record_every=cfg.record_every, progress=False)
-    runs[tau] = (run, ch.state_vectors(cond, embedder, run))
-cold_runs = {tau: gc.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
-                             seed=seed, record_every=cfg.cold_steps,
-                             progress=False)
-             for tau in cold_temperatures}
+    chains = glauber.glauber(cond, seeds.tokens, cfg.steps, tau, seed=seed,
+                             record_every=cfg.record_every, progress=False)
+    runs[tau] = (chains, ch.state_vectors(cond, embedder, chains))
+cold_runs = {tau: glauber.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
+                                  seed=seed, record_every=cfg.cold_steps,
+                                  progress=False)
+             for tau in cfg.cold_temperatures}
 
 # %% [markdown]
 # ## Flagging traps by their drift
@@ -218,10 +189,10 @@ cold_runs = {tau: gc.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
 
 # %%
 found, median_drift = {}, {}
-for tau, (run, vectors) in runs.items():
-    traps = ch.detect_traps(vectors, run.steps, cfg.window, cfg.threshold)
-    found[tau] = ch.trap_catalogue(cond, run, traps)
-    drift = ch.window_drift(vectors, run.steps, cfg.window)
+for tau, (chains, vectors) in runs.items():
+    traps = ch.detect_traps(vectors, chains.steps, cfg.window, cfg.threshold)
+    found[tau] = ch.trap_catalogue(cond, chains, traps)
+    drift = ch.window_drift(vectors, chains.steps, cfg.window)
     median_drift[tau] = float(drift.median())
     print(f"tau = {tau:g}: {len(traps)} traps; median drift "
           f"{drift.median():.2f}, {(drift < cfg.threshold).float().mean():.0%}"
@@ -232,52 +203,38 @@ for tau, (run, vectors) in runs.items():
 # shaded:
 
 # %%
-shown = min(3, cfg.n_chains)
-fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs)),
-                         sharex=True, squeeze=False)
-for ax, (tau, (run, vectors)) in zip(axes[:, 0], runs.items()):
-    drift = ch.window_drift(vectors, run.steps, cfg.window)
-    for chain in range(shown):
-        ax.plot(run.steps[: drift.shape[1]], drift[chain], lw=1,
-                label=f"chain {chain}")
-    for row in found[tau].query("chain < @shown").itertuples():
-        ax.axvspan(row.start, row.end, color=f"C{row.chain}", alpha=0.15)
-    ax.axhline(cfg.threshold, color="black", ls="--", lw=1)
-    ax.set_ylim(bottom=0)
-    ax.set(ylabel=f"$D_t$ ({cfg.window}-step window)",
-           title=fr"Rolling drift, $\tau$ = {tau:g} (shaded: traps)")
-axes[0, 0].legend(fontsize=8, ncol=shown)
-axes[-1, 0].set(xlabel="window start $t$ (Glauber step)")
-plt.show()
+ch.drift_figure(runs, found, cfg.window, cfg.threshold);
 
 # %% [markdown]
 # ## The trap catalogue
 #
-# For every held state we compute all $n$ gaps in one batched pass (`gc.score_gaps`), then their
+# For every held state we compute all $n$ gaps in one batched pass (`glauber.score_gaps`), then their
 # mean $\bar\Delta$, minimum $\Delta^*$ and the class. The escape columns come from the chain's
 # move log: the step at which it left the held state for the last time, the site it changed there,
 # and whether that site had the smallest gap (`ch.escape_events`).
 
 # %%
-traps = ch.trap_table(cond, runs, found).assign(model=model_name,
-                                          profile=cfg.profile, n=cfg.seq_len)
-ch.site_table(traps).to_csv(out / "trap_sites.csv", index=False)
-traps.drop(columns=["state", "gaps"]).to_csv(out / "traps.csv", index=False)
+traps = ch.trap_table(cond, runs, found)
 ch.catalogue_view(traps)
+
+# %% tags=["remove-input"]
+run.save(ch.site_table(traps), "trap_sites")
+run.save(traps.drop(columns=["state", "gaps"]).assign(n=cfg.seq_len), "traps");
 
 # %% [markdown]
 # The counts beside the paper's. Rates are traps per chain per 10,000 steps, so that runs of
-# different lengths compare; the interval on the perfect share is a 95% Wilson interval, the one on
-# the mean duration a 95% bootstrap over traps.
+# different lengths compare; the mean duration carries the range of durations in brackets. (The
+# claims below give the perfect share a 95% Wilson interval and the mean duration a 95% bootstrap
+# interval over traps.)
 
 # %%
 summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps,
                                   seed=seed) for tau in found}
-pd.DataFrame([dict(temperature=tau, **s) for tau, s in summaries.items()]
-             ).assign(model=model_name, profile=cfg.profile).to_csv(
-    out / "summary.csv", index=False)
 ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps,
                 cfg.seq_len)
+
+# %% tags=["remove-input"]
+run.save(ch.summary_frame(summaries), "summary");
 
 # %% [markdown]
 # Durations are in Glauber steps; "in sweeps" divides by $n$, the number of steps in which each site
@@ -297,9 +254,13 @@ ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps,
 # section is skipped. Here, {glue:text}`ch5_germline`.
 
 # %%
-germline = ch.germline_section(cond, cfg.seq_len, out, model_name,
-                               cfg.profile)
-bt.glue_all(ch.germline_phrases(germline, seeds.texts))
+germline = ch.germline_section(cond, cfg.seq_len)
+ch.germline_figure(germline);
+
+# %% tags=["remove-input"]
+if germline is not None:
+    run.save(germline.assign(n=cfg.seq_len), "germline_gaps")
+run.glue(ch.germline_phrases(germline, seeds.texts))
 
 # %%
 ch.germline_family_table(germline)
@@ -318,9 +279,7 @@ ch.germline_family_table(germline)
 # {glue:text}`paper_delta_star_below_lnv_trap1_duration` observed (the table's first row).
 
 # %%
-theorem8 = ch.theorem8_table(traps)
-theorem8.head(10).style.format(
-    {"min_gap": "{:.2f}", "theorem8_bound": "{:.2e}", "temperature": "{:g}"})
+ch.theorem8_table(traps)
 
 # %% [markdown]
 # Whatever the model, the bound is below one step unless $\Delta^*/\tau$ exceeds $\ln(4|V|)$
@@ -334,14 +293,16 @@ theorem8.head(10).style.format(
 # correlations of duration with each, per temperature.
 
 # %%
-ch.plot_gap_scatter(traps, summaries)
-ch.correlation_table(traps, summaries, seed=seed).round(2)
+ch.gap_figure(traps, summaries);
+
+# %%
+ch.correlation_table(summaries)
 
 # %% [markdown]
-# `rho_difference` is $\rho(\text{duration}, \bar\Delta) - \rho(\text{duration}, \Delta^*)$ with a 95%
+# The difference is $\rho(\text{duration}, \bar\Delta) - \rho(\text{duration}, \Delta^*)$ with a 95%
 # bootstrap interval over traps; a positive value is the paper's pattern. With a handful of traps
 # these intervals are wide, and a correlation needs at least three traps with varying values.
-# Each temperature is its own column (gaps unscaled, never pooled); only $\tau = 1$ is judged.
+# Each temperature is its own row (gaps unscaled, never pooled); only $\tau = 1$ is judged.
 #
 # ## Escapes
 #
@@ -356,11 +317,10 @@ ch.escape_view(traps, cond.tokenizer)
 ch.weakest_table(traps)
 
 # %% [markdown]
-# `departures` counts every move that left a held state during its trap; `kernel_share` is the
-# share of them the kernel's one-step law puts at a weakest site (all departures follow it by
-# construction), `uniform_share` what a uniformly chosen site would; `escapes` are the traps' final
-# departures, the judged ones. In this run,
-# {glue:text}`ch5_weakest`.
+# A departure is any move that left a held state during its trap; the kernel's share is the share
+# of them the kernel's one-step law puts at a weakest site (all departures follow it by
+# construction), the uniform site's share what a uniformly chosen site would. The final escapes
+# are the traps' last departures, the judged ones. In this run, {glue:text}`ch5_weakest`.
 #
 # ## Cold chains stay put (appendix C.3)
 #
@@ -371,14 +331,15 @@ ch.weakest_table(traps)
 # of sites that differ from the start; "near" is the same threshold either way).
 
 # %%
-warm_run, warm_vectors = runs[cfg.temperatures[0]]
+warm, warm_vectors = runs[cfg.temperatures[0]]
 cold = ch.cold_distances(
-    ch.distance_at(warm_vectors, warm_run.steps, cfg.cold_steps),
-    {tau: ch.start_distances(cond, embedder, run)[:, -1]
-     for tau, run in cold_runs.items()})
-cold.assign(model=model_name, profile=cfg.profile,
-            steps=cfg.cold_steps).to_csv(out / "cold.csv", index=False)
+    ch.distance_at(warm_vectors, warm.steps, cfg.cold_steps),
+    {tau: ch.start_distances(cond, embedder, chains)[:, -1]
+     for tau, chains in cold_runs.items()})
 ch.cold_view(cold, cfg.temperatures[0])
+
+# %% tags=["remove-input"]
+run.save(cold.assign(steps=cfg.cold_steps), "cold");
 
 # %% [markdown]
 # The paper's column is what it reports on BERT for these temperatures; ours sits beside it for
@@ -399,17 +360,14 @@ ch.cold_view(cold, cfg.temperatures[0])
 null = (ch.null_durations(cond, embedder, runs[ch.PAPER_TAU][0], cfg.window,
                           cfg.threshold, seed=seed)
         if ch.PAPER_TAU in runs else [])
-claims = bt.write_claims(
-    ch.claim_rows(traps, summaries, cold, model=model_name,
-                  setup=ch.claims_setup(cfg),
-                  log_vocab=math.log(int(cond.allowed.sum())),
-                  window=cfg.window, null=null, seed=seed),
-    "05_traps", model_name, cfg.profile)
-claims[["claim", "ours_text", "verdict", "reason", "setup"]]
+rows = ch.claim_rows(traps, summaries, cold, model=run.model,
+                     setup=ch.claims_setup(cfg),
+                     log_vocab=math.log(int(cond.allowed.sum())),
+                     window=cfg.window, null=null, seed=seed)
+run.claims(rows)
 
 # %% tags=["remove-input"]
-bt.glue_all(ch.run_phrases(traps, summaries, median_drift, cold, claims,
-                           cfg))
+run.glue(ch.run_phrases(traps, summaries, median_drift, rows, cfg))
 
 # %% [markdown]
 # ## What this shows
@@ -422,15 +380,15 @@ bt.glue_all(ch.run_phrases(traps, summaries, median_drift, cold, claims,
 #   {glue:text}`ch5_hot_perfect`); at $\tau$ = {glue:text}`ch5_cold_tau`, {glue:text}`ch5_cold_traps`
 #   (perfect: {glue:text}`ch5_cold_perfect`). Only the $\tau$ = {glue:text}`ch5_paper_tau` traps
 #   ({glue:text}`ch5_paper_tau_traps`) are judged.
-# - Both kinds of trap: *{glue:text}`ch5_verdict_trap_split`*; approximate traps outlasting the
-#   detector's null: *{glue:text}`ch5_verdict_approximate_trap_duration`*.
+# - Both kinds of trap: *{glue:text}`ch5_trap_split_verdict`*; approximate traps outlasting the
+#   detector's null: *{glue:text}`ch5_approximate_trap_duration_verdict`*.
 # - Theorem 8: {glue:text}`ch5_theorem8`; the bound says nothing about how long a trap lasts
-#   ($\Delta^*/\tau < \ln|V|$: *{glue:text}`ch5_verdict_delta_star_below_lnv`*).
+#   ($\Delta^*/\tau < \ln|V|$: *{glue:text}`ch5_delta_star_below_lnv_verdict`*).
 # - Return visits (the basin neighbourhoods of appendix A.1): {glue:text}`ch5_repeat_traps` traps
 #   held a state that an earlier trap of the same chain had already held.
-# - Escapes: {glue:text}`ch5_weakest` (*{glue:text}`ch5_verdict_escape_weakest_site`*).
+# - Escapes: {glue:text}`ch5_weakest` (*{glue:text}`ch5_escape_weakest_site_verdict`*).
 # - Mean gap against minimum gap at $\tau$ = {glue:text}`ch5_paper_tau`: {glue:text}`ch5_rho`
-#   (*{glue:text}`ch5_verdict_mean_gap_correlation`*).
-# - Cold chains: {glue:text}`ch5_cold_summary` (*{glue:text}`ch5_verdict_cold_chains_stay`*).
+#   (*{glue:text}`ch5_mean_gap_correlation_verdict`*).
+# - Cold chains: {glue:text}`ch5_cold_summary` (*{glue:text}`ch5_cold_chains_stay_verdict`*).
 # - The counts stand beside the paper's as *other setup* unless the run is the paper's model and
 #   protocol; here the differences are {glue:text}`ch5_setup_differences`.

@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim** (paper, section 3.2 and appendix C.3): Glauber chains on a masked LM drift further from their start the hotter they run, and on a compatible (Ising) model the same sampler reaches the known joint law.
 # - **Look at**: the drift figure and the table of final distances; the Ising bar chart for the exact check.
-# - **Rerun**: [open this notebook in Colab](https://colab.research.google.com/github/glauber-mlm/glauber-mlm-companion/blob/main/notebooks/quick_tour.ipynb), or `papermill notebooks/quick_tour.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
+# - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/quick_tour.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
 # This chapter runs the paper's chain (section 3.2) end to end: take held-out BBC News paragraphs,
@@ -32,22 +32,13 @@
 # At the end, the same sampler runs on a six-site Ising chain whose stationary law we know exactly.
 
 # %% tags=["remove-cell"]
-# Colab only: fetch the companion (core and bundled model) and install it.
-# A no-op elsewhere.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY = "https://github.com/glauber-mlm/glauber-mlm-companion"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY,
-                    "companion"], check=True)
-    subprocess.run(["sh", "companion/tools/colab_setup.sh", sys.executable],
-                   check=True)
-    sys.path.insert(0, "companion")
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["parameters"]
-profile: str = "quick"  # smoke (CI) | quick (book, 2 CPUs) | paper (GPU)
+import os
+
+profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "": bundled
 temperatures: list = [0.5, 1.0, 2.0]
 seq_len: int = 0  # 0: the profile's value
@@ -56,28 +47,15 @@ steps: int = 0  # 0: the profile's value
 seed: int = 0
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
-import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
+from chapters import tour as ch
 
-PROFILES = {
-    "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5,
-                  ising_chains=2_000),
-    "quick": dict(seq_len=24, n_chains=8, steps=800, record_every=20,
-                  ising_chains=20_000),
-    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100,
-                  ising_chains=200_000),
-}
-cfg = bt.profile_settings(profile, PROFILES, seq_len=seq_len,
-                          n_chains=n_chains, steps=steps)
-bt.set_book_style()
-cond = gc.load_mlm(model or None)
-model_name = model or gc.DEFAULT_MODEL_DIR.name
-embedder = gc.load_embedder()
+run = bt.ChapterRun("quick_tour", profile, model)
+cfg = ch.settings(profile, seq_len=seq_len, n_chains=n_chains, steps=steps)
+cond, embedder = run.cond, glauber.load_embedder()
 cfg
 
 # %% [markdown]
@@ -87,7 +65,7 @@ cfg
 # articles the bundled model never saw in training (`split="heldout"`), each cut to its first $n$ tokens.
 
 # %%
-passages = gc.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed)
+passages = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed)
 pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
 
 # %% [markdown]
@@ -98,16 +76,18 @@ pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
 
 # %%
 trajectories = {
-    tau: gc.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed,
-                    record_every=cfg.record_every)
+    tau: glauber.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed,
+                         record_every=cfg.record_every)
     for tau in temperatures
 }
 distance = pd.concat(
-    bt.trajectory_frame(gc.trajectory_distances(cond, embedder, t), t.steps,
-                        temperature=tau, model=model_name)
+    bt.trajectory_frame(glauber.trajectory_distances(cond, embedder, t),
+                        t.steps, temperature=tau)
     for tau, t in trajectories.items()
 )
-distance.to_csv(bt.results_dir("quick_tour") / "distance.csv", index=False)
+
+# %% tags=["remove-input"]
+distance = run.save(distance, "distance")
 
 # %% [markdown]
 # ## Drift from the start
@@ -117,15 +97,7 @@ distance.to_csv(bt.results_dir("quick_tour") / "distance.csv", index=False)
 # (Appendix C.3). The curves below show the mean distance per temperature, with a 95% band over chains.
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4))
-sns.lineplot(data=distance, x="step", y="distance", hue="temperature",
-             palette="viridis", errorbar=("ci", 95), ax=ax)
-ax.set(xlabel="Glauber step $t$",
-       ylabel=r"$d(x_t, x_0) = 1 - \cos(\phi(x_t), \phi(x_0))$",
-       title=f"Embedding drift, n = {cfg.seq_len}, "
-             f"{cfg.n_chains} chains per temperature")
-ax.legend(title=r"temperature $\tau$")
-plt.show()
+ch.drift_figure(distance, cfg);
 
 # %% [markdown]
 # The distance each temperature has reached by the last step (mean and spread over chains). The
@@ -134,9 +106,7 @@ plt.show()
 # much less sticky than the paper's BERT chains at that temperature (Appendix C.3): we show that as it is.
 
 # %%
-final_distance = distance[distance.step == distance.step.max()]
-summary = final_distance.groupby("temperature").distance.describe()
-summary[["count", "mean", "min", "max"]].round(3)
+bt.reading_table(ch.final_distance_table(distance))
 
 # %% [markdown]
 # What the text looks like along the first chain at each temperature:
@@ -154,28 +124,14 @@ bt.text_snapshots(cond,
 # sites we can enumerate all 64 states and compare the empirical law of many chains with $\pi_\tau$.
 
 # %%
-generator = torch.Generator().manual_seed(seed)
-coupling = torch.randn(6, 6, generator=generator, dtype=torch.float64)
-field = 0.5 * torch.randn(6, 2, generator=generator, dtype=torch.float64)
-ising = gc.PottsConditionals((coupling + coupling.T) / 2, field)
-states, log_joint = ising.joint_log_probs(temperature=1.0)
-start = torch.zeros(cfg.ising_chains, 6, dtype=torch.long)
-final = gc.glauber(ising, start, 120, record_every=120, progress=False).final
-check = bt.state_frequencies(final, 2).assign(
-    exact=log_joint.exp().numpy(), model="Ising, 6 sites")
-check.to_csv(bt.results_dir("quick_tour") / "ising_check.csv", index=False)
+check = ch.ising_check(cfg.ising_chains, seed=seed)
 tv = 0.5 * (check.empirical - check.exact).abs().sum()
 noise = bt.sampling_noise_tv(check.exact, cfg.ising_chains)
 print(f"TV(empirical, exact) = {tv:.4f}; from sampling noise alone expect "
       f"about {noise:.4f} ({cfg.ising_chains} chains)")
 
+# %% tags=["remove-input"]
+check = run.save(check, "ising_check")
+
 # %%
-top = check.nlargest(16, "exact").melt(
-    id_vars="state", value_vars=["exact", "empirical"], var_name="law",
-    value_name="probability")
-fig, ax = plt.subplots(figsize=(8, 3.5))
-sns.barplot(data=top, x="state", y="probability", hue="law", ax=ax)
-ax.set(xlabel="state (the 16 most likely of 64)", ylabel="probability",
-       title=r"Ising chain: Glauber empirical law vs exact $\pi_\tau$")
-ax.tick_params(axis="x", rotation=60)
-plt.show()
+ch.ising_figure(check);

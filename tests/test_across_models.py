@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import book_tools as bt
-import glauber_core as gc
+import glauber_core as glauber
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -71,10 +71,10 @@ def _model_folder(root, name, layers, size):
 def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_path):
     models, metrics = tmp_path / "models", tmp_path / "metrics"
     metrics.mkdir()
-    _model_folder(models, gc.DEFAULT_MODEL_DIR.name, 4, 3_000_000)
+    _model_folder(models, glauber.DEFAULT_MODEL_DIR.name, 4, 3_000_000)
     _model_folder(models, "other-l2", 2, 1_000_000)
-    rows = [(gc.DEFAULT_MODEL_DIR.name, "heldout_masked_top1", 0.4), ("baseline-frozen-l4", "heldout_masked_top1", 0.2),
-            (gc.DEFAULT_MODEL_DIR.name, "heldout_pseudo_perplexity", 40.0),
+    rows = [(glauber.DEFAULT_MODEL_DIR.name, "heldout_masked_top1", 0.4), ("baseline-frozen-l4", "heldout_masked_top1", 0.2),
+            (glauber.DEFAULT_MODEL_DIR.name, "heldout_pseudo_perplexity", 40.0),
             ("baseline-frozen-l4", "heldout_pseudo_perplexity", 700.0)]
     pd.DataFrame(rows, columns=["model", "metric", "value"]).assign(n_tokens=100).to_csv(
         metrics / "metrics.csv", index=False)
@@ -84,8 +84,8 @@ def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_pat
         metrics / "train_log.csv", index=False)
     pd.DataFrame({"step": [50, 1500]}).to_csv(metrics / "train_log_l2.csv", index=False)
     table = bt.family_table(models, metrics).set_index("model")
-    assert table.index.tolist() == ["other-l2", gc.DEFAULT_MODEL_DIR.name]  # shallowest first
-    default = table.loc[gc.DEFAULT_MODEL_DIR.name]
+    assert table.index.tolist() == ["other-l2", glauber.DEFAULT_MODEL_DIR.name]  # shallowest first
+    default = table.loc[glauber.DEFAULT_MODEL_DIR.name]
     assert (default.layers, default.size_mb, default.steps) == (4, 3.0, 3600)
     assert (default.top1, default.baseline_top1, default.pppl, default.baseline_pppl) == (0.4, 0.2, 40.0, 700.0)
     other = table.loc["other-l2"]
@@ -165,9 +165,9 @@ def test_committed_results_cover_every_bundled_model_in_every_chapter():
     run = pd.read_csv(bt.ACROSS_MODELS / "run.csv", dtype=str)
     assert set(run.status) == {"done"} and set(run.profile) == {"quick"}
     for chapter in bt.ACROSS_CHAPTERS:
-        assert sorted(run[run.chapter == chapter].model) == gc.bundled_models(), chapter
+        assert sorted(run[run.chapter == chapter].model) == glauber.bundled_models(), chapter
         claims = bt.read_across(chapter, "claims")
-        assert sorted(set(claims.model)) == gc.bundled_models() and set(claims.profile) == {"quick"}
+        assert sorted(set(claims.model)) == glauber.bundled_models() and set(claims.profile) == {"quick"}
 
 
 def test_readme_family_table_states_each_models_evaluation():
@@ -214,16 +214,16 @@ def test_table_builders_on_constructed_sweep_tables():
     assert five.loc["topics crossing"].tolist() == ["1 of 1", "—"]
     assert five.loc["recurrence verdict (chapter 4)"].tolist() == [bt.INCONCLUSIVE, bt.NOT_RUN]
 
-    alpha = pd.DataFrame({"tau": [0.5, 0.989, 2.0, 0.5, 1.2], "alpha_mean": [4, 3, 1, 5, 2], "model": list("aaabb")})
+    alpha = pd.DataFrame({"temperature": [0.5, 0.989, 2.0, 0.5, 1.2], "alpha_mean": [4, 3, 1, 5, 2], "model": list("aaabb")})
     near = bt.alpha_near(alpha)
-    assert near.loc["a", "tau"] == 0.989 and near.loc["b", "alpha_mean"] == 2
+    assert near.loc["a", "temperature"] == 0.989 and near.loc["b", "alpha_mean"] == 2
 
 
 def test_depth_words_apply_the_trend_rule_to_each_quantity_and_name_changing_verdicts():
     family = pd.DataFrame({"layers": [2, 4], "top1": [0.3, 0.4], "tokens": [10_000, 10_000]}, index=["a", "b"])
     table1 = pd.DataFrame({"role": "masked LM under test", "model": ["a", "b"], "mean_abs_delta": [0.5, 0.45],
                            "ci_low": [0.4, 0.35], "ci_high": [0.6, 0.55]})
-    alpha = pd.DataFrame({"tau": [0.989, 0.989], "alpha_mean": [4.0, 2.0], "low": [3.8, 1.9],
+    alpha = pd.DataFrame({"temperature": [0.989, 0.989], "alpha_mean": [4.0, 2.0], "low": [3.8, 1.9],
                           "high": [4.2, 2.1]}, index=["a", "b"])
     grid = pd.DataFrame({"a": [bt.REPRODUCED, bt.REPRODUCED], "b": [bt.REPRODUCED, bt.DIFFERS]},
                         index=["incompatibility_detected", "seed_topic_loss"])

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 
 pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
 
@@ -16,22 +16,22 @@ pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3
 def antiberty():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
-        return gc.load_mlm("AntiBERTy")
+        return glauber.load_mlm("AntiBERTy")
 
 
 def germline(allele: str) -> str:
-    return next(residues for name, _, _, residues in gc.germline_v_genes() if name == allele)
+    return next(residues for name, _, _, residues in glauber.germline_v_genes() if name == allele)
 
 
 def test_loads_offline_by_name_in_fp32(antiberty):
-    assert isinstance(antiberty, gc.MaskedLMConditionals) and antiberty.name_or_path == "antiberty"
+    assert isinstance(antiberty, glauber.MaskedLMConditionals) and antiberty.name_or_path == "antiberty"
     assert antiberty.vocab_size == 25 and antiberty.residues
     assert {p.dtype for p in antiberty.model.parameters()} == {torch.float32}
 
 
 def test_proposals_are_exactly_the_20_amino_acids(antiberty):
     ids = antiberty.allowed.nonzero().squeeze(1).tolist()
-    assert sorted(antiberty.tokenizer.convert_ids_to_tokens(ids)) == sorted(gc.AMINO_ACIDS)
+    assert sorted(antiberty.tokenizer.convert_ids_to_tokens(ids)) == sorted(glauber.AMINO_ACIDS)
 
 
 def test_a_germline_round_trips_through_encode_and_decode(antiberty):
@@ -45,7 +45,7 @@ def test_a_germline_round_trips_through_encode_and_decode(antiberty):
 def test_conditionals_equal_the_full_forward(antiberty):
     x = antiberty.encode(germline("IGKV1-39*01"))[:40].unsqueeze(0).repeat(4, 1)
     sites = torch.tensor([0, 7, 22, 39])
-    ours = gc.conditional_log_probs(antiberty, x, sites)
+    ours = glauber.conditional_log_probs(antiberty, x, sites)
     tok = antiberty.tokenizer
     ids = torch.cat([torch.full((4, 1), tok.cls_token_id), x, torch.full((4, 1), tok.sep_token_id)], 1)
     ids[torch.arange(4), sites + 1] = tok.mask_token_id
@@ -67,27 +67,27 @@ def test_predicts_masked_residues_of_human_heavy_germlines(antiberty):
 
 
 def test_germline_seeds_carry_gene_family_and_chain(antiberty):
-    seeds = gc.seed_passages(antiberty, 24, 8, seed=3)
+    seeds = glauber.seed_passages(antiberty, 24, 8, seed=3)
     assert seeds.tokens.shape == (8, 24) and len(set(seeds.texts)) == 8
-    genes = {name: (family, chain, residues) for name, family, chain, residues in gc.germline_v_genes()}
+    genes = {name: (family, chain, residues) for name, family, chain, residues in glauber.germline_v_genes()}
     for text, gene, family, chain in zip(seeds.texts, seeds.genes, seeds.families, seeds.chains):
         assert genes[gene][0] == family and genes[gene][1] == chain and genes[gene][2][:24] == text
         assert family.startswith(("IGHV", "IGKV", "IGLV")) and chain in ("heavy", "kappa", "lambda")
     assert seeds.topics == seeds.families and seeds.article_ids == seeds.genes
     assert antiberty.decode_batch(seeds.tokens) == seeds.texts
-    assert torch.equal(gc.seed_passages(antiberty, 24, 8, seed=3, passages="germline").tokens, seeds.tokens)
-    heavy = gc.seed_passages(antiberty, 30, 5, topic="heavy", region="cdr1")
+    assert torch.equal(glauber.seed_passages(antiberty, 24, 8, seed=3, passages="germline").tokens, seeds.tokens)
+    heavy = glauber.seed_passages(antiberty, 30, 5, topic="heavy", region="cdr1")
     assert set(heavy.chains) == {"heavy"} and all(t.startswith("G") for t in heavy.texts)  # CDR1 opens GFTF/GYTF...
-    assert set(gc.seed_passages(antiberty, 12, 4, topic="IGHV3").families) == {"IGHV3"}
-    assert torch.equal(gc.seed_passages(antiberty, 24, 8, seed=3, passages="bbc").tokens, seeds.tokens)
+    assert set(glauber.seed_passages(antiberty, 12, 4, topic="IGHV3").families) == {"IGHV3"}
+    assert torch.equal(glauber.seed_passages(antiberty, 24, 8, seed=3, passages="bbc").tokens, seeds.tokens)
     with pytest.raises(ValueError, match="'germline' seeds a protein model"):
-        gc.seed_passages(antiberty, 12, 2, passages="ms_marco")
+        glauber.seed_passages(antiberty, 12, 2, passages="ms_marco")
     with pytest.raises(ValueError, match="region must be one of"):
-        gc.seed_passages(antiberty, 12, 2, region="cdr3")
+        glauber.seed_passages(antiberty, 12, 2, region="cdr3")
 
 
 def test_germline_table_counts():
-    genes = gc.germline_v_genes()
+    genes = glauber.germline_v_genes()
     chains = [chain for _, _, chain, _ in genes]
     assert (chains.count("heavy"), chains.count("kappa"), chains.count("lambda")) == (249, 82, 86)
     assert sum(family == "IGHV3" for _, family, _, _ in genes) == 111
@@ -99,14 +99,14 @@ def test_exact_window_chain_over_the_full_vocabulary(antiberty):
     context = antiberty.encode(germline("IGHV1-69*01"))[:30]
     every = antiberty.allowed.nonzero().squeeze(1)
     window = bounds.RestrictedConditionals(antiberty, context, [12, 17], every)  # 20 x 20 states
-    kernel = gc.glauber_kernel(window, 2, 1.0)
+    kernel = glauber.glauber_kernel(window, 2, 1.0)
     assert window.forwards == 2 * 20  # one forward per (site, value of the other site)
     assert (kernel.sum(1) - 1).abs().max() <= 1e-12
-    mu = gc.exact_stationary(window, 2, 1.0)
+    mu = glauber.exact_stationary(window, 2, 1.0)
     assert (mu @ kernel - mu).abs().max() <= 1e-12 and abs(mu.sum() - 1) <= 1e-12 and mu.min() > 0
     # a kernel entry is the model's own conditional: P(x, x^{i -> a}) = p(a | x_-i) / 2 for a != x_i
     full = window.full_states(torch.tensor([[3, 5]]))
-    p = gc.conditional_probs(antiberty, full, torch.tensor([17]))[0, every].double()
+    p = glauber.conditional_probs(antiberty, full, torch.tensor([17]))[0, every].double()
     torch.testing.assert_close(kernel[3 * 20 + 5, 3 * 20 + 11], p[11].cpu() / 2, atol=1e-6, rtol=0)
 
 
@@ -115,11 +115,11 @@ def test_missing_packages_give_one_sentence(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *rest: None if name in ("antiberty", "anarci") else find_spec(name, *rest))
     with pytest.raises(ValueError, match=r"`pip install antiberty==0\.1\.3`") as error:
-        gc.load_mlm("antiberty")
+        glauber.load_mlm("antiberty")
     assert str(error.value).count(". ") == 0
-    gc.germline_v_genes.cache_clear()
+    glauber.germline_v_genes.cache_clear()
     try:
         with pytest.raises(ValueError, match="pip install --no-deps anarci"):
-            gc.germline_v_genes()
+            glauber.germline_v_genes()
     finally:
-        gc.germline_v_genes.cache_clear()
+        glauber.germline_v_genes.cache_clear()

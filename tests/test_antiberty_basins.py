@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
 
@@ -18,13 +18,13 @@ def test_families_are_the_human_germline_families():
     families = ch.germline_families()
     assert len(families) == 22 and families[:7] == [f"IGHV{k}" for k in range(1, 8)]
     assert ch.FAMILY_TARGET in families and set(ch.FAMILY_SEEDS) <= set(families)
-    heavy = [f for _, f, c, _ in gc.germline_v_genes() if c == "heavy"]
+    heavy = [f for _, f, c, _ in glauber.germline_v_genes() if c == "heavy"]
     assert max(set(heavy), key=heavy.count) == ch.FAMILY_TARGET == "IGHV3"
 
 
 @pytest.mark.parametrize("n", [20, None])
 def test_a_germline_is_nearest_its_own_family_with_identity_one(n):
-    genes = gc.germline_v_genes()
+    genes = glauber.germline_v_genes()
     texts = [r[:n] if n else r for *_, r in genes]
     own = [f for _, f, _, _ in genes]
     families = ch.germline_families()
@@ -40,7 +40,7 @@ def test_a_germline_is_nearest_its_own_family_with_identity_one(n):
 
 
 def test_identity_counts_residues_and_scores_route_through_topic_scores():
-    germline = next(r for a, _, _, r in gc.germline_v_genes() if a == "IGHV3-23*01")[:20]
+    germline = next(r for a, _, _, r in glauber.germline_v_genes() if a == "IGHV3-23*01")[:20]
     mutated = "W" * 5 + germline[5:]
     assert ch.family_identity([mutated], ["IGHV3"]).item() >= 0.75
     assert ch.family_identity([mutated], ["IGHV3"], counts=True).item() >= 15
@@ -54,14 +54,15 @@ def test_identity_counts_residues_and_scores_route_through_topic_scores():
 
 
 def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
-    n, labels = 12, ch.germline_families()
-    baseline, target = 1 / len(labels), ch.FAMILY_TARGET
-    seed_labels = {f: f for f in ch.FAMILY_SEEDS}
+    cfg = ch.settings("smoke", antiberty, passages="bbc")  # a protein model takes germline seeds always
+    n, labels, baseline, target, seed_labels = 12, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
+    assert cfg.protein and cfg.passages == "germline" and labels == ch.germline_families()
+    assert target == ch.FAMILY_TARGET and seed_labels == {f: f for f in ch.FAMILY_SEEDS}
     seeds = ch.family_seeds(antiberty, n, 2, seed=0)
     assert [p.families for p in seeds] == [[f, f] for f in ch.FAMILY_SEEDS]
     x0 = torch.cat([p.tokens for p in seeds])
     seed_topic = [t for p in seeds for t in p.topics]
-    run = gc.glauber(antiberty, x0, 16, 1.0, seed=0, record_every=4, progress=False)
+    run = glauber.glauber(antiberty, x0, 16, 1.0, seed=0, record_every=4, progress=False)
     scores, steps = ch.trajectory_topic_scores(antiberty, run, labels, model=ch.FAMILY_SCORER)
     assert scores.shape == (len(x0), 5, len(labels))
     start = scores[:, 0].argmax(1).tolist()
@@ -82,12 +83,13 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     assert list(loss.index) == list(ch.FAMILY_SEEDS) and (loss.chains == 2).all()
     table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
     assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
-    rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss, setup={"n": n}, model="antiberty",
-                                      target=target, quantities=ch.protein_quantities(target, len(labels)))
+    rows = ch.claim_rows(crossings, recurrence, rises, loss, setup={"n": n, "labels": len(labels)},
+                         model="antiberty", target=target)
     assert [r["claim"] for r in rows] == ["politics_recurrence", "politics_rises_every_topic", "seed_topic_loss"]
     assert all(r["verdict"] in vd.VERDICTS and ("IGHV3" in r["quantity"] or "seed family" in r["quantity"])
                for r in rows)
     assert all("politics" not in r["ours_text"] for r in rows)
+    assert "softmax over 22 families" in rows[0]["quantity"]
     summary = ch.summary_words(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test",
                                target=target)
-    assert summary["ch4_prefix_gains"] == "no prefix run"
+    assert summary["prefix_gains"] == "no prefix run"

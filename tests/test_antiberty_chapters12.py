@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 
 pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
 from chapters import bounds as ch2  # noqa: E402
@@ -15,17 +15,18 @@ from chapters import incompatibility as ch1  # noqa: E402
 
 
 def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antiberty):
-    source, control = ch1.seed_source(antiberty, "")
-    assert (source, control) == ("germline", "bbc")
-    count = ch1.seed_count(antiberty, 20, 300)
-    assert 100 <= count < 300  # fewer distinct 20-residue germline cuts than the quick profile's rectangles
-    seeds = gc.seed_passages(antiberty, 20, 4, seed=0, passages=source)
+    cfg = ch1.settings("quick", antiberty)
+    assert (cfg.source, cfg.control_source) == ("germline", "bbc")
+    assert cfg.setup["passages"] == "IMGT germline V genes"
+    assert cfg.seq_len == 20 and cfg.rectangles == 300
+    assert 100 <= cfg.seeds < 300  # fewer distinct 20-residue germline cuts than the quick profile's rectangles
+    seeds = glauber.seed_passages(antiberty, 20, 4, seed=0, passages=cfg.source)
     rects = ch1.sample_rectangles(antiberty, seeds.tokens, 6, top_k=50, seed=0)
     frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
     assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
-    assert set(frame.A_new) <= set(gc.AMINO_ACIDS) and (frame.A != frame.A_new).all()
+    assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A != frame.A_new).all()
     texts = ch1.rectangle_texts(antiberty, rects, [0])[0]
-    assert set(texts["x"]) <= set(gc.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
+    assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
     floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
     assert math.isfinite(floor["precision_gap"]) and floor["precision_gap"] < 1e-3  # fp32 against fp64
     assert (frame.abs_delta > floor["floor"]).any()
@@ -47,10 +48,10 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     # the structured mixing time equals the matrix-power one
     every = antiberty.allowed.nonzero().squeeze(1)
     window = ch2.RestrictedConditionals(antiberty, contexts.tokens[0], [27, 28], every)
-    assert gc.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
+    assert glauber.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
     label, k, tau, ids, mu, pl = laws[0]
     assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12
-    assert [row["check"] for row in ch2.window_checks(table)] == ["window_kernels", "theorem5_windows"]
+    assert [row["check"] for row in ch2._window_checks(table)] == ["window_kernels", "theorem5_windows"]
 
 
 def test_window_mixing_time_equals_matrix_powers_on_potts():
@@ -58,7 +59,7 @@ def test_window_mixing_time_equals_matrix_powers_on_potts():
     raw = torch.randn(4, 4, generator=generator, dtype=torch.float64)
     field = torch.randn(4, 3, generator=generator, dtype=torch.float64)
     for coupling in (raw, 3 * raw):
-        potts = gc.PottsConditionals(coupling, field, 3)
+        potts = glauber.PottsConditionals(coupling, field, 3)
         for tau in (0.3, 1.0):
-            mu = gc.exact_stationary(potts, 4, tau)
-            assert ch2.window_mixing_time(potts, 4, tau, mu, chunk=7) == gc.exact_mixing_time(potts, 4, tau)
+            mu = glauber.exact_stationary(potts, 4, tau)
+            assert ch2.window_mixing_time(potts, 4, tau, mu, chunk=7) == glauber.exact_mixing_time(potts, 4, tau)

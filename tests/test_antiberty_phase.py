@@ -5,7 +5,7 @@ sentence embeddings. Skipped when antiberty is not installed."""
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 from chapters import phase as ch
 
 pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
@@ -16,7 +16,7 @@ CONTEXT = 12
 
 @pytest.fixture(scope="module")
 def contexts(antiberty):
-    return gc.seed_passages(antiberty, CONTEXT, 2, seed=0).tokens
+    return glauber.seed_passages(antiberty, CONTEXT, 2, seed=0).tokens
 
 
 def test_window_conditionals_are_the_models_own(antiberty, contexts):
@@ -28,7 +28,10 @@ def test_window_conditionals_are_the_models_own(antiberty, contexts):
     assert torch.equal(full[0], contexts[0]) and torch.equal(full[1, sites], contexts[1, sites])
     expected = antiberty.log_scores(full, sites[positions])
     assert torch.allclose(window.log_scores(state, positions), expected)
-    assert ch.is_protein(antiberty) and ch.profiles_for(antiberty) is ch.PROTEIN_PROFILES
+    assert ch.is_protein(antiberty)
+    for profile, table in ch.PROTEIN_SETTINGS.items():  # a protein MLM runs the protein profiles
+        cfg = ch.settings(profile, antiberty)
+        assert cfg.protein and vars(cfg).items() >= table.items()
 
 
 def test_two_free_sites_couple_within_the_budget(antiberty, contexts):

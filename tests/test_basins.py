@@ -1,13 +1,15 @@
 """Chapter 4: the zero-shot topic scorer and the basin tables, on cases with a known answer."""
 
 import math
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
 
@@ -82,7 +84,7 @@ def test_bad_scale_raises():
 
 def test_nli_model_by_name_fails_offline_with_one_sentence(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(gc, "_cached_on_disk", lambda name: False)
+    monkeypatch.setattr(glauber, "_cached_on_disk", lambda name: False)
     with pytest.raises(ValueError, match="offline"):
         ch.topic_scores(["the minister resigned"], ["politics", "sport"], model="facebook/bart-large-mnli")
 
@@ -172,8 +174,8 @@ def test_confusion_table_counts_argmax_predictions():
 
 
 def test_topic_frame_and_trajectory_scores(tiny_bert):
-    x0 = gc.seed_passages(tiny_bert, 6, 2, seed=0).tokens
-    run = gc.glauber(tiny_bert, x0, 10, 1.0, record_every=2, progress=False)
+    x0 = glauber.seed_passages(tiny_bert, 6, 2, seed=0).tokens
+    run = glauber.glauber(tiny_bert, x0, 10, 1.0, record_every=2, progress=False)
     texts = tiny_bert.decode_batch(run.tokens.reshape(-1, 6))
     vocab = sorted(set(texts) | set(TWO_LABELS.values()))
     fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(vocab)})
@@ -188,12 +190,12 @@ def test_topic_frame_and_trajectory_scores(tiny_bert):
 
 
 def test_with_prefix_keeps_length_and_freezes_the_prefix(tiny_bert):
-    tokens = gc.seed_passages(tiny_bert, 8, 3, seed=1).tokens
+    tokens = glauber.seed_passages(tiny_bert, 8, 3, seed=1).tokens
     start, k = ch.with_prefix(tiny_bert, "the minister said", tokens)
     ids = tiny_bert.encode("the minister said")
     assert k == len(ids) and start.shape == tokens.shape
     assert torch.equal(start[:, :k], ids.expand(3, -1)) and torch.equal(start[:, k:], tokens[:, : 8 - k])
-    run = gc.glauber(tiny_bert, start, 30, 1.0, frozen=k, progress=False)
+    run = glauber.glauber(tiny_bert, start, 30, 1.0, frozen=k, progress=False)
     assert torch.equal(run.final[:, :k], start[:, :k])
     with pytest.raises(ValueError, match="no free site"):
         ch.with_prefix(tiny_bert, "the minister said that the government", tokens[:, :3])
@@ -251,7 +253,7 @@ def test_welch_interval_covers_the_difference_and_degenerates_on_constants():
 
 
 def test_state_topic_scores_match_topic_scores(tiny_bert):
-    tokens = gc.seed_passages(tiny_bert, 6, 4, seed=0).tokens.reshape(2, 2, 6)
+    tokens = glauber.seed_passages(tiny_bert, 6, 4, seed=0).tokens.reshape(2, 2, 6)
     texts = tiny_bert.decode_batch(tokens.reshape(-1, 6))
     fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(sorted(set(texts)
                                                                                     | set(TWO_LABELS.values())))})
@@ -406,33 +408,30 @@ def _verdict_inputs():
     return crossings, recurrence, rises, loss
 
 
-def test_chapter_verdicts_keep_model_specific_rows_unjudged():
+def test_claim_rows_keep_model_specific_rows_unjudged():
     crossings, recurrence, rises, loss = _verdict_inputs()
-    rows, words = ch.chapter_verdicts(crossings, recurrence, rises, loss,
-                                      setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
-                                      model="tiny")
+    rows = ch.claim_rows(crossings, recurrence, rises, loss,
+                         setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"}, model="tiny")
+    words = ch.verdict_words(crossings, recurrence, rises, loss)
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
     assert verdicts["seed_topic_loss"] == bt.DIFFERS
-    assert words["ch4_crossed"] == "1 of 3"
+    assert words["crossed"] == "1 of 3"
     assert all("nan" not in r["ours_text"].lower() for r in rows)
     empty = crossings.iloc[:0]
-    rows, words = ch.chapter_verdicts(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
-                                      rises.iloc[:0], loss.iloc[:0], setup={"n": 20}, model="tiny")
+    rows = ch.claim_rows(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25), rises.iloc[:0],
+                         loss.iloc[:0], setup={"n": 20}, model="tiny")
     assert [r["verdict"] for r in rows[:3]] == [bt.INCONCLUSIVE] * 3
     assert all("nan" not in r["ours_text"].lower() for r in rows)
 
 
 def paper_setup(scorer="facebook/bart-large-mnli", **overrides):
     """What the notebook's setup dict holds at the paper profile (its settings, seed topics and run_setup,
-    at the notebook's default temperature 1 and nine labels) with `scorer`."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("GLAUBER_PROFILE", raising=False)
-        cfg = ch.settings("paper", **overrides)
-    seed_labels = ch.seed_labels_for(cfg.passages)
-    seed_topic = [t for t in seed_labels for _ in range(cfg.n_seeds)]
-    return ch.run_setup(cfg, ch.chains_outside(seed_topic, seed_labels), temperature=1.0, scorer=scorer,
-                        labels=len(ch.TOPIC_LABELS))
+    at the notebook's default temperature 1 and nine labels) with `scorer` ("": the embedding stand-in)."""
+    cfg = ch.settings("paper", scorer=scorer, **overrides)
+    assert cfg.temperature == 1.0 and len(cfg.labels) == len(ch.TOPIC_LABELS)
+    seed_topic = [t for t in cfg.seed_labels for _ in range(cfg.n_seeds)]
+    return ch.run_setup(cfg, seed_topic)
 
 
 def test_paper_profile_records_the_papers_protocol():
@@ -446,14 +445,53 @@ def test_paper_profile_records_the_papers_protocol():
     assert bbc["chains"] == 40 and bbc["passages"] == bt.PASSAGE_NAMES["bbc"]
     with pytest.raises(ValueError, match="passages must be one of"):
         ch.settings("smoke", passages="germline")
-    assert ch.settings("smoke", protein=True, passages="ms_marco").passages == "germline"
+    protein = ch.settings("smoke", SimpleNamespace(residues=True), passages="ms_marco")
+    assert protein.passages == "germline" and protein.target == ch.FAMILY_TARGET
+    assert protein.scorer == ch.FAMILY_SCORER and protein.seed_labels == {f: f for f in ch.FAMILY_SEEDS}
+    assert protein.steps == ch.PROTEIN_SETTINGS["smoke"]["steps"]
+
+
+def test_settings_derive_everything_the_notebook_uses():
+    cfg = ch.settings("smoke", temperature=0.5, steps=12, scorer="")
+    assert (cfg.profile, cfg.steps, cfg.temperature, cfg.scorer) == ("smoke", 12, 0.5, None)
+    assert cfg.labels == list(ch.TOPIC_LABELS) and cfg.target == "politics" and cfg.baseline == 1 / 9
+    assert cfg.seed_labels == ch.BBC_TOPIC_LABELS and cfg.score_every == 2  # scores every 10, records every 5
+    assert ch.settings("smoke", steps=0).steps == ch.SETTINGS["smoke"]["steps"]  # 0: the profile's
+    assert ch.settings("smoke").temperature == 1.0  # the paper's tau = 1
+    assert ch.settings("paper", scorer="facebook/bart-large-mnli").scorer == "facebook/bart-large-mnli"
+    with pytest.raises(ValueError, match="temperature"):
+        ch.settings("smoke", temperature=-1.0)
+    with pytest.raises(ValueError, match="profile"):
+        ch.settings("huge")
+
+
+def test_tables_for_the_page_have_no_index_no_nan_and_few_columns():
+    crossings, recurrence, rises, loss = _verdict_inputs()
+    table3 = ch.recurrence_table(_frame(), "politics", baseline=0.25).assign(
+        **{"seed score, basin-free text": 0.1})
+    empty = crossings.iloc[:0]
+    accuracy = pd.DataFrame({"paragraphs": [5, 5], "accuracy": [0.8, 0.6]},
+                            index=pd.Index(["first 20 tokens", "whole paragraph"], name="length"))
+    overall = ch.leading_label_shares(_frame().assign(chains="all"), ["politics", "finance", "sport"], by="chains")
+    views = [ch.table3_view(table3), ch.recurrence_view(crossings, recurrence, 10, 3),
+             ch.recurrence_view(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25), 10, 3),
+             ch.rises_view(rises), ch.loss_view(loss), ch.labels_view(), ch.accuracy_view(accuracy),
+             ch.overall_view(overall, top=1),
+             ch.endpoints_view(pd.DataFrame({"prefix": ["a", "a"], "chain": [0, 1], "endpoint": ["x", "y"]}))]
+    for view in views:
+        html = view.to_html()
+        assert view.data.shape[1] <= 6 and not re.search(r"\bnan\b", html, re.I), html
+        assert all(view.hide_index_), "no index column"
+    assert "0.050 → 0.150" in ch.table3_view(table3).to_html() and "1 of 2" in ch.table3_view(table3).to_html()
+    assert "80%" in ch.accuracy_view(accuracy).to_html()
+    assert ch.overall_view(overall, top=1).data["leading label"].tolist()[-1] == "politics"  # the target kept
 
 
 def test_ms_marco_seed_topics_are_the_scorers_leading_labels(tiny_bert, monkeypatch):
     """MS MARCO passages (here BBC paragraphs served as MS MARCO, offline) get the topic the scorer puts
     first on them; too few passages led by a topic is one ValueError."""
-    fake = gc.bbc_paragraphs("heldout")[:400]
-    monkeypatch.setattr(gc, "ms_marco_paragraphs", lambda limit=2000: fake)
+    fake = glauber.bbc_paragraphs("heldout")[:400]
+    monkeypatch.setattr(glauber, "ms_marco_paragraphs", lambda limit=2000: fake)
     labels = list(ch.TOPIC_LABELS)
     seeds = ch.leading_label_seeds(tiny_bert, 20, 3, labels, ["sport", "finance"], pool=200)
     assert [p.topics for p in seeds] == [["sport"] * 3, ["finance"] * 3]
@@ -468,19 +506,22 @@ def test_ms_marco_seed_topics_are_the_scorers_leading_labels(tiny_bert, monkeypa
 def test_model_specific_rows_are_judged_on_the_papers_setup_only():
     crossings, recurrence, rises, loss = _verdict_inputs()
     assert paper_setup().keys() == bt.paper_protocol("politics_recurrence_count").keys()
-    assert paper_setup("MiniLM embedding zero-shot")["scorer"] == "MiniLM embedding zero-shot"
+    assert paper_setup("")["scorer"] == "MiniLM embedding zero-shot"
     for model, setup, judged in (("bert-base-uncased", paper_setup(), True),
-                                 ("bert-base-uncased", paper_setup("MiniLM embedding zero-shot"), False),
+                                 ("bert-base-uncased", paper_setup(""), False),
                                  ("bert-base-uncased", paper_setup(passages="bbc"), False),
                                  ("tiny", paper_setup(), False)):
-        rows, _ = ch.chapter_verdicts(crossings, recurrence, rises, loss, setup=setup, model=model)
+        rows = ch.claim_rows(crossings, recurrence, rises, loss, setup=setup, model=model)
         for row in rows[3:]:
             assert (row["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)) == judged, row
             assert judged or row["verdict"] == bt.OTHER_SETUP
     table = ch.recurrence_table(_frame(), "politics", baseline=0.12).assign(chains=5)
-    judged = ch.endpoint_row(table, 0.12, setup=paper_setup(), model="roberta-base")
+    judged = ch.claim_rows(crossings, recurrence, rises, loss, table, setup=paper_setup(), model="roberta-base",
+                           baseline=0.12)[-1]
+    assert judged["claim"] == "endpoint_topics_crossing"
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE), judged
-    other = ch.endpoint_row(table, 0.12, setup=paper_setup("MiniLM embedding zero-shot"), model="roberta-base")
+    other = ch.claim_rows(crossings, recurrence, rises, loss, table, setup=paper_setup(""), model="roberta-base",
+                          baseline=0.12)[-1]
     assert other["verdict"] == bt.OTHER_SETUP and "scorer" in other["setup"]
 
 
@@ -491,17 +532,22 @@ def test_endpoint_chains_follow_table5_and_first_chains_keeps_them():
     assert sorted(kept.chain.unique()) == [0, 2]
 
 
+def table5_row(table5, baseline, *, setup, model):
+    """Table 5's row of claim_rows (its last) for the endpoint table `table5`."""
+    return ch.claim_rows(*_verdict_inputs(), table5, setup=setup, model=model, baseline=baseline)[-1]
+
+
 def test_endpoint_row_counts_topics_ending_above_the_baseline_and_judges_only_the_papers_setup():
     table = ch.recurrence_table(_frame(), "politics", baseline=0.12)
-    row = ch.endpoint_row(table, 0.12, setup={"n": 20, "chains": 3, "record_every": 10}, model="tiny")
+    row = table5_row(table, 0.12, setup={"n": 20, "chains": 3, "record_every": 10}, model="tiny")
     assert row["ours"] == 1 and row["verdict"] == bt.OTHER_SETUP
     assert row["ours_text"] == "1 of 2 topics (business 0.15 ✓, sports 0.03)"
     assert "chains_per_topic 1-2 (paper: 5)" in row["setup"] and "record_every" not in row["setup"]
     paper = bt.paper_protocol("endpoint_topics_crossing")
     ends = pd.DataFrame({"chains": 5, "politics at end": [0.2, 0.3, 0.05, 0.01, 0.9]},
                         index=["business", "tech", "sports", "entertainment", "politics"])
-    assert ch.endpoint_row(ends, 1 / 9, setup=paper, model="roberta-base")["verdict"] == bt.REPRODUCED
-    modernbert = ch.endpoint_row(ends, 1 / 9, setup=paper, model="answerdotai/ModernBERT-base")
+    assert table5_row(ends, 1 / 9, setup=paper, model="roberta-base")["verdict"] == bt.REPRODUCED
+    modernbert = table5_row(ends, 1 / 9, setup=paper, model="answerdotai/ModernBERT-base")
     assert modernbert["verdict"] == bt.DIFFERS and modernbert["ours"] == 2
-    only_politics = ch.endpoint_row(ends.loc[["politics"]], 1 / 9, setup=paper, model="roberta-base")
+    only_politics = table5_row(ends.loc[["politics"]], 1 / 9, setup=paper, model="roberta-base")
     assert only_politics["verdict"] == bt.INCONCLUSIVE and "no seed topic" in only_politics["ours_text"]

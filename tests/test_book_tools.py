@@ -85,16 +85,42 @@ def test_interval_text_signs_keeps_significant_digits_and_one_sided_ends():
     assert bt.interval_text(1.2, 1.1, math.inf, missing="x") == "1.20 [1.10, inf]"
 
 
-def test_range_text_and_save_table(tmp_path, monkeypatch):
+def test_range_text():
     assert bt.range_text([math.nan]) == "undefined (no finite value)"
     assert bt.range_text([math.nan], missing="none") == "none"
     assert bt.range_text([2.5, math.nan, 1]) == "1.00 to 2.50"
     assert bt.range_text([1234.0, 1.0], 3, "g") == "1 to 1.23e+03"
+
+
+def test_chapter_run_saves_stamps_and_glues_with_one_prefix(tmp_path, monkeypatch):
+    glued = {}
+    monkeypatch.setattr(bt, "glue", lambda name, value: glued.__setitem__(name, value))
     monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
-    bt.save_table(pd.DataFrame({"a": [1]}), "nb", "t", "tiny")
-    bt.save_table(pd.DataFrame({"a": [1], "model": ["Ising"]}), "nb", "u", "tiny")
-    assert pd.read_csv(tmp_path / "nb" / "t.csv").model.tolist() == ["tiny"]
-    assert pd.read_csv(tmp_path / "nb" / "u.csv").model.tolist() == ["Ising"]
+    run = bt.ChapterRun("05_traps", "smoke", "")
+    assert (run.model, run.profile, run.prefix) == (bt.model_label(), "smoke", "ch5")
+    assert run.model == bt.DEFAULT_MODEL_DIR.name and bt.model_label("bert-base-uncased") == "bert-base-uncased"
+    assert "paper_trap_count" in glued  # the paper's side of the chapter's claims
+    run.save(pd.DataFrame({"a": [1]}), "t")
+    run.save(pd.DataFrame({"a": [1], "model": ["Ising"]}), "u")
+    assert pd.read_csv(tmp_path / "05_traps" / "t.csv").to_dict("records") == [
+        {"a": 1, "model": run.model, "profile": "smoke"}]
+    assert pd.read_csv(tmp_path / "05_traps" / "u.csv").model.tolist() == ["Ising"]
+    run.glue({"steps": "12"})
+    row = bt.claim_row("trap_split", "q", 0.5, "0.50", bt.INCONCLUSIVE, "too few")
+    view = run.claims([row])
+    assert glued["ch5_steps"] == "12" and glued["ch5_trap_split_verdict"] == bt.INCONCLUSIVE
+    written = pd.read_csv(tmp_path / "05_traps" / "claims.csv")
+    assert written.model.tolist() == [run.model] and written.profile.tolist() == ["smoke"]
+    assert list(view.data.columns) == ["claim", "ours", "verdict", "why", "setup differences"]
+    assert "row_heading" not in view.to_html()  # no index column
+    with pytest.raises(ValueError, match="profile must be one of smoke, quick, paper"):
+        bt.ChapterRun("05_traps", "huge")
+
+
+def test_glue_prefix_and_reading_table():
+    assert [bt.glue_prefix(n) for n in ("01_incompatibility", "05_traps", "quick_tour")] == ["ch1", "ch5", "quick_tour"]
+    html = bt.reading_table(pd.DataFrame({"x": [1.23456, math.nan], "n": [3, 4]}), {"x": "{:.1f}"}).to_html()
+    assert ">1.2<" in html and ">—<" in html and "nan" not in html.lower() and "row_heading" not in html
 
 
 def test_every_paper_claim_has_a_kind_and_readable_values():

@@ -3,26 +3,27 @@ mixing times, each against brute force on Potts chains small enough to enumerate
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import bounds as ch
 
 
-def potts(n: int, q: int, seed: int, symmetric: bool = True, scale: float = 1.0) -> gc.PottsConditionals:
+def potts(n: int, q: int, seed: int, symmetric: bool = True, scale: float = 1.0) -> glauber.PottsConditionals:
     generator = torch.Generator().manual_seed(seed)
     coupling = scale * torch.randn(n, n, generator=generator, dtype=torch.float64)
     if symmetric:
         coupling = (coupling + coupling.T) / 2
-    return gc.PottsConditionals(coupling, 0.5 * torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
+    return glauber.PottsConditionals(coupling, 0.5 * torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
 
 
 def probs_at(cond, state, site, tau):
-    return gc.conditional_probs(cond, torch.tensor([state]), torch.tensor([site]), tau)[0].double()
+    return glauber.conditional_probs(cond, torch.tensor([state]), torch.tensor([site]), tau)[0].double()
 
 
 def brute_influence(cond, contexts, candidates, tau):
@@ -62,7 +63,7 @@ def test_influence_matches_brute_force_over_candidate_pairs(symmetric):
     candidates = torch.randint(0, 3, (3, 4, 2), generator=generator)
     candidates[..., 0] = contexts  # the context's own token among the candidates
     temperatures = [0.5, 1.0, 3.0]
-    influence = gc.influence_coefficients(cond, contexts, candidates, temperatures, max_rows=7)
+    influence = glauber.influence_coefficients(cond, contexts, candidates, temperatures, max_rows=7)
     assert influence.shape == (3, 3, 4, 4)
     for t, tau in enumerate(temperatures):
         torch.testing.assert_close(influence[t], brute_influence(cond, contexts, candidates, tau))
@@ -73,9 +74,9 @@ def test_influence_matches_brute_force_over_candidate_pairs(symmetric):
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_all_colours_over_all_contexts_give_the_exact_supremum(symmetric):
     cond = potts(3, 3, seed=3, symmetric=symmetric, scale=2.0)
-    states = gc.all_states(3, 3)
+    states = glauber.all_states(3, 3)
     candidates = torch.arange(3).expand(len(states), 3, 3)
-    influence = gc.influence_coefficients(cond, states, candidates, [0.7, 2.0])
+    influence = glauber.influence_coefficients(cond, states, candidates, [0.7, 2.0])
     for t, tau in enumerate([0.7, 2.0]):
         torch.testing.assert_close(influence[t].amax(0), brute_sup_influence(cond, 3, tau))
     torch.testing.assert_close(ch.exact_influence_coefficients(cond, 3, [0.7, 2.0]), influence.amax(1))
@@ -84,23 +85,23 @@ def test_all_colours_over_all_contexts_give_the_exact_supremum(symmetric):
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_lemma_6_holds_on_every_pair_and_temperature(symmetric):
     cond = potts(4, 3, seed=4, symmetric=symmetric, scale=3.0)
-    states = gc.all_states(3, 4)[::5]
+    states = glauber.all_states(3, 4)[::5]
     candidates = torch.arange(3).expand(len(states), 4, 3)
     temperatures = [0.1, 0.5, 1.0, 4.0, 30.0]
-    influence, oscillation = gc.influence_and_oscillation(cond, states, candidates, temperatures)
+    influence, oscillation = glauber.influence_and_oscillation(cond, states, candidates, temperatures)
     bound = oscillation / (4 * torch.tensor(temperatures, dtype=torch.float64)).view(-1, 1, 1, 1)
     assert (influence <= bound + 1e-12).all()
     # Potts oscillation: changing x_j from a to b moves s_i(a) by -J_ij and s_i(b) by +J_ij, so Delta_ij = 2|J_ij|
     torch.testing.assert_close(oscillation.amax(0), 2 * cond.coupling.abs())
-    torch.testing.assert_close(gc.score_oscillation(cond, states, candidates), oscillation)
+    torch.testing.assert_close(glauber.score_oscillation(cond, states, candidates), oscillation)
 
 
 def test_score_gaps_by_hand():
     coupling = torch.tensor([[0.0, 1.0, -0.5], [1.0, 0.0, 2.0], [0.3, 0.7, 0.0]])
     field = torch.tensor([[0.0, 0.2, -0.1], [0.5, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    cond = gc.PottsConditionals(coupling, field, q=3)
+    cond = glauber.PottsConditionals(coupling, field, q=3)
     states = torch.tensor([[0, 0, 0], [1, 2, 2]])
-    gaps = gc.score_gaps(cond, states, max_rows=4)
+    gaps = glauber.score_gaps(cond, states, max_rows=4)
     expected = torch.zeros(2, 3, dtype=torch.float64)
     for b, i in itertools.product(range(2), range(3)):
         s = [float(field[i, a]) + sum(float(coupling[i, j]) * (int(states[b, j]) == a) for j in range(3) if j != i)
@@ -117,42 +118,42 @@ def test_bad_input_raises_one_value_error():
     states = torch.zeros(2, 3, dtype=torch.long)
     good = torch.zeros(2, 3, 2, dtype=torch.long)
     with pytest.raises(ValueError, match="out-of-vocabulary"):
-        gc.influence_coefficients(cond, states, good + 3, [1.0])
+        glauber.influence_coefficients(cond, states, good + 3, [1.0])
     with pytest.raises(ValueError, match="temperatures"):
-        gc.influence_coefficients(cond, states, good, [1.0, 0.0])
+        glauber.influence_coefficients(cond, states, good, [1.0, 0.0])
     with pytest.raises(ValueError, match="temperatures"):
-        gc.influence_coefficients(cond, states, good, [])
+        glauber.influence_coefficients(cond, states, good, [])
     with pytest.raises(ValueError, match="shape"):
-        gc.influence_coefficients(cond, states, good[:1], [1.0])
+        glauber.influence_coefficients(cond, states, good[:1], [1.0])
     cond.allowed = torch.tensor([True, True, False])
     with pytest.raises(ValueError, match="special or unused"):
-        gc.influence_coefficients(cond, states, good + 2, [1.0])
+        glauber.influence_coefficients(cond, states, good + 2, [1.0])
 
 
 def test_tiny_bert_shapes_and_direct_tv(tiny_bert):
     tokens = torch.stack([tiny_bert.encode("the market rose again today after the talks")[:7],
                           tiny_bert.encode("the film won an award for the best music")[:7]])
     contexts, n = tokens.shape
-    candidates = gc.influence_candidates(tiny_bert, tokens, 2)
+    candidates = glauber.influence_candidates(tiny_bert, tokens, 2)
     assert candidates.shape == (contexts, n, 3)
     assert (candidates[..., 0] == tokens).all() and tiny_bert.allowed[candidates].all()
     temperatures = [0.5, 2.0]
-    influence, oscillation = gc.influence_and_oscillation(tiny_bert, tokens, candidates, temperatures, max_rows=50)
+    influence, oscillation = glauber.influence_and_oscillation(tiny_bert, tokens, candidates, temperatures, max_rows=50)
     assert influence.shape == (2, contexts, n, n) and oscillation.shape == (contexts, n, n)
     assert influence.device.type == "cpu" and (influence.diagonal(dim1=2, dim2=3) == 0).all()
     assert (influence[0] > 0).sum() > n  # the random model's conditionals do depend on the context
-    flipped = gc.influence_coefficients(tiny_bert, tokens, candidates.flip(-1), temperatures)
+    flipped = glauber.influence_coefficients(tiny_bert, tokens, candidates.flip(-1), temperatures)
     torch.testing.assert_close(flipped, influence)  # symmetric in the candidate order
     bound = oscillation / (4 * torch.tensor(temperatures, dtype=torch.float64)).view(-1, 1, 1)
     assert (influence <= bound + 1e-9).all()  # Lemma 6
     c, i, j, tau = 1, 2, 5, 2.0
     variants = tokens[c].repeat(3, 1)
     variants[:, j] = candidates[c, j]
-    logp = gc.conditional_log_probs(tiny_bert, variants, torch.full((3,), i), tau)
-    direct = max(gc.total_variation(logp[a : a + 1], logp[b : b + 1]).item() for a, b in [(0, 1), (0, 2), (1, 2)])
+    logp = glauber.conditional_log_probs(tiny_bert, variants, torch.full((3,), i), tau)
+    direct = max(glauber.total_variation(logp[a : a + 1], logp[b : b + 1]).item() for a, b in [(0, 1), (0, 2), (1, 2)])
     assert influence[1, c, i, j].item() == pytest.approx(direct, abs=1e-6)
-    gaps = gc.score_gaps(tiny_bert, tokens)
-    scores = gc.scaled_scores(tiny_bert, tokens, torch.full((contexts,), 3)).double()
+    gaps = glauber.score_gaps(tiny_bert, tokens)
+    scores = glauber.scaled_scores(tiny_bert, tokens, torch.full((contexts,), 3)).double()
     own = scores.gather(1, tokens[:, 3:4]).squeeze(1)
     torch.testing.assert_close(gaps[:, 3], own - scores.scatter(1, tokens[:, 3:4], -math.inf).amax(1))
 
@@ -161,15 +162,15 @@ def test_tiny_bert_shapes_and_direct_tv(tiny_bert):
 def test_basin_drift_by_brute_force(symmetric):
     cond = potts(5, 3, seed=5, symmetric=symmetric, scale=1.5)
     states = torch.tensor([[0, 0, 0, 1, 2], [0, 1, 0, 0, 0], [2, 2, 1, 1, 0]])
-    drifts = gc.basin_drifts(cond, states, 0, [0.5, 2.0], max_rows=4)
+    drifts = glauber.basin_drifts(cond, states, 0, [0.5, 2.0], max_rows=4)
     for t, tau in enumerate([0.5, 2.0]):
         for b, state in enumerate(states.tolist()):
             p = [probs_at(cond, state, i, tau)[0].item() for i in range(5)]
             expected = sum(p[i] if state[i] != 0 else -(1 - p[i]) for i in range(5)) / 5
             assert drifts[t, b].item() == pytest.approx(expected, abs=1e-12)
-    torch.testing.assert_close(gc.basin_drift(cond, states, 0, 2.0), drifts[1])
+    torch.testing.assert_close(glauber.basin_drift(cond, states, 0, 2.0), drifts[1])
     with pytest.raises(ValueError, match="token_id"):
-        gc.basin_drift(cond, states, 3, 1.0)
+        glauber.basin_drift(cond, states, 3, 1.0)
 
 
 def brute_mixing_time(kernel, stationary, eps):
@@ -185,43 +186,43 @@ def brute_mixing_time(kernel, stationary, eps):
                                                (True, 0.3, 0.05)])
 def test_exact_mixing_time_against_direct_powers(symmetric, tau, eps):
     cond = potts(3, 3, seed=6, symmetric=symmetric, scale=2.0)
-    kernel = gc.glauber_kernel(cond, 3, tau)
-    stationary = gc.exact_stationary(cond, 3, tau)
+    kernel = glauber.glauber_kernel(cond, 3, tau)
+    stationary = glauber.exact_stationary(cond, 3, tau)
     expected = brute_mixing_time(kernel, stationary, eps)
     assert expected > 2
-    assert gc.exact_mixing_time(cond, 3, tau, eps) == expected
+    assert glauber.exact_mixing_time(cond, 3, tau, eps) == expected
 
 
 def test_mixing_time_bound_formula():
-    assert gc.mixing_time_bound(0.5, 10, 0.25) == pytest.approx(10 / 0.5 * (math.log(10) + math.log(4)))
-    assert gc.mixing_time_bound(0.0, 1, 0.5) == pytest.approx(math.log(2))
-    assert gc.mixing_time_bound(1.0, 10) == math.inf and gc.mixing_time_bound(3.2, 10) == math.inf
+    assert glauber.mixing_time_bound(0.5, 10, 0.25) == pytest.approx(10 / 0.5 * (math.log(10) + math.log(4)))
+    assert glauber.mixing_time_bound(0.0, 1, 0.5) == pytest.approx(math.log(2))
+    assert glauber.mixing_time_bound(1.0, 10) == math.inf and glauber.mixing_time_bound(3.2, 10) == math.inf
     for eps in (0.0, 1.0, -0.1, 2):
         with pytest.raises(ValueError, match="eps"):
-            gc.mixing_time_bound(0.5, 10, eps)
+            glauber.mixing_time_bound(0.5, 10, eps)
     with pytest.raises(ValueError, match="alpha"):
-        gc.mixing_time_bound(float("nan"), 10)
+        glauber.mixing_time_bound(float("nan"), 10)
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_theorem_5_bound_holds_at_high_temperature(symmetric):
     cond = potts(4, 2, seed=7, symmetric=symmetric, scale=1.0)
     for tau in (2.0, 5.0):
-        alpha = gc.alpha_from_influence(ch.exact_influence_coefficients(cond, 4, [tau])[0]).item()
+        alpha = glauber.alpha_from_influence(ch.exact_influence_coefficients(cond, 4, [tau])[0]).item()
         assert alpha < 1
-        bound = gc.mixing_time_bound(alpha, 4)
-        assert gc.exact_mixing_time(cond, 4, tau) <= bound
+        bound = glauber.mixing_time_bound(alpha, 4)
+        assert glauber.exact_mixing_time(cond, 4, tau) <= bound
 
 
 def test_theorem_8_on_a_ferromagnetic_basin():
     n = 6
-    cond = gc.PottsConditionals(torch.ones(n, n), q=2)
-    basin = (gc.all_states(2, n) == 0).sum(1) >= 4  # at least four zeros
-    delta_star, holds = gc.basin_margin(cond, n, basin)
+    cond = glauber.PottsConditionals(torch.ones(n, n), q=2)
+    basin = (glauber.all_states(2, n) == 0).sum(1) >= 4  # at least four zeros
+    delta_star, holds = glauber.basin_margin(cond, n, basin)
     assert delta_star == pytest.approx(1.0) and holds  # boundary: a zero among 3 other zeros and 2 ones
     for tau in (0.5, 1.0):
-        check = gc.theorem8_check(cond, n, tau, basin)
-        kernel = gc.glauber_kernel(cond, n, tau)
+        check = glauber.theorem8_check(cond, n, tau, basin)
+        kernel = glauber.glauber_kernel(cond, n, tau)
         escape = kernel[basin][:, ~basin].sum(1).max().item()
         # boundary state, a zero site: p(1) = 1 / (1 + e^(1/tau)); 4 of 6 sites are zeros
         assert escape == pytest.approx(4 / 6 / (1 + math.exp(1 / tau)))
@@ -229,16 +230,16 @@ def test_theorem_8_on_a_ferromagnetic_basin():
         assert check["escape"] <= check["escape_bound"] and check["conductance"] <= check["escape_bound"]
         assert check["mu_basin"] <= 0.5 and check["t_mix"] >= check["t_mix_lower"]
     with pytest.raises(ValueError, match="basin"):
-        gc.basin_margin(cond, n, torch.ones(2**n, dtype=torch.bool))
+        glauber.basin_margin(cond, n, torch.ones(2**n, dtype=torch.bool))
     with pytest.raises(ValueError, match="too long to compute accurately"):
-        gc.exact_mixing_time(cond, n, 0.2)  # about e^(9 / 0.2) steps: beyond fp64 matrix powers
+        glauber.exact_mixing_time(cond, n, 0.2)  # about e^(9 / 0.2) steps: beyond fp64 matrix powers
 
 
 def test_pseudo_likelihood_law_by_brute_force():
     cond = potts(3, 2, seed=8, symmetric=False, scale=1.5)
     law = ch.pseudo_likelihood_law(cond, 3, 0.7)
     weights = []
-    for state in gc.all_states(2, 3).tolist():
+    for state in glauber.all_states(2, 3).tolist():
         weights.append(math.prod(probs_at(cond, state, i, 0.7)[state[i]].item() for i in range(3)))
     torch.testing.assert_close(law, torch.tensor(weights, dtype=torch.float64) / sum(weights))
 
@@ -249,14 +250,14 @@ def test_restricted_conditionals_renormalise_and_cache():
     token_set = torch.tensor([5, 0, 3])
     window = ch.RestrictedConditionals(base, context, [3, 1], token_set)
     assert window.vocab_size == 3 and window.max_sites == 2
-    states = gc.all_states(3, 2)
+    states = glauber.all_states(3, 2)
     for site in range(2):
         full = context.repeat(len(states), 1)
         full[:, [3, 1]] = token_set[states]
         expected = base.log_scores(full, torch.full((len(states),), [3, 1][site]))[:, token_set]
         torch.testing.assert_close(window.log_scores(states, torch.full((len(states),), site)), expected)
-    kernel = gc.glauber_kernel(window, 2, 0.8)
-    gc.glauber_kernel(window, 2, 2.0)
+    kernel = glauber.glauber_kernel(window, 2, 0.8)
+    glauber.glauber_kernel(window, 2, 2.0)
     assert window.forwards == 2 * 3  # one per (site, value of the other site)
     torch.testing.assert_close(kernel.sum(1), torch.ones(9, dtype=torch.float64))
     with pytest.raises(ValueError, match="free_sites"):
@@ -265,10 +266,10 @@ def test_restricted_conditionals_renormalise_and_cache():
 
 def test_restricted_real_model_chain_is_exact(tiny_bert):
     context = tiny_bert.encode("the market rose again today after the talks")[:8]
-    token_set = gc.influence_candidates(tiny_bert, context.unsqueeze(0), 3)[0, 2]
+    token_set = glauber.influence_candidates(tiny_bert, context.unsqueeze(0), 3)[0, 2]
     window = ch.RestrictedConditionals(tiny_bert, context, [1, 2, 5], token_set)
-    stationary = gc.exact_stationary(window, 3, 1.0)
-    kernel = gc.glauber_kernel(window, 3, 1.0)
+    stationary = glauber.exact_stationary(window, 3, 1.0)
+    kernel = glauber.glauber_kernel(window, 3, 1.0)
     torch.testing.assert_close(stationary @ kernel, stationary)
     assert stationary.min() > 0 and stationary.sum().item() == pytest.approx(1.0)
     assert window.forwards == 3 * 4**2
@@ -278,28 +279,28 @@ def test_restricted_real_model_chain_is_exact(tiny_bert):
 
 def test_enumeration_and_eps_are_checked(tiny_bert):
     with pytest.raises(ValueError, match="too large to enumerate"):
-        gc.exact_mixing_time(tiny_bert, 3, 1.0)
+        glauber.exact_mixing_time(tiny_bert, 3, 1.0)
     cond = potts(3, 2, seed=0)
     for eps in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match="eps"):
-            gc.exact_mixing_time(cond, 3, 1.0, eps)
+            glauber.exact_mixing_time(cond, 3, 1.0, eps)
     with pytest.raises(ValueError, match="temperature"):
-        gc.exact_mixing_time(cond, 3, -1.0)
+        glauber.exact_mixing_time(cond, 3, -1.0)
 
 
 def test_exact_mixing_time_of_a_slow_chain():
-    cond = gc.PottsConditionals(torch.ones(4, 4), q=2)  # ferromagnet: slow at low temperature
-    kernel = gc.glauber_kernel(cond, 4, 0.4)
-    expected = brute_mixing_time(kernel, gc.exact_stationary(cond, 4, 0.4), 0.25)
+    cond = glauber.PottsConditionals(torch.ones(4, 4), q=2)  # ferromagnet: slow at low temperature
+    kernel = glauber.glauber_kernel(cond, 4, 0.4)
+    expected = brute_mixing_time(kernel, glauber.exact_stationary(cond, 4, 0.4), 0.25)
     assert expected > 200
-    assert gc.exact_mixing_time(cond, 4, 0.4) == expected
+    assert glauber.exact_mixing_time(cond, 4, 0.4) == expected
 
 
 def test_drift_boundary_states_and_window_tokens(tiny_bert):
     bang = int(tiny_bert.encode("!")[0])
     states = ch.drift_boundary_states(tiny_bert, bang, 20, 3, seed=1)
     assert states.shape == (3, 20) and ((states == bang).sum(1) == 18).all()
-    filler = gc.seed_passages(tiny_bert, 2, 3, seed=1).tokens
+    filler = glauber.seed_passages(tiny_bert, 2, 3, seed=1).tokens
     for state, words in zip(states, filler):
         assert state[state != bang].tolist() == [w for w in words.tolist() if w != bang]
     context = tiny_bert.encode("the market rose again today after the talks")[:8]
@@ -312,8 +313,8 @@ def test_alpha_table_mean_max_and_bootstrap_over_contexts():
     generator = torch.Generator().manual_seed(0)
     influence = torch.rand(3, 5, 4, 4, generator=generator, dtype=torch.float64) * (1 - torch.eye(4))
     table = ch.alpha_table(influence, [1.0, 2.0, 3.0])
-    assert torch.allclose(torch.tensor(table.alpha_mean.values), gc.alpha_from_influence(influence.mean(1)))
-    assert torch.allclose(torch.tensor(table.alpha_max.values), gc.alpha_from_influence(influence.amax(1)))
+    assert torch.allclose(torch.tensor(table.alpha_mean.values), glauber.alpha_from_influence(influence.mean(1)))
+    assert torch.allclose(torch.tensor(table.alpha_max.values), glauber.alpha_from_influence(influence.amax(1)))
     assert (table.low <= table.alpha_mean + 1e-12).all() and (table.low < table.high).all()
     one = ch.alpha_table(influence[:, :1], [1.0, 2.0, 3.0])
     assert one.low.isna().all() and one.high.isna().all()
@@ -328,32 +329,32 @@ def test_alpha_table_mean_max_and_bootstrap_over_contexts():
     ([3.0, 2.0, 1.5, 1.2], math.inf),      # never below 1 on the grid
 ])
 def test_crossing_temperature(values, expected):
-    table = pd.DataFrame({"tau": [1.0, 2.0, 3.0, 4.0], "alpha_mean": values})
+    table = pd.DataFrame({"temperature": [1.0, 2.0, 3.0, 4.0], "alpha_mean": values})
     assert ch.crossing_temperature(table) == expected
-    assert "τ" in ch.crossing_text(expected, table.tau)
+    assert "τ" in ch.crossing_text(expected, table.temperature)
 
 
 ALPHA_SETUP = dict(seed_tokens=14, contexts=20, candidates=16, passages="bbc")  # the paper profile's setup
 
 
 def test_alpha_rows_are_judged_on_the_paper_setup_and_other_setup_elsewhere():
-    table = pd.DataFrame({"tau": [10.0, 11.0], "alpha_mean": [1.2, 0.9], "alpha_max": [1.5, 1.1],
+    table = pd.DataFrame({"temperature": [10.0, 11.0], "alpha_mean": [1.2, 0.9], "alpha_max": [1.5, 1.1],
                           "low": [1.1, 0.8], "high": [1.3, 1.0]})
-    rows = ch.alpha_rows(table, "bundled", ALPHA_SETUP)
+    rows = ch._alpha_rows(table, "bundled", ALPHA_SETUP)
     assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11"]
     assert [r["ours"] for r in rows] == [1.2, 0.9] and rows[0]["ours_text"] != rows[1]["ours_text"]
     assert all(r["verdict"] == bt.OTHER_SETUP and "model bundled" in r["setup"] for r in rows)
     # on BERT with the paper profile's setup: judged (items the paper does not state do not block)
-    bert = ch.alpha_rows(table, "bert-base-uncased", ALPHA_SETUP)
+    bert = ch._alpha_rows(table, "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in bert] == [bt.INCONCLUSIVE] * 2  # [1.1, 1.3] vs 0.94-1.14: straddles an edge
     assert all("not stated" in r["setup"] and "contexts 20" in r["setup"] for r in bert)
-    inside = ch.alpha_rows(table.assign(low=[0.98, 0.88], high=[1.1, 1.0]), "bert-base-uncased", ALPHA_SETUP)
+    inside = ch._alpha_rows(table.assign(low=[0.98, 0.88], high=[1.1, 1.0]), "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in inside] == [bt.REPRODUCED, bt.REPRODUCED]
-    outside = ch.alpha_rows(table.assign(low=[1.2, 0.5], high=[1.3, 0.7]), "bert-base-uncased", ALPHA_SETUP)
+    outside = ch._alpha_rows(table.assign(low=[1.2, 0.5], high=[1.3, 0.7]), "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in outside] == [bt.DIFFERS, bt.DIFFERS]
-    shorter = ch.alpha_rows(table, "bert-base-uncased", dict(ALPHA_SETUP, seed_tokens=12))
+    shorter = ch._alpha_rows(table, "bert-base-uncased", dict(ALPHA_SETUP, seed_tokens=12))
     assert all(r["verdict"] == bt.OTHER_SETUP and "seed_tokens 12" in r["setup"] for r in shorter)
-    single = ch.alpha_rows(table.assign(low=math.nan, high=math.nan), "bundled", {})
+    single = ch._alpha_rows(table.assign(low=math.nan, high=math.nan), "bundled", {})
     assert "one context" in single[0]["ours_text"] and "nan" not in single[0]["ours_text"]
 
 
@@ -361,24 +362,24 @@ def test_mixing_profile_is_exact_and_the_bound_holds_where_alpha_is_below_one():
     cond = potts(4, 2, seed=3, symmetric=True)
     profile = ch.mixing_profile(cond, 4, [0.5, 1.0, 2.0, 4.0])
     for row in profile.itertuples():
-        exact = gc.alpha_from_influence(brute_sup_influence(cond, 4, row.tau)).item()
-        assert row.alpha == pytest.approx(exact) and row.t_mix == gc.exact_mixing_time(cond, 4, row.tau)
+        exact = glauber.alpha_from_influence(brute_sup_influence(cond, 4, row.temperature)).item()
+        assert row.alpha == pytest.approx(exact) and row.t_mix == glauber.exact_mixing_time(cond, 4, row.temperature)
     below = profile[profile.alpha < 1]
     assert len(below) and (below.bound >= below.t_mix).all()  # Theorem 5 holds
     assert (profile.t_independent == ch.coupon_collector_time(4)).all()
-    slow = ch.mixing_profile(gc.PottsConditionals(8 * torch.ones(4, 4), q=2), 4, [0.05])
+    slow = ch.mixing_profile(glauber.PottsConditionals(8 * torch.ones(4, 4), q=2), 4, [0.05])
     assert math.isinf(slow.t_mix[0])  # beyond fp64 matrix powers: recorded as not fast, not an error
 
 
 def test_theorem5_row_reaches_every_outcome():
     def profile(alpha, t_mix):
-        return pd.DataFrame({"tau": [0.5, 1.0, 2.0, 4.0, 8.0], "alpha": alpha, "t_mix": t_mix,
+        return pd.DataFrame({"temperature": [0.5, 1.0, 2.0, 4.0, 8.0], "alpha": alpha, "t_mix": t_mix,
                              "t_independent": 10, "chain": "c"})
     fast = [10] * 5
-    assert ch.theorem5_row(profile([3, 2, 1.5, 0.9, 0.5], fast))["verdict"] == bt.REPRODUCED
-    assert ch.theorem5_row(profile([0.5] * 5, fast))["verdict"] == bt.DIFFERS
-    assert ch.theorem5_row(profile([3, 1.5, 0.9, 0.5, 0.2], [99, 15, 15, 15, 15]))["verdict"] == bt.INCONCLUSIVE
-    never = ch.theorem5_row(profile([0.5] * 5, [math.inf] * 5))
+    assert ch._theorem5_row(profile([3, 2, 1.5, 0.9, 0.5], fast))["verdict"] == bt.REPRODUCED
+    assert ch._theorem5_row(profile([0.5] * 5, fast))["verdict"] == bt.DIFFERS
+    assert ch._theorem5_row(profile([3, 1.5, 0.9, 0.5, 0.2], [99, 15, 15, 15, 15]))["verdict"] == bt.INCONCLUSIVE
+    never = ch._theorem5_row(profile([0.5] * 5, [math.inf] * 5))
     assert never["verdict"] == bt.INCONCLUSIVE and "no fast temperature" in never["ours_text"]
 
 
@@ -391,7 +392,7 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     assert compatible["tv_model_pl"] > 0.01  # the PL law is not mu, yet the PL gap is 0
     assert ch.conditional_gap(cond, joint, 4) < 1e-12
     skew = torch.tensor([[0, 2.0, -2.0, 0], [-2.0, 0, 2.0, 0], [2.0, -2.0, 0, 0], [0, 0, 0, 0]])
-    incompatible = ch.stationary_vs_pseudo_likelihood(gc.PottsConditionals(skew, q=3), 4, 1.0)
+    incompatible = ch.stationary_vs_pseudo_likelihood(glauber.PottsConditionals(skew, q=3), 4, 1.0)
     assert incompatible["pl_gap"] > 1e-3 and incompatible["conditional_gap"] > 1e-3
     with pytest.raises(ValueError, match="law over"):
         ch.pseudo_likelihood_from_joint(torch.ones(5), 3, 4)
@@ -405,7 +406,7 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     ([], bt.INCONCLUSIVE),
 ])
 def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
-    row = ch.pseudo_likelihood_row(gaps)
+    row = ch._pseudo_likelihood_row(gaps)
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
 
@@ -416,32 +417,38 @@ DRIFT_SETUP = dict(N=100, inside=0.9, states=200, tau="1 and 2", filler="first t
 
 def test_drift_row_is_a_share_judged_on_the_paper_setup_only():
     drift = torch.tensor([[0.1, -0.2, 0.3], [0.2, 0.1, 0.4]])
-    row = ch.drift_row(drift, "bundled", dict(DRIFT_SETUP, states=3))
+    row = ch._drift_row(drift, "bundled", dict(DRIFT_SETUP, states=3))
     assert row["verdict"] == bt.OTHER_SETUP and row["ours"] == pytest.approx(2 / 3) and "states 3" in row["setup"]
     assert 0 < row["low"] < 2 / 3 < row["high"] < 1
     summary = ch.drift_summary(drift, [1.0, 2.0])
-    assert summary.positive.tolist() == [2, 3] and ch.drift_texts(summary)["ch2_drift_phrase"] == "fails"
+    assert summary.positive.tolist() == [2, 3] and ch.drift_texts(summary)["drift_phrase"] == "fails"
     all_positive = torch.full((2, 200), 0.3)
-    judged = ch.drift_row(all_positive, "bert-base-uncased", DRIFT_SETUP)
+    judged = ch._drift_row(all_positive, "bert-base-uncased", DRIFT_SETUP)
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE) and "not stated" in judged["setup"]
     assert judged["verdict"] == bt.REPRODUCED  # 200 of 200: Wilson [0.98, 1] inside the band [0.95, 1]
-    half = ch.drift_row(all_positive * torch.tensor([1.0, -1.0]).repeat(100), "bert-base-uncased", DRIFT_SETUP)
+    half = ch._drift_row(all_positive * torch.tensor([1.0, -1.0]).repeat(100), "bert-base-uncased", DRIFT_SETUP)
     assert half["verdict"] == bt.DIFFERS
-    other = ch.drift_row(all_positive, "bert-base-uncased", dict(DRIFT_SETUP, N=50))
+    other = ch._drift_row(all_positive, "bert-base-uncased", dict(DRIFT_SETUP, N=50))
     assert other["verdict"] == bt.OTHER_SETUP and "N 50" in other["setup"]
-    missing = ch.drift_row(None, "tiny", {}, missing="no single '!' token")
+    missing = ch._drift_row(None, "tiny", {}, missing="no single '!' token")
     assert missing["verdict"] == bt.OTHER_SETUP and missing["ours_text"] == "no single '!' token"
-    assert "could not" in ch.drift_texts(None, "why")["ch2_drift_result"]
+    assert "could not" in ch.drift_texts(None, "why")["drift_result"]
+    frame = ch.drift_frame(drift, [1.0, 2.0])
+    assert frame.temperature.tolist() == [1.0] * 3 + [2.0] * 3 and frame.delta.tolist() == drift.flatten().tolist()
 
 
 def test_lemma6_table_and_sentences():
     cond = potts(4, 3, seed=5, symmetric=False, scale=1.5)
     contexts = torch.randint(0, 3, (2, 4), generator=torch.Generator().manual_seed(6))
     candidates = torch.arange(3).expand(2, 4, 3)
-    influence, oscillation = gc.influence_and_oscillation(cond, contexts, candidates, [0.5, 2.0])
+    influence, oscillation = glauber.influence_and_oscillation(cond, contexts, candidates, [0.5, 2.0])
     table = ch.lemma6_table(influence, oscillation, [0.5, 2.0])
     assert (table.violations == 0).all() and (table.median_ratio <= 1).all() and (table.pairs == 24).all()
-    assert "not comparable" in ch.corollary7_texts(12.0, math.inf)["ch2_tau7_factor"]
+    corollary7 = ch.corollary7_table(oscillation)
+    assert corollary7.corollary7_temperature.tolist() == pytest.approx(
+        [glauber.alpha_from_influence(reduce).item() / 4 for reduce in (oscillation.mean(0), oscillation.amax(0))])
+    assert "not comparable" in ch.corollary7_texts(corollary7, math.inf)["tau7_factor"]
+    assert ch.corollary7_texts(corollary7, 2.0)["tau7"] == f"{corollary7.corollary7_temperature[0]:.1f}"
     assert ch.theorem_phrase(False).startswith("FAILS")
 
 
@@ -451,3 +458,148 @@ def test_single_token(tiny_bert):
     assert ch.single_token(tiny_bert, "the market rose")[0] is None
     too_long = ch.single_token(tiny_bert, "!", tiny_bert.max_sites + 1)
     assert too_long[0] is None and "at most" in too_long[1]
+
+
+def test_settings_per_profile_with_overrides_and_the_paper_temperatures():
+    quick = ch.settings("quick")
+    assert quick.profile == "quick" and quick.n_contexts == 8 and not quick.full and quick.passages == "BBC News"
+    grid = list(quick.temperatures)
+    assert {10.0, 11.0} <= set(grid) and grid == sorted(set(grid)) and len(grid) == 17
+    paper = ch.settings("paper")  # the paper's seed length and Table 2's sizes, from paper_claims.csv
+    assert (paper.seq_len, paper.drift_n, paper.drift_states) == (14, 100, 200)
+    custom = ch.settings("smoke", seq_len=10, top_k=0, temperatures=[3.0, 0.5])
+    assert custom.seq_len == 10 and custom.top_k == ch.SETTINGS["smoke"]["top_k"]  # 0: the profile's
+    assert list(custom.temperatures) == [0.5, 3.0, 10.0, 11.0]
+    protein = SimpleNamespace(residues=True, allowed=torch.ones(25, dtype=torch.bool))
+    windows = ch.settings("quick", protein, full_windows=3, full_k=2)
+    assert windows.protein and windows.full and windows.passages == bt.PASSAGE_NAMES["germline"]
+    assert windows.full_plan == [(2, 3, [0.5, 1.0, 2.0, 4.0])]
+    assert ch.settings("quick", protein).full_plan == ch.SETTINGS["quick"]["full_plan"]
+    with pytest.raises(ValueError, match="profile"):
+        ch.settings("huge")
+
+
+def test_influence_frame_lists_every_off_diagonal_estimate_in_order():
+    influence = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    frame = ch.influence_frame(influence, [0.5, 2.0])
+    assert list(frame.columns) == ["temperature", "context", "i", "j", "c_ij"] and len(frame) == 2 * 3 * 4 * 3
+    expected = [(tau, c, i, j, influence[t, c, i, j].item()) for t, tau in enumerate([0.5, 2.0])
+                for c in range(3) for i in range(4) for j in range(4) if i != j]
+    assert list(frame.itertuples(index=False, name=None)) == expected
+
+
+def small_chapter(violations: bool = False):
+    """The inputs of claim_rows and check_rows at a tiny size, from exact Potts chains."""
+    cond = potts(3, 2, seed=2, symmetric=False, scale=1.0)
+    states = glauber.all_states(2, 3)
+    candidates = torch.arange(2).expand(len(states), 3, 2)
+    temperatures = [1.0, 10.0, 11.0]
+    influence, oscillation = glauber.influence_and_oscillation(cond, states, candidates, temperatures)
+    if violations:
+        influence = influence + 1.0
+    alpha = ch.alpha_table(influence, temperatures)
+    profiles = ch.mixing_profiles({"asymmetric": cond}, 3, [0.5, 1.0, 2.0, 4.0, 8.0])
+    ising = glauber.PottsConditionals(torch.ones(6, 6), q=2)
+    theorem8 = ch.theorem8_table(ising, 6, (glauber.all_states(2, 6) == 0).sum(1) >= 4, [1.0, 2.0])
+    raw = torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    asymmetry = ch.asymmetry_table(raw, 0.5 * torch.ones(3, 2, dtype=torch.float64), [0.0, 1.0], q=2)
+    return SimpleNamespace(lemma6=ch.lemma6_table(influence, oscillation, temperatures), alpha=alpha,
+                           profiles=profiles, theorem8=theorem8, asymmetry=asymmetry)
+
+
+def test_claim_rows_are_the_chapters_claims_in_order():
+    run = small_chapter()
+    cfg = ch.settings("smoke")
+    drift = torch.tensor([[0.1, -0.2], [0.2, 0.1]])
+    rows = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, drift, [0.02, 0.03])
+    assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11", "basin_drift_positive",
+                                          "theorem5_bound_loose", "mu_vs_pseudolikelihood_tv"]
+    assert rows[3] == ch._theorem5_row(run.profiles) and rows[4] == ch._pseudo_likelihood_row([0.02, 0.03])
+    assert "contexts 2" in rows[0]["setup"] and "tau 1 and 2" in rows[2]["setup"]
+    assert rows[2]["ours"] == pytest.approx(0.5)
+    texts = ch.alpha_texts(run.alpha, ch.crossing_temperature(run.alpha))
+    assert [texts["alpha10"], texts["alpha11"]] == [rows[0]["ours_text"], rows[1]["ours_text"]]
+    missing = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, None, [0.02], no_drift="no '!' token")
+    assert missing[2]["ours_text"] == "no '!' token"
+
+
+def test_check_rows_pass_on_exact_chains_and_fail_on_a_violation():
+    run = small_chapter()
+    rows = ch.check_rows(run.lemma6, run.profiles, run.theorem8, run.asymmetry)
+    assert [r["check"] for r in rows] == ["lemma6", "theorem5_bound", "theorem8_bounds", "pl_gap_control"]
+    assert all(r["result"] == "pass" for r in rows), rows
+    broken = small_chapter(violations=True)
+    assert ch.check_rows(broken.lemma6, run.profiles, run.theorem8, run.asymmetry)[0]["result"] == "fail"
+    assert ch.theorem8_texts(run.theorem8)["t8_holds"] == "Both bounds hold"
+    assert ch.asymmetry_texts(run.asymmetry).keys() == {"potts_a0", "potts_a1"}
+    assert ch.lemma6_texts(run.lemma6)["lemma6_violations"] == "0"
+    texts = ch.theorem5_texts(run.profiles)
+    assert texts["t5_thresholds"] == ch._theorem5_row(run.profiles)["ours_text"]
+
+
+def test_windows_margins_and_top_states_on_a_tiny_bert(tiny_bert):
+    table, laws = ch.restricted_windows(tiny_bert, 8, 2, [1, 5], 3)
+    assert len(table) == 2 and (table.states == 9).all() and (table.temperature == 1.0).all()
+    ids, mu, pl = laws[0]
+    assert ids.shape == (9, 2) and float(mu.sum()) == pytest.approx(1.0) and float(pl.sum()) == pytest.approx(1.0)
+    top = ch.top_states(tiny_bert, ids, mu, pl, count=2)
+    assert 2 <= len(top) <= 4 and top.mu_tau.is_monotonic_decreasing
+    seeds = glauber.seed_passages(tiny_bert, 6, 2, seed=0).tokens
+    margins = ch.margin_table(tiny_bert, seeds, seeds.flip(0), 0.25)
+    gaps = glauber.score_gaps(tiny_bert, torch.cat([seeds, seeds.flip(0)]))
+    assert margins.delta_star.tolist() == pytest.approx(gaps.amin(1).tolist())
+    assert list(margins.columns[-2:]) == ["bound_tau_1", "bound_tau_0.25"]
+    assert margins.bound_tau_1.isna().tolist() == (~margins.perfect_trap).tolist()
+    assert ch.margin_texts(margins, tiny_bert, 6)["size_v"] == f"{int(tiny_bert.allowed.sum()):,}"
+    assert ch.full_window_texts(None, [])["full_rows"].startswith("not computed")
+
+
+def test_reading_tables_and_figures_draw_without_missing_values():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run = small_chapter()
+    thresholds = ch.threshold_table(run.profiles).assign(role="judged")
+    margins = pd.DataFrame({"state": ["seed 0"], "text": ["a b"], "delta_star": [-1.0], "positive_sites": [1],
+                            "bound_tau_1": [math.nan], "bound_tau_0.25": [math.nan]})
+    for view in (ch.lemma6_view(run.lemma6), ch.thresholds_view(thresholds), ch.theorem8_view(run.theorem8),
+                 ch.margins_view(margins)):
+        assert "nan" not in view.to_html().lower()
+    alpha = ch.theorem5_bounds(run.alpha, 3)
+    assert alpha.bound_mean.tolist() == [glauber.mixing_time_bound(a, 3) for a in alpha.alpha_mean]
+    influence = torch.rand(3, 2, 3, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    figures = [ch.alpha_figure(alpha, ch.crossing_temperature(alpha), "bundled", 3),
+               ch.influence_figure(influence, [1.0, 10.0, 11.0]), ch.bound_figure(alpha, 3),
+               ch.potts_mixing_figure(run.profiles), ch.asymmetry_figure(run.asymmetry)]
+    assert all(isinstance(fig, matplotlib.figure.Figure) for fig in figures)
+    plt.close("all")
+
+
+def test_full_vocabulary_windows_at_one_temperature_their_texts_table_and_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cond = potts(4, 3, seed=7, symmetric=False, scale=1.0)
+    contexts = pd.DataFrame([dict(label=f"w{k}", family="f", chain="", text="", tokens=torch.tensor(tokens))
+                             for k, tokens in enumerate([[0, 1, 2, 0], [2, 2, 1, 0]])])
+    table, laws = ch.full_window_table(cond, contexts, 2, [1.0, 2.0], 1, "potts")
+    assert "tau" not in table.columns and (table.states == 9).all()
+    windows, window_laws = ch.windows_at(table, laws, 1.0)
+    assert windows.window.tolist() == ["w0", "w1"] and len(window_laws) == 2 and window_laws[0][0].shape == (9, 2)
+    assert ch.window_texts(windows)["window_count"] == "2"
+    texts = ch.full_window_texts(table, [(2, 2, [1.0, 2.0])])
+    assert texts["full_rows"] == "4" and texts["full_plan"] == "k = 2: 2 germlines at tau = 1, 2"
+    assert "nan" not in ch.full_windows_view(table).to_html().lower()
+    assert isinstance(ch.full_windows_figure(table, laws), matplotlib.figure.Figure)
+    plt.close("all")
+    assert [row["result"] for row in ch._window_checks(table)] == ["pass", "pass"]
+
+
+def test_basin_token_is_the_bang_or_says_why_not(tiny_bert):
+    assert ch.basin_token(tiny_bert, 20) == ch.single_token(tiny_bert, "!", 20)
+    token, why = ch.basin_token(SimpleNamespace(residues=True), 100)
+    assert token is None and "amino acids" in why

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 FOLDER = MODELS_DIR / "minilm-l4-bbc-mlm"
-FAMILY = gc.bundled_models()
+FAMILY = glauber.bundled_models()
 needs_weights = pytest.mark.skipif(
     not (FOLDER / "model.safetensors").exists(),
     reason=f"bundled weights missing from {FOLDER}; rebuild with `python models/train.py`",
@@ -82,11 +82,11 @@ def test_loads_as_float32_with_tied_head(name):
 @pytest.mark.parametrize("name", FAMILY)
 def test_loads_offline_by_name_and_never_proposes_a_special_token(name, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    cond = gc.load_mlm(name, device="cpu")
+    cond = glauber.load_mlm(name, device="cpu")
     special = set(cond.tokenizer.all_special_ids) | set(range(1, 999))  # [PAD], [unusedN], [UNK], [CLS], ...
     assert not cond.allowed[sorted(special)].any()
-    x0 = gc.seed_passages(cond, 12, 4, seed=0).tokens
-    run = gc.glauber(cond, x0, 60, temperature=3.0, seed=0, record_every=60, progress=False)
+    x0 = glauber.seed_passages(cond, 12, 4, seed=0).tokens
+    run = glauber.glauber(cond, x0, 60, temperature=3.0, seed=0, record_every=60, progress=False)
     assert not set(run.final.unique().tolist()) & special
 
 
@@ -94,9 +94,9 @@ def test_loads_offline_by_name_and_never_proposes_a_special_token(name, monkeypa
 @pytest.mark.parametrize("name", FAMILY)
 def test_conditionals_match_the_models_own_full_logits_forward(name):
     """s_i(. ; x_-i) of the adapter (LM head at the masked row only) equals the full forward's logits there."""
-    cond = gc.load_mlm(name, device="cpu")
+    cond = glauber.load_mlm(name, device="cpu")
     model, tokenizer = load_bundled(name)
-    x = gc.seed_passages(cond, 10, 3, seed=1).tokens
+    x = glauber.seed_passages(cond, 10, 3, seed=1).tokens
     sites = torch.tensor([0, 4, 9])
     ids = torch.cat([torch.full((3, 1), tokenizer.cls_token_id), x, torch.full((3, 1), tokenizer.sep_token_id)], 1)
     ids[torch.arange(3), sites + 1] = tokenizer.mask_token_id

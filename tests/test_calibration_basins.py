@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
 
@@ -60,7 +60,7 @@ def topic_tokens(tiny_bert):
     """Per BBC topic, the 200 allowed tokens most over-represented in its training paragraphs (log-odds
     against the other topics, tokens seen at least 20 times in the topic)."""
     counts = collections.defaultdict(collections.Counter)
-    pairs = gc.bbc_paragraphs("train")
+    pairs = glauber.bbc_paragraphs("train")
     ids = tiny_bert.tokenizer([p for _, p in pairs], add_special_tokens=False)["input_ids"]
     for (article, _), row in zip(pairs, ids):
         counts[article.topic].update(row)
@@ -78,10 +78,10 @@ def topic_tokens(tiny_bert):
 def chapter_run(cond, seeds_per_topic: int = SEEDS_PER_TOPIC) -> dict:
     """The chapter's pipeline at a small size: seeds per BBC topic, one batched run, topic scores of the
     records, chance text, and every general claim's verdict."""
-    seeds = [gc.seed_passages(cond, N, seeds_per_topic, seed=0, topic=t) for t in ch.BBC_TOPIC_LABELS]
+    seeds = [glauber.seed_passages(cond, N, seeds_per_topic, seed=0, topic=t) for t in ch.BBC_TOPIC_LABELS]
     x0 = torch.cat([p.tokens for p in seeds])
     seed_topic = [t for p in seeds for t in p.topics]
-    run = gc.glauber(cond, x0, STEPS, 1.0, seed=0, record_every=RECORD_EVERY, progress=False)
+    run = glauber.glauber(cond, x0, STEPS, 1.0, seed=0, record_every=RECORD_EVERY, progress=False)
     scores, steps = ch.trajectory_topic_scores(cond, run, LABELS)
     frame = ch.topic_frame(scores, steps, LABELS, seed_topic=seed_topic)
     chance = ch.state_topic_scores(cond, ch.chance_tokens(cond, CHANCE_TEXTS, N, seed=1), LABELS)
@@ -151,8 +151,8 @@ def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
     """Through the chapter's claims rows: no row of a random-weight MLM is reproduced (the model-specific
     ones are other setup: not the paper's model)."""
     random = runs["random"]()
-    frame_rows, _ = ch.chapter_verdicts(random["crossings"], random["recurrence"], random["rises"],
-                                        random["loss"], setup={"n": N}, model="tiny-random-bert")
+    frame_rows = ch.claim_rows(random["crossings"], random["recurrence"], random["rises"], random["loss"],
+                               setup={"n": N}, model="tiny-random-bert")
     verdicts = {row["claim"]: row["verdict"] for row in frame_rows}
     assert vd.REPRODUCED not in verdicts.values()
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == vd.OTHER_SETUP

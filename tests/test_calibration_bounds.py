@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import bounds as ch
 
@@ -22,17 +22,17 @@ def references():
 
 
 def one_chain(name, cond, n=N):
-    return ch.theorem5_row(ch.mixing_profile(cond, n, GRID).assign(chain=name))
+    return ch._theorem5_row(ch.mixing_profile(cond, n, GRID).assign(chain=name))
 
 
 def test_coupon_collector_time_is_the_independent_sites_mixing_time_with_concentrated_marginals():
     for n in (3, 5):
         field = torch.zeros(n, 2)
         field[:, 0] = 60.0  # p(0) = 1 - e^-60: each site exact once picked, the start all-1 far from mu
-        independent = gc.PottsConditionals(torch.zeros(n, n), field, q=2)
-        assert gc.exact_mixing_time(independent, n, 1.0) == ch.coupon_collector_time(n)
+        independent = glauber.PottsConditionals(torch.zeros(n, n), field, q=2)
+        assert glauber.exact_mixing_time(independent, n, 1.0) == ch.coupon_collector_time(n)
         # uniform marginals mix faster, never slower
-        assert gc.exact_mixing_time(gc.PottsConditionals(torch.zeros(n, n), q=2), n, 1.0) <= ch.coupon_collector_time(n)
+        assert glauber.exact_mixing_time(glauber.PottsConditionals(torch.zeros(n, n), q=2), n, 1.0) <= ch.coupon_collector_time(n)
 
 
 def test_theorem5_condition_differs_on_independent_sites(references):
@@ -62,7 +62,7 @@ def test_theorem5_condition_reproduced_on_a_ferromagnet_in_a_balancing_field(ref
 
 def test_theorem5_row_over_several_chains_differs_when_one_does(references):
     profiles = ch.mixing_profiles(references, N, GRID)
-    row = ch.theorem5_row(profiles)
+    row = ch._theorem5_row(profiles)
     assert row["verdict"] == bt.DIFFERS and "balancing field: at least" in row["ours_text"]
 
 
@@ -72,7 +72,7 @@ def potts_windows(symmetric: bool, count: int = 6, n: int = 4, q: int = 3):
         generator = torch.Generator().manual_seed(seed)
         raw = 1.5 * torch.randn(n, n, generator=generator, dtype=torch.float64)
         field = 0.5 * torch.randn(n, q, generator=generator, dtype=torch.float64)
-        cond = gc.PottsConditionals((raw + raw.T) / 2 if symmetric else raw, field, q)
+        cond = glauber.PottsConditionals((raw + raw.T) / 2 if symmetric else raw, field, q)
         gaps.append(ch.stationary_vs_pseudo_likelihood(cond, n, 1.0))
     return gaps
 
@@ -81,10 +81,10 @@ def test_mu_vs_pseudolikelihood_differs_on_symmetric_potts():
     laws = potts_windows(symmetric=True)
     assert all(law["pl_gap"] < ch.PL_FLOOR and law["conditional_gap"] < ch.PL_FLOOR for law in laws)
     assert all(law["tv_model_pl"] > 0.01 for law in laws)  # the PL law is not mu even here
-    assert ch.pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
+    assert ch._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
 
 
 def test_mu_vs_pseudolikelihood_reproduced_on_asymmetric_potts():
     laws = potts_windows(symmetric=False)
     assert all(law["pl_gap"] > 1e-3 and law["conditional_gap"] > 1e-3 for law in laws)
-    assert ch.pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED
+    assert ch._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import verdicts as vd
 from chapters import incompatibility as ch
 
@@ -77,7 +77,7 @@ def influence_chain(kind, n=8, q=4, seed=0):
     asymmetry = {"scales": 0.3 * symmetric.abs(), "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
                  "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6}[kind]
     field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
-    return gc.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
+    return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
 
 
 def detected(cond, rectangles, top_k):
@@ -85,7 +85,7 @@ def detected(cond, rectangles, top_k):
     frame = ch.rectangle_frame(cond, rectangles, top_k=top_k)
     floor = ch.rounding_floor(cond, rectangles, frame)
     summary = ch.incompatibility_summary(frame, floor["floor"], resamples=200)
-    return ch.detected_verdict(summary), summary, floor
+    return ch._detected_verdict(summary), summary, floor
 
 
 def influence(cond, count=300, seed=1):
@@ -94,7 +94,7 @@ def influence(cond, count=300, seed=1):
     frame = ch.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
     estimate = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=1000)
     paper = ch.rank_correlation_ci(frame.paper_influence, frame.abs_delta, resamples=1000)
-    return ch.influence_verdict(estimate), estimate, paper
+    return ch._influence_verdict(estimate), estimate, paper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def test_detected_verdict_is_the_same_at_every_temperature():
             frame = ch.rectangle_frame(cond, rectangles, temperature, top_k=3)
             floor = ch.rounding_floor(cond, rectangles, frame, temperature)
             summary = ch.incompatibility_summary(frame, floor["floor"], resamples=100)
-            assert ch.detected_verdict(summary)[0] == expected, (name, temperature)
+            assert ch._detected_verdict(summary)[0] == expected, (name, temperature)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 Each test runs the estimator and the claims-row builder the notebook calls (chapters/phase.py: coupling_grid,
 scaled_budget_grid, transition_fits, compare_lengths, hitting_times, scaling_fits, saturation_trend,
-rise_with_temperature, context_alpha and the *_row functions), at a small size, on a chain where the claim
-holds and on one where it fails, and asserts "reproduced" and "differs". The notebook feeds those functions
-the embedding distance d = 1 - cos of its MLM chains; here the same functions get a distance whose law is
-known (Hamming distance to the start), so that only the distance differs from the notebook's code path.
+rise_with_temperature, context_alpha and the per-claim helpers behind claim_rows), at a small size, on a chain
+where the claim holds and on one where it fails, and asserts "reproduced" and "differs". The notebook feeds those
+functions the embedding distance d = 1 - cos of its MLM chains; here the same functions get a distance whose law
+is known (Hamming distance to the start), so that only the distance differs from the notebook's code path.
 
 Chains:
 - Curie-Weiss (all-to-all Potts, q = 2) from its two ground states, with the per-site total coupling
@@ -33,7 +33,7 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import phase as ch
 
@@ -41,9 +41,9 @@ TAUS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 SMALL, LARGE = 4, 16
 
 
-def curie_weiss(n: int, total: float) -> gc.PottsConditionals:
+def curie_weiss(n: int, total: float) -> glauber.PottsConditionals:
     """All-to-all Potts (q = 2) with per-site total coupling `total` (pair coupling total / (n - 1))."""
-    return gc.PottsConditionals(torch.full((n, n), total / (n - 1), dtype=torch.float64), q=2)
+    return glauber.PottsConditionals(torch.full((n, n), total / (n - 1), dtype=torch.float64), q=2)
 
 
 COARSE = [float(t) for t in np.geomspace(0.25, 32, 22)]  # spans both Curie-Weiss boundaries
@@ -67,11 +67,11 @@ def coupling_comparison(make, taus=COARSE, pairs: int = 40, budget_per_nlogn: fl
             int(scaled.coupled.sum()))
 
 
-def switch(n: int, coupling: float = 6.0) -> gc.PottsConditionals:
+def switch(n: int, coupling: float = 6.0) -> glauber.PottsConditionals:
     """Sites 0 and 1 coupled to each other only (a two-site switch), the other n - 2 sites free (q = 2)."""
     J = torch.zeros(n, n, dtype=torch.float64)
     J[0, 1] = J[1, 0] = coupling
-    return gc.PottsConditionals(J, q=2)
+    return glauber.PottsConditionals(J, q=2)
 
 
 @pytest.fixture(scope="module")
@@ -97,19 +97,19 @@ def no_sharpening():
 
 def test_boundary_shift_holds_when_the_critical_temperature_grows_with_n(widening):
     scaled, _, events = widening
-    row = ch.boundary_shift_row(scaled, events, SMALL, LARGE)
+    row = ch._boundary_shift_row(scaled, events, SMALL, LARGE)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_boundary_shift_fails_when_the_critical_temperature_falls_with_n(narrowing):
     scaled, _, events = narrowing
-    row = ch.boundary_shift_row(scaled, events, SMALL, LARGE)
+    row = ch._boundary_shift_row(scaled, events, SMALL, LARGE)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
 def test_transition_width_holds_when_a_fixed_barrier_sets_the_crossover(no_sharpening):
     scaled, fixed, _ = no_sharpening
-    row = ch.transition_width_row(scaled, SMALL, LARGE, fixed)
+    row = ch._transition_width_row(scaled, SMALL, LARGE, fixed)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
     assert "budget scaled by n log n" in row["ours_text"] and "fixed budget" in row["ours_text"]
 
@@ -118,7 +118,7 @@ def test_transition_width_holds_when_a_fixed_barrier_sets_the_crossover(no_sharp
 def test_transition_width_fails_on_curie_weiss_whatever_its_location_does(chain, request):
     # tau_c ~ n (absolute width grows) or ~ 1/n (shrinks): in log tau both sharpen like n^-1/2
     scaled, fixed, _ = request.getfixturevalue(chain)
-    row = ch.transition_width_row(scaled, SMALL, LARGE, fixed)
+    row = ch._transition_width_row(scaled, SMALL, LARGE, fixed)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
@@ -129,12 +129,12 @@ def test_transition_width_fails_on_curie_weiss_whatever_its_location_does(chain,
 LENGTHS = (8, 12, 16, 24, 32)
 
 
-def leaving_sites(n: int, field: float = 40.0) -> gc.PottsConditionals:
+def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
     """Independent sites (J = 0) whose conditional puts all but e^-40 of its mass on colour 1."""
-    return gc.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
+    return glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
 
 
-def hamming(trajectory: gc.Trajectory, normalised: bool = True) -> torch.Tensor:
+def hamming(trajectory: glauber.Trajectory, normalised: bool = True) -> torch.Tensor:
     """Hamming distance of every record to the chain's start [B, R] (share of sites, or count)."""
     changed = (trajectory.tokens != trajectory.tokens[:, :1]).double().sum(-1)
     return changed / trajectory.tokens.shape[-1] if normalised else changed
@@ -148,7 +148,7 @@ def coupon_hits():
         n_all, times_all = [], []
         for n in lengths:  # a cutoff that every chain meets (all sites: n log n + 6 n; half: 2 n)
             steps = int(4 * n * math.log(n) + 6 * n) if radius == 1 else 2 * n
-            run = gc.glauber(leaving_sites(n), torch.zeros(60, n, dtype=torch.long), steps, seed=n, progress=False)
+            run = glauber.glauber(leaving_sites(n), torch.zeros(60, n, dtype=torch.long), steps, seed=n, progress=False)
             times = ch.hitting_times(hamming(run), run.steps, radius)
             n_all += [n] * len(times)
             times_all += times.tolist()
@@ -158,20 +158,20 @@ def coupon_hits():
 
 def test_nlogn_fit_holds_on_the_coupon_collector(coupon_hits):
     n, times = coupon_hits[1.0]  # every site changed: the coupon collector, median n (ln n + 0.37)
-    row = ch.nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 1.0)
+    row = ch._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 1.0)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_nlogn_fit_fails_when_half_the_sites_suffice(coupon_hits):
     n, times = coupon_hits[0.5]  # half the sites changed: n (H_n - H_n/2) -> n ln 2 steps, linear in n
-    row = ch.nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 0.5)
+    row = ch._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 0.5)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
 def fixed_time_distances(steps: int, normalised: bool, lengths=(8, 16, 32, 64, 128), chains: int = 30):
     n_all, d_all = [], []
     for n in lengths:
-        run = gc.glauber(leaving_sites(n), torch.zeros(chains, n, dtype=torch.long), steps, seed=n,
+        run = glauber.glauber(leaving_sites(n), torch.zeros(chains, n, dtype=torch.long), steps, seed=n,
                          record_every=steps, progress=False)
         n_all += [n] * chains
         d_all += hamming(run, normalised)[:, -1].tolist()
@@ -180,25 +180,25 @@ def fixed_time_distances(steps: int, normalised: bool, lengths=(8, 16, 32, 64, 1
 
 def test_distance_saturates_holds_when_the_count_changed_saturates_at_T():
     n, d = fixed_time_distances(24, normalised=False)  # n (1 - (1 - 1/n)^T): grows, below linear, up to T
-    row = ch.saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_distance_saturates_fails_when_the_distance_falls_with_n():
     n, d = fixed_time_distances(24, normalised=True)  # 1 - (1 - 1/n)^T falls with n
-    row = ch.saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
 def test_distance_saturates_is_not_reproduced_by_linear_growth():
     n_all, d_all = [], []  # uniform sites at T >> n log n: the count changed is Binomial(n, 1/2), linear in n
     for n in (8, 16, 32):
-        cond = gc.PottsConditionals(torch.zeros(n, n), q=2)
-        run = gc.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400,
+        cond = glauber.PottsConditionals(torch.zeros(n, n), q=2)
+        run = glauber.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400,
                          progress=False)
         n_all += [n] * 30
         d_all += hamming(run, normalised=False)[:, -1].tolist()
-    row = ch.saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
+    row = ch._saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
     assert row["verdict"] != bt.REPRODUCED, row["reason"]
     assert "slower than linear: inconclusive" in row["reason"] or "slower than linear: differs" in row["reason"]
 
@@ -209,7 +209,7 @@ def fig7_rise(field_on_start: float, steps: int, radii):
     peaks, rows = [], []
     for n in (8, 16):
         field = torch.tensor([[field_on_start, 0.0, 0.0]] * n)
-        cond = gc.PottsConditionals(torch.zeros(n, n), field, q=3)
+        cond = glauber.PottsConditionals(torch.zeros(n, n), field, q=3)
         run, table = ch.multi_temperature_glauber(cond, torch.zeros(12, n, dtype=torch.long),
                                                   [0.5, 1.0, 2.0, 4.0], steps, seed=n, progress=False)
         peaks.append(hamming(run))
@@ -219,7 +219,7 @@ def fig7_rise(field_on_start: float, steps: int, radii):
 
 
 def test_crossover_fractions_holds_when_hot_chains_leave_a_favoured_start():
-    row = ch.crossover_row(fig7_rise(3.0, 40, (0.2, 0.4, 0.6)))  # leaving share 2 / (e^(3 / tau) + 2)
+    row = ch._crossover_row(fig7_rise(3.0, 40, (0.2, 0.4, 0.6)))  # leaving share 2 / (e^(3 / tau) + 2)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
@@ -227,7 +227,7 @@ def test_crossover_fractions_fails_when_hot_chains_leave_less():
     # the start colour disfavoured: cold chains leave every site (d = 1), hot ones hover near 2/3; at R = 0.2
     # and 0.6 every chain gets there (a ceiling: those parts cannot decide), at R = 1 the share falls with tau
     rise = fig7_rise(-3.0, 80, (0.2, 0.6, 1.0))
-    row = ch.crossover_row(rise)
+    row = ch._crossover_row(rise)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
     assert "n=8 R=0.2: inconclusive" in row["reason"] and "R=1: differs" in row["reason"]
 
@@ -258,9 +258,9 @@ class GatedPotts:
 def alpha_calibration(cond, n: int = 5, contexts: int = 6, tau: float = 2.0):
     seeds = torch.randint(0, 3, (contexts, n), generator=torch.Generator().manual_seed(0))
     seeds[:, 0] = 0
-    run = gc.glauber(cond, seeds, 40 * n, tau, seed=0, progress=False)
+    run = glauber.glauber(cond, seeds, 40 * n, tau, seed=0, progress=False)
     alpha = ch.context_alpha(cond, seeds, {tau: run.final}, top_k=2)
-    return ch.alpha_row(alpha, 1.0, [tau])
+    return ch._alpha_row(alpha, 1.0, [tau])
 
 
 def test_context_alpha_holds_when_visited_states_are_uncoupled():
@@ -269,5 +269,5 @@ def test_context_alpha_holds_when_visited_states_are_uncoupled():
 
 
 def test_context_alpha_fails_on_independent_sites():
-    row = alpha_calibration(gc.PottsConditionals(torch.zeros(5, 5), q=3))  # alpha = 0 on every state
+    row = alpha_calibration(glauber.PottsConditionals(torch.zeros(5, 5), q=3))  # alpha = 0 on every state
     assert row["verdict"] == bt.DIFFERS, row["reason"]

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import verdicts as vd
 from chapters import traps as ch
 
@@ -46,7 +46,7 @@ def run_profiles(fields, chains_per: int, steps: int, window: int, threshold: fl
     ids = torch.arange(profiles).repeat_interleave(chains_per)
     x0 = torch.cat([torch.zeros(len(ids), n, dtype=torch.long), ids[:, None]], 1)
     frozen = torch.arange(n + 1) == n
-    run = gc.glauber(cond, x0, steps, tau, frozen=frozen, seed=seed, record_every=record_every, progress=False)
+    run = glauber.glauber(cond, x0, steps, tau, frozen=frozen, seed=seed, record_every=record_every, progress=False)
     embeddings = ch.site_embeddings(run.tokens[:, :, :n])
     judge = judge_with or cond
     found = {tau: ch.trap_catalogue(judge, run, ch.detect_traps(embeddings, run.steps, window, threshold))}
@@ -64,8 +64,11 @@ def locked(profiles: int, n: int, vocab: int = 2, gap: float = 30.0, free_last: 
     return fields
 
 
-# The notebook's detector settings at n = 10: a 15-sweep window and the paper's threshold.
-N, WINDOW, THRESHOLD, STEPS = 10, 150, 0.12, 600
+# The notebook's detector settings at n = 10 (ch.settings): a 15-sweep window and the paper's threshold.
+N, STEPS = 10, 600
+_DETECTOR = ch.settings("quick", seq_len=N, record_every=1)
+WINDOW, THRESHOLD = _DETECTOR.window, _DETECTOR.threshold
+assert (WINDOW, THRESHOLD) == (150, 0.12)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -127,7 +130,7 @@ def duration_case(run, tokens, window, threshold=THRESHOLD, cond=None):
 
 def test_approximate_traps_of_a_two_well_chain_outlast_the_detectors_null():
     cond = CurieWeiss(8, 5.0)
-    run = gc.glauber(cond, torch.zeros(16, 9, dtype=torch.long), 3000, 1.0, seed=0, progress=False)
+    run = glauber.glauber(cond, torch.zeros(16, 9, dtype=torch.long), 3000, 1.0, seed=0, progress=False)
     traps, (verdict, reason, ratio, low, _) = duration_case(run, run.tokens, 90, cond=cond)
     assert (traps.kind == "approximate").all() and (~traps.censored).sum() >= 8
     assert verdict == vd.REPRODUCED and low > ch.DURATION_FACTOR, reason
@@ -214,7 +217,7 @@ class Gate:
 
 def gate_traps(gate: float, fields, chains: int, steps: int, window: int):
     cond = Gate(gate, fields)
-    run = gc.glauber(cond, torch.zeros(chains, cond.n, dtype=torch.long), steps, 1.0, seed=0, progress=False)
+    run = glauber.glauber(cond, torch.zeros(chains, cond.n, dtype=torch.long), steps, 1.0, seed=0, progress=False)
     vectors = ch.site_embeddings(run.tokens)
     found = {1.0: ch.trap_catalogue(cond, run, ch.detect_traps(vectors, run.steps, window, THRESHOLD))}
     return ch.trap_table(cond, {1.0: (run, vectors)}, found)
@@ -256,7 +259,7 @@ def cold_frame(fields, temperatures, steps: int = 400, chains: int = 8):
     frozen = torch.arange(n + 1) == n
     distances = {}
     for tau in temperatures:
-        run = gc.glauber(cond, x0, steps, tau, frozen=frozen, record_every=steps, progress=False)
+        run = glauber.glauber(cond, x0, steps, tau, frozen=frozen, record_every=steps, progress=False)
         vectors = ch.site_embeddings(run.tokens[:, :, :n])
         vectors = vectors / vectors.norm(dim=-1, keepdim=True)
         distances[tau] = ch.distance_at(vectors, run.steps, steps)

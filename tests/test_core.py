@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 
 
@@ -20,14 +20,14 @@ def reference_splitmix64(state: int) -> int:
 
 def test_splitmix64_matches_reference_bits():
     states = [0, 1, 2**63 - 1, 12345678901234, 2**40 + 7]
-    ours = gc.splitmix64(torch.tensor(states)).tolist()
+    ours = glauber.splitmix64(torch.tensor(states)).tolist()
     assert [o & (2**64 - 1) for o in ours] == [reference_splitmix64(s) for s in states]
     assert reference_splitmix64(0) == 0xE220A8397B1DCDAF  # published first output for seed 0
 
 
 def test_uniforms_are_uniform():
-    keys = gc._chain_keys(3, 50_000, "cpu")
-    u = gc._uniforms(keys, 17, 1).numpy()
+    keys = glauber._chain_keys(3, 50_000, "cpu")
+    u = glauber._uniforms(keys, 17, 1).numpy()
     assert u.min() >= 0 and u.max() < 1
     from scipy.stats import kstest
 
@@ -51,12 +51,12 @@ def spiky_weights(vocab: int, seed: int, empty_tail: int = 0) -> torch.Tensor:
 def test_inverse_cdf_sampler_is_the_exact_inverse_cdf(vocab, empty_tail):
     """The two-level sampler returns the first token whose fp64 cumulative mass exceeds u * total."""
     weights = spiky_weights(vocab, vocab, empty_tail).expand(400, -1)
-    u = gc._uniforms(gc._chain_keys(vocab, 400, "cpu"), 1, 1)
+    u = glauber._uniforms(glauber._chain_keys(vocab, 400, "cpu"), 1, 1)
     cdf = weights.double().cumsum(-1)
     reference = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
-    assert torch.equal(gc._inverse_cdf(weights, u), reference)
+    assert torch.equal(glauber._inverse_cdf(weights, u), reference)
     # the largest uniform, and one rounding to the total, still land on a token with mass
-    extreme = gc._inverse_cdf(weights[:2], torch.tensor([1 - 2**-53, 1.0], dtype=torch.float64))
+    extreme = glauber._inverse_cdf(weights[:2], torch.tensor([1 - 2**-53, 1.0], dtype=torch.float64))
     assert (weights[0, extreme] > 0).all()
 
 
@@ -67,7 +67,7 @@ def test_inverse_cdf_sampler_draws_the_law(vocab):
 
     weights = spiky_weights(vocab, 7)
     draws = 200_000
-    sample = gc._inverse_cdf(weights.expand(draws, -1), gc._uniforms(gc._chain_keys(1, draws, "cpu"), 1, 1))
+    sample = glauber._inverse_cdf(weights.expand(draws, -1), glauber._uniforms(glauber._chain_keys(1, draws, "cpu"), 1, 1))
     counts = torch.bincount(sample, minlength=vocab).double()
     assert counts[weights == 0].sum() == 0
     expected = weights.double() / weights.double().sum() * draws
@@ -92,7 +92,7 @@ def ising(symmetric: bool, seed: int = 0, q: int = 2):
     if symmetric:
         coupling = (coupling + coupling.T) / 2
     field = 0.5 * torch.randn(N_SITES, q, generator=g, dtype=torch.float64)
-    return gc.PottsConditionals(coupling, field, q=q)
+    return glauber.PottsConditionals(coupling, field, q=q)
 
 
 def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
@@ -113,7 +113,7 @@ def test_glauber_matches_exact_gibbs_joint(scan):
     model = ising(symmetric=True)
     states, log_joint = model.joint_log_probs(temperature=0.8)
     x0 = torch.zeros(CHAINS, N_SITES, dtype=torch.long)
-    final = gc.glauber(model, x0, 120, temperature=0.8, scan=scan, record_every=120, progress=False).final
+    final = glauber.glauber(model, x0, 120, temperature=0.8, scan=scan, record_every=120, progress=False).final
     law = empirical_law(final, 2)
     assert tv(law, log_joint.exp()) < TV_BOUND
     _, other = model.joint_log_probs(temperature=0.3)
@@ -122,27 +122,27 @@ def test_glauber_matches_exact_gibbs_joint(scan):
 
 def test_glauber_matches_exact_stationary_of_incompatible_chain():
     model = ising(symmetric=False, q=3, seed=1)
-    mu = gc.exact_stationary(model, N_SITES, temperature=1.0)
-    assert torch.allclose(gc.glauber_kernel(model, N_SITES).T @ mu, mu, atol=1e-10)
+    mu = glauber.exact_stationary(model, N_SITES, temperature=1.0)
+    assert torch.allclose(glauber.glauber_kernel(model, N_SITES).T @ mu, mu, atol=1e-10)
     x0 = torch.randint(0, 3, (CHAINS, N_SITES), generator=torch.Generator().manual_seed(0))
-    final = gc.glauber(model, x0, 150, record_every=150, progress=False).final
+    final = glauber.glauber(model, x0, 150, record_every=150, progress=False).final
     law = empirical_law(final, 3)
     bound = 1.5 * bt.sampling_noise_tv(mu, CHAINS)  # the empirical TV concentrates near its mean
     assert tv(law, mu) < bound
     # plausible wrong answers are rejected: the Gibbs joint of the symmetrised coupling, mu at tau = 0.7
-    symmetrised = gc.PottsConditionals((model.coupling + model.coupling.T) / 2, model.field, q=3)
+    symmetrised = glauber.PottsConditionals((model.coupling + model.coupling.T) / 2, model.field, q=3)
     assert tv(law, symmetrised.joint_log_probs()[1].exp()) > bound
-    assert tv(law, gc.exact_stationary(model, N_SITES, temperature=0.7)) > bound
+    assert tv(law, glauber.exact_stationary(model, N_SITES, temperature=0.7)) > bound
 
 
 def test_exact_stationary_equals_gibbs_joint_for_symmetric_coupling():
     model = ising(symmetric=True, q=3)
     _, log_joint = model.joint_log_probs(temperature=1.3)
-    assert torch.allclose(gc.exact_stationary(model, N_SITES, 1.3), log_joint.exp(), atol=1e-10)
+    assert torch.allclose(glauber.exact_stationary(model, N_SITES, 1.3), log_joint.exp(), atol=1e-10)
 
 
 def test_kernel_rows_are_distributions():
-    kernel = gc.glauber_kernel(ising(symmetric=False), N_SITES, 0.7)
+    kernel = glauber.glauber_kernel(ising(symmetric=False), N_SITES, 0.7)
     assert torch.allclose(kernel.sum(1), torch.ones(len(kernel), dtype=torch.float64))
 
 
@@ -154,11 +154,11 @@ def test_asymmetric_coupling_has_no_joint():
 def kernel_by_definition(cond, n, temperature):
     """P_tau straight from section 3.2: from every state, a site with probability 1/n, resampled from its
     conditional computed at that very state (|V|^n forwards per site)."""
-    states, q = gc.all_states(cond.vocab_size, n), cond.vocab_size
+    states, q = glauber.all_states(cond.vocab_size, n), cond.vocab_size
     kernel = torch.zeros(len(states), len(states), dtype=torch.float64)
     place = q ** torch.arange(n - 1, -1, -1)
     for site in range(n):
-        probs = gc.conditional_probs(cond, states, torch.full((len(states),), site), temperature).double()
+        probs = glauber.conditional_probs(cond, states, torch.full((len(states),), site), temperature).double()
         for a in range(q):
             target = states.clone()
             target[:, site] = a
@@ -183,26 +183,26 @@ def test_kernel_takes_one_forward_per_rest_of_the_state(q, n):
     """The site-i conditional (site masked) ignores x_i, so the kernel needs n q^(n-1) forwards, not n q^n,
     and equals the kernel built from the definition."""
     g = torch.Generator().manual_seed(q)
-    model = gc.PottsConditionals(torch.randn(n, n, generator=g, dtype=torch.float64),
+    model = glauber.PottsConditionals(torch.randn(n, n, generator=g, dtype=torch.float64),
                                  torch.randn(n, q, generator=g, dtype=torch.float64), q=q)
     for temperature in (0.4, 1.0, 2.5):
         counting = CountingConditionals(model)
-        kernel = gc.glauber_kernel(counting, n, temperature)
+        kernel = glauber.glauber_kernel(counting, n, temperature)
         assert counting.rows == n * q ** (n - 1)
         assert (kernel - kernel_by_definition(model, n, temperature)).abs().max() <= 1e-12
-        mu = gc.exact_stationary(model, n, temperature)
+        mu = glauber.exact_stationary(model, n, temperature)
         assert (mu @ kernel - mu).abs().max() <= 1e-12
 
 
 def test_seed_passages_source_is_checked(monkeypatch):
     model = ising(symmetric=True)
     with pytest.raises(ValueError, match=r"passages must be one of \('bbc', 'germline', 'ms_marco'\)"):
-        gc.seed_passages(model, 4, 2, passages="wikipedia")
+        glauber.seed_passages(model, 4, 2, passages="wikipedia")
     with pytest.raises(ValueError, match="'germline' seeds a protein model"):
-        gc.seed_passages(model, 4, 2, passages="germline")
+        glauber.seed_passages(model, 4, 2, passages="germline")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="offline, use the default passages='bbc'") as error:
-        gc.seed_passages(model, 4, 2, passages="ms_marco")
+        glauber.seed_passages(model, 4, 2, passages="ms_marco")
     assert str(error.value).count(". ") == 0  # one sentence
 
 
@@ -222,12 +222,12 @@ def test_maximal_coupling_marginals_and_disagreement_small_vocab():
     g = torch.Generator().manual_seed(0)
     logp, logq = random_log_probs(1, 8, g), random_log_probs(1, 8, g)
     draws = 200_000
-    a, b = gc.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1), generator=g)
+    a, b = glauber.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1), generator=g)
     p, q = logp[0].exp(), logq[0].exp()
     for sample, target in ((a, p), (b, q)):
         freq = torch.bincount(sample, minlength=8).double() / draws
         assert ((freq - target).abs() <= 5 * (target * (1 - target) / draws).sqrt() + 1e-4).all()
-    distance = gc.total_variation(logp, logq).item()
+    distance = glauber.total_variation(logp, logq).item()
     disagree = (a != b).double().mean().item()
     assert abs(disagree - distance) < 5 * math.sqrt(distance * (1 - distance) / draws)
 
@@ -238,9 +238,9 @@ def test_maximal_coupling_vocab_sized_pairs():
     logp = random_log_probs(rows, vocab, g, scale=3.0)
     logq = torch.log_softmax(logp.nan_to_num(neginf=-50.0) + 0.7 * torch.randn(rows, vocab, generator=g,
                                                                                  dtype=torch.float64), -1)
-    distance = gc.total_variation(logp, logq)
+    distance = glauber.total_variation(logp, logq)
     assert 0.1 < distance.mean() < 0.9
-    a, b = gc.maximal_coupling(logp, logq, generator=g)
+    a, b = glauber.maximal_coupling(logp, logq, generator=g)
     disagree = (a != b).double()
     sigma = math.sqrt((distance * (1 - distance)).sum().item()) / rows
     assert abs(disagree.mean().item() - distance.mean().item()) < 5 * sigma
@@ -252,12 +252,12 @@ def test_maximal_coupling_vocab_sized_pairs():
 def test_maximal_coupling_extreme_cases():
     g = torch.Generator().manual_seed(2)
     logp = random_log_probs(500, 50, g)
-    a, b = gc.maximal_coupling(logp, logp.clone(), generator=g)
+    a, b = glauber.maximal_coupling(logp, logp.clone(), generator=g)
     assert torch.equal(a, b)
     first = torch.full((500, 4), -math.inf, dtype=torch.float64)
     second = first.clone()
     first[:, :2], second[:, 2:] = math.log(0.5), math.log(0.5)
-    a, b = gc.maximal_coupling(first, second, generator=g)
+    a, b = glauber.maximal_coupling(first, second, generator=g)
     assert (a < 2).all() and (b >= 2).all()
 
 
@@ -278,7 +278,7 @@ def random_rectangles(q, rows, seed):
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
 def test_rectangle_delta_vanishes_for_symmetric_potts(temperature):
     model = ising(symmetric=True, q=4)
-    delta = gc.rectangle_delta(model, *random_rectangles(4, 400, 0), temperature=temperature)
+    delta = glauber.rectangle_delta(model, *random_rectangles(4, 400, 0), temperature=temperature)
     assert delta.abs().max() < 1e-5
 
 
@@ -291,7 +291,7 @@ def test_rectangle_delta_closed_form_for_asymmetric_potts(temperature):
     same = lambda u, v: (u == v).double()  # noqa: E731
     expected = (model.coupling[j, i] - model.coupling[i, j]) * (
         same(a_new, b_new) + same(a_old, b_old) - same(a_new, b_old) - same(a_old, b_new)) / temperature
-    delta = gc.rectangle_delta(model, tokens, i, j, a_new, b_new, temperature=temperature)
+    delta = glauber.rectangle_delta(model, tokens, i, j, a_new, b_new, temperature=temperature)
     assert torch.allclose(delta, expected, atol=1e-9)
     assert expected.abs().max() > 0.1  # the rectangles do probe the asymmetry
 
@@ -299,8 +299,8 @@ def test_rectangle_delta_closed_form_for_asymmetric_potts(temperature):
 def test_rectangle_delta_antisymmetric_when_paths_swap():
     model = ising(symmetric=False, q=3, seed=4)
     tokens, i, j, a_new, b_new = random_rectangles(3, 200, 2)
-    forward = gc.rectangle_delta(model, tokens, i, j, a_new, b_new)
-    swapped = gc.rectangle_delta(model, tokens, j, i, b_new, a_new)
+    forward = glauber.rectangle_delta(model, tokens, i, j, a_new, b_new)
+    swapped = glauber.rectangle_delta(model, tokens, j, i, b_new, a_new)
     assert torch.allclose(forward, -swapped, atol=1e-12)
 
 
@@ -323,9 +323,9 @@ def test_rectangle_delta_vanishes_for_any_explicit_joint():
     q = 3
     log_joint = torch.log_softmax(3 * torch.randn(q**N_SITES, dtype=torch.float64), 0)
     model = JointConditionals(log_joint, q, N_SITES)
-    delta = gc.rectangle_delta(model, *random_rectangles(q, 300, 3), temperature=0.7)
+    delta = glauber.rectangle_delta(model, *random_rectangles(q, 300, 3), temperature=0.7)
     assert delta.abs().max() < 1e-9
-    assert torch.allclose(gc.exact_stationary(model, N_SITES), log_joint.exp(), atol=1e-9)
+    assert torch.allclose(glauber.exact_stationary(model, N_SITES), log_joint.exp(), atol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,21 +338,21 @@ def test_coupling_times_first_meeting_and_stay_met():
     x0 = torch.zeros(300, N_SITES, dtype=torch.long)
     y0 = torch.ones(300, N_SITES, dtype=torch.long)
     y0[:5] = 0
-    times = gc.coupling_times(model, x0, y0, 400, progress=False)
+    times = glauber.coupling_times(model, x0, y0, 400, progress=False)
     assert (times[:5] == 0).all() and (times[5:] > 0).all()
     # a pair cannot meet before every site has been updated at least once: at least 6 steps
     assert (times[5:] >= N_SITES).all()
     # same seed, same times, whatever else is in the batch
-    assert torch.equal(gc.coupling_times(model, x0[:40], y0[:40], 400, progress=False), times[:40])
+    assert torch.equal(glauber.coupling_times(model, x0[:40], y0[:40], 400, progress=False), times[:40])
 
 
 def test_coupling_times_budget_and_temperature():
     model = ising(symmetric=True)
     x0 = torch.zeros(100, N_SITES, dtype=torch.long)
     y0 = torch.ones(100, N_SITES, dtype=torch.long)
-    assert (gc.coupling_times(model, x0, y0, 3, progress=False) == -1).all()
-    cold = gc.coupling_times(model, x0, y0, 600, temperature=0.2, progress=False).double()
-    hot = gc.coupling_times(model, x0, y0, 600, temperature=5.0, progress=False).double()
+    assert (glauber.coupling_times(model, x0, y0, 3, progress=False) == -1).all()
+    cold = glauber.coupling_times(model, x0, y0, 600, temperature=0.2, progress=False).double()
+    hot = glauber.coupling_times(model, x0, y0, 600, temperature=5.0, progress=False).double()
     cold[cold < 0] = 600
     assert hot.median() < cold.median()
 
@@ -360,7 +360,7 @@ def test_coupling_times_budget_and_temperature():
 def coupled_kernel(model, n, temperature):
     """Exact transition matrix of the coupled pair chain (same site, maximal coupling) on V^n x V^n."""
     q = model.vocab_size
-    states = gc.all_states(q, n)
+    states = glauber.all_states(q, n)
     count = len(states)
     place = q ** torch.arange(n - 1, -1, -1)
     kernel = torch.zeros(count * count, count * count, dtype=torch.float64)
@@ -368,7 +368,7 @@ def coupled_kernel(model, n, temperature):
         for y in range(count):
             for site in range(n):
                 pair = torch.stack([states[x], states[y]])
-                p, r = gc.conditional_log_probs(model, pair, torch.tensor([site, site]), temperature).exp()
+                p, r = glauber.conditional_log_probs(model, pair, torch.tensor([site, site]), temperature).exp()
                 excess_p, excess_r = (p - r).clamp_min(0), (r - p).clamp_min(0)
                 distance = excess_p.sum()
                 joint = torch.diag(torch.minimum(p, r))
@@ -403,9 +403,9 @@ def test_coupling_times_follow_the_exact_law():
     n, pairs, horizon = 3, 20_000, 150
     g = torch.Generator().manual_seed(3)
     coupling = torch.randn(n, n, generator=g, dtype=torch.float64)
-    model = gc.PottsConditionals((coupling + coupling.T) / 2, torch.randn(n, 2, generator=g, dtype=torch.float64))
+    model = glauber.PottsConditionals((coupling + coupling.T) / 2, torch.randn(n, 2, generator=g, dtype=torch.float64))
     x0, y0 = torch.tensor([0, 0, 0]), torch.tensor([1, 1, 0])
-    times = gc.coupling_times(model, x0.expand(pairs, -1), y0.expand(pairs, -1), horizon, progress=False)
+    times = glauber.coupling_times(model, x0.expand(pairs, -1), y0.expand(pairs, -1), horizon, progress=False)
     empirical = torch.tensor([((times >= 0) & (times <= t)).double().mean().item() for t in range(horizon + 1)])
     exact = exact_coupling_cdf(model, n, x0, y0, 1.0, horizon)
     assert exact[-1] > 0.99
@@ -420,11 +420,11 @@ def test_coupled_disagreement_equals_tv_exactly_per_step():
     y = x.clone()
     y[0, 3] = 2
     site = torch.tensor([1])
-    logp = gc.conditional_log_probs(model, x, site)
-    logq = gc.conditional_log_probs(model, y, site)
+    logp = glauber.conditional_log_probs(model, x, site)
+    logq = glauber.conditional_log_probs(model, y, site)
     draws = 100_000
-    a, b = gc.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1),
+    a, b = glauber.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1),
                                generator=torch.Generator().manual_seed(5))
-    distance = gc.total_variation(logp, logq).item()
+    distance = glauber.total_variation(logp, logq).item()
     assert distance > 0.05
     assert abs((a != b).double().mean().item() - distance) < 5 * math.sqrt(distance / draws)

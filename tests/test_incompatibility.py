@@ -3,10 +3,11 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import incompatibility as ch
 
@@ -20,7 +21,7 @@ def random_states(cond, count, n, seed):
 
 def asymmetric_potts(n=5, q=4, seed=0):
     generator = torch.Generator().manual_seed(seed)
-    return gc.PottsConditionals(torch.randn(n, n, generator=generator, dtype=torch.float64),
+    return glauber.PottsConditionals(torch.randn(n, n, generator=generator, dtype=torch.float64),
                                 torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
 
 
@@ -31,11 +32,11 @@ def asymmetric_potts(n=5, q=4, seed=0):
 
 def test_causal_control_delta_is_zero_for_random_gpt2(tiny_gpt2):
     rectangles = ch.sample_rectangles(tiny_gpt2, random_states(tiny_gpt2, 6, 9, 0), 16, top_k=50, seed=1)
-    x, y, w, z = gc.rectangle_states(*rectangles.args())
+    x, y, w, z = glauber.rectangle_states(*rectangles.args())
     log_x, log_y = tiny_gpt2.log_joint(x), tiny_gpt2.log_joint(y)
     assert (log_x - log_y).abs().min() > 1e-3  # the edges are far from zero; only their sum cancels
     for temperature in (1.0, 0.7):
-        delta = gc.rectangle_delta(tiny_gpt2, *rectangles.args(), temperature=temperature)
+        delta = glauber.rectangle_delta(tiny_gpt2, *rectangles.args(), temperature=temperature)
         assert delta.dtype == torch.float64 and delta.shape == (16,)
         assert delta.abs().max() < 1e-9
     frame = ch.rectangle_frame(tiny_gpt2, rectangles, batch_size=6)
@@ -83,7 +84,7 @@ def test_causal_lm_never_allows_special_tokens(tiny_gpt2):
 def test_unknown_causal_lm_offline_raises_one_value_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="no-such-org/no-such-causal-lm.*unreachable"):
-        gc.load_causal_lm("no-such-org/no-such-causal-lm")
+        glauber.load_causal_lm("no-such-org/no-such-causal-lm")
 
 
 def test_influence_is_refused_for_a_causal_lm(tiny_gpt2):
@@ -128,7 +129,7 @@ def test_sampler_and_table_use_each_models_own_tokens(tiny_mlms, architecture):
     assert (rectangles.a_new != x[rows, rectangles.i]).all() and (rectangles.b_new != x[rows, rectangles.j]).all()
     assert cond.allowed.cpu()[torch.cat([rectangles.a_new, rectangles.b_new])].all()
     frame = ch.rectangle_frame(cond, rectangles, batch_size=5)
-    np.testing.assert_allclose(frame.delta, gc.rectangle_delta(cond, *rectangles.args()).numpy(), atol=5e-7)
+    np.testing.assert_allclose(frame.delta, glauber.rectangle_delta(cond, *rectangles.args()).numpy(), atol=5e-7)
     assert list(frame.A_new) == cond.tokenizer.convert_ids_to_tokens(rectangles.a_new.tolist())
 
 
@@ -188,11 +189,11 @@ def test_sampler_bad_input_raises_one_value_error(bad, message):
 @pytest.mark.parametrize("temperature", [0.25, 0.5, 2.0, 7.0])
 def test_delta_at_tau_is_delta_at_one_over_tau(tiny_bert, temperature):
     rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 8, 9, 6), 24, seed=2)
-    at_one = gc.rectangle_delta(tiny_bert, *rectangles.args())
+    at_one = glauber.rectangle_delta(tiny_bert, *rectangles.args())
     literal = ch.rectangle_delta_normalized(tiny_bert, *rectangles.args(), temperature=temperature)
     assert at_one.abs().max() > 1e-4  # a random MLM is incompatible: the check is not 0 == 0
     torch.testing.assert_close(literal, at_one / temperature, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(gc.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
+    torch.testing.assert_close(glauber.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
                                at_one / temperature, rtol=1e-12, atol=1e-12)
 
 
@@ -235,7 +236,7 @@ def test_influence_matches_a_direct_computation(tiny_bert):
                                rtol=0, atol=5e-7)
     frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
     np.testing.assert_allclose(frame.paper_influence, expected.amax(1).numpy(), atol=5e-7)
-    np.testing.assert_allclose(frame.delta, gc.rectangle_delta(tiny_bert, *rectangles.args()).numpy(), atol=5e-7)
+    np.testing.assert_allclose(frame.delta, glauber.rectangle_delta(tiny_bert, *rectangles.args()).numpy(), atol=5e-7)
     assert (frame.distance == (frame.i - frame.j).abs()).all()
 
 
@@ -262,7 +263,7 @@ def test_pair_influence_is_the_largest_tv_over_the_alternative_tokens():
             for b in tried[r, 1 - column].tolist():
                 state = x[r].clone()
                 state[other] = b
-                dists.append(gc.conditional_probs(model, state.unsqueeze(0), torch.tensor([site]), 0.5)[0])
+                dists.append(glauber.conditional_probs(model, state.unsqueeze(0), torch.tensor([site]), 0.5)[0])
             best = max(0.5 * float((p - q).abs().sum()) for p in dists for q in dists)
             assert float(got[r, column]) == pytest.approx(best, abs=1e-12)
     frame = ch.rectangle_frame(model, rectangles, 0.5, top_k=6, alternatives=3)
@@ -347,8 +348,8 @@ def test_summary_with_nan_or_zero_deltas_says_so_without_warnings():
         assert zeros["above_floor"] == 0 and zeros["share_above"] == 0 and zeros["max_abs_delta"] == 0
         empty = ch.incompatibility_summary(pd.DataFrame({"abs_delta": [np.nan, np.nan]}), floor=1e-4)
     assert empty["finite"] == 0 and math.isnan(empty["mean_abs_delta"]) and math.isnan(empty["max_abs_delta"])
-    assert ch.detected_verdict(zeros)[0] == bt.DIFFERS  # zero above the floor is the answer
-    assert ch.detected_verdict(empty) == (bt.INCONCLUSIVE, "no rectangle gave a finite delta")
+    assert ch._detected_verdict(zeros)[0] == bt.DIFFERS  # zero above the floor is the answer
+    assert ch._detected_verdict(empty) == (bt.INCONCLUSIVE, "no rectangle gave a finite delta")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,7 +369,7 @@ def test_rectangle_frame_takes_delta_from_the_cores_rectangle_delta(tiny_bert, m
     monkeypatch.setattr(ch, "rectangle_delta", spy)
     frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
     assert calls == [4, 4, 2]
-    assert ch.rectangle_delta is spy and gc.rectangle_delta is original
+    assert ch.rectangle_delta is spy and glauber.rectangle_delta is original
     np.testing.assert_array_equal(frame.delta[:4], original(tiny_bert, *rectangles.take([0, 1, 2, 3]).args()).numpy())
 
 
@@ -402,16 +403,14 @@ def test_checks_pass_through_one_path_with_tiny_models(tiny_bert, tiny_gpt2):
         floors[name] = ch.rounding_floor(model, rects, frame)
         summaries[name] = ch.incompatibility_summary(frame, floors[name]["floor"], resamples=200)
     assert np.isnan(floors["causal"]["precision_gap"]) and floors["mlm"]["precision_gap"] > 0
-    rows = ch.chapter_checks(summaries, floors, causal="causal", symmetric="Potts, symmetric J",
-                             asymmetric="Potts, asymmetric J", temperature_gap=1e-13)
+    rows = ch.check_rows(summaries, floors, causal="causal", temperature_gap=1e-13)
     assert [row["result"] for row in rows] == ["pass"] * 4, rows
     # a compatible model above its floor, or a too-large temperature gap, fails its check
     broken = {**summaries, "causal": dict(summaries["causal"], max_abs_delta=1.0)}
-    rows = ch.chapter_checks(broken, floors, causal="causal", symmetric="Potts, symmetric J",
-                             asymmetric="Potts, asymmetric J", temperature_gap=1e-3)
+    rows = ch.check_rows(broken, floors, causal="causal", temperature_gap=1e-3)
     assert [row["result"] for row in rows] == ["fail", "pass", "pass", "fail"]
-    swapped = ch.chapter_checks(summaries, floors, causal="causal", symmetric="Potts, asymmetric J",
-                                asymmetric="Potts, symmetric J")
+    swapped = ch.check_rows(summaries, floors, causal="causal", symmetric=ch.ASYMMETRIC,
+                            asymmetric=ch.SYMMETRIC)
     assert swapped[1]["result"] == "fail" and len(swapped) == 3
 
 
@@ -426,9 +425,9 @@ def summary(max_abs=1.0, above=290, finite=300):
 @pytest.mark.parametrize("above, expected", [
     (290, bt.REPRODUCED), (150, bt.REPRODUCED), (1, bt.REPRODUCED), (0, bt.DIFFERS)])
 def test_detected_rule_reaches_every_outcome(above, expected):
-    verdict, reason = ch.detected_verdict(summary(above=above))
+    verdict, reason = ch._detected_verdict(summary(above=above))
     assert verdict == expected and f"{above} of 300" in reason
-    assert ch.detected_verdict(dict(summary(), finite=0))[0] == bt.INCONCLUSIVE
+    assert ch._detected_verdict(dict(summary(), finite=0))[0] == bt.INCONCLUSIVE
 
 
 def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
@@ -452,11 +451,9 @@ def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
 @pytest.mark.parametrize("influence, expected", [
     ((0.4, 0.2, 0.6, ""), bt.REPRODUCED), ((-0.4, -0.6, -0.2, ""), bt.DIFFERS),
     ((0.1, -0.1, 0.3, ""), bt.INCONCLUSIVE), ((math.nan,) * 3 + ("one side is constant",), bt.INCONCLUSIVE)])
-def test_chapter_verdicts_rows(influence, expected):
-    summaries = {"minilm-l4-bbc-mlm": summary(), "potts sym": summary(max_abs=0.0)}
-    rows, words = ch.chapter_verdicts(summaries, mlm="minilm-l4-bbc-mlm", influence=influence,
-                                      setup={"rectangles": 300, "top_k": 50, "passages": "BBC News",
-                                             "temperature": 1.0})
+def test_claim_rows(influence, expected):
+    rows = ch.claim_rows(summary(), influence, model="minilm-l4-bbc-mlm",
+                         setup={"rectangles": 300, "top_k": 50, "passages": "BBC News", "temperature": 1.0})
     by_claim = {row["claim"]: row for row in rows}
     assert list(by_claim) == ["incompatibility_detected", "influence_amplifies_delta",
                               "incompatibility_mean_abs_delta"]
@@ -468,15 +465,16 @@ def test_chapter_verdicts_rows(influence, expected):
     assert "minilm-l4-bbc-mlm" in specific["setup"]
     assert all("nan" not in row["ours_text"].lower() for row in rows)
     assert all("temperature" not in row["quantity"] for row in rows)
-    assert words["ch1_size_phrase"] == "lies below"
-    assert set(words) >= {"ch1_mean_text", "ch1_share_text", "ch1_floor", "ch1_rho_influence"}
+    words = prose_words(rows, summary(), influence)
+    assert words["size_phrase"] == "lies below" and words["mean_setup"] == specific["setup"]
+    assert words["above_floor"] == "290 of 300" and words["floor"] == "1.0e-04"
+    assert set(words) >= {"mean_text", "floor", "rho_influence", "sign_p", "temperature_gap", "temperature_rows"}
+    assert all(isinstance(value, str) and "nan" not in value for value in words.values())
 
 
 def test_rows_away_from_the_paper_temperature_say_so():
-    summaries = {"m": summary()}
-    rows, _ = ch.chapter_verdicts(summaries, mlm="m", influence=(0.4, 0.2, 0.6, ""),
-                                  setup={"rectangles": 300, "top_k": 50, "passages": "MS MARCO",
-                                         "temperature": 0.5}, temperature=0.5)
+    rows = ch.claim_rows(summary(), (0.4, 0.2, 0.6, ""), model="m",
+                         setup={"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 0.5})
     assert all("at temperature 0.5 (the paper's: 1)" in row["quantity"] for row in rows)
     assert rows[0]["verdict"] == bt.REPRODUCED  # a general claim is still judged by its rule
 
@@ -492,8 +490,7 @@ def test_mean_abs_delta_is_judged_only_on_the_papers_setup(model, setup, judged)
     rows = {}
     for low, high in ((0.66, 0.75), (0.2, 0.3), (0.5, 0.7)):
         m = dict(summary(), mean_abs_delta=(low + high) / 2, ci_low=low, ci_high=high)
-        rows[(low, high)] = ch.chapter_verdicts({model: m}, mlm=model, influence=(0.4, 0.2, 0.6, ""),
-                                                setup=setup)[0][-1]
+        rows[(low, high)] = ch.claim_rows(m, (0.4, 0.2, 0.6, ""), model=model, setup=setup)[-1]
     verdicts = [row["verdict"] for row in rows.values()]
     if judged:
         assert verdicts == [bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE]
@@ -502,8 +499,85 @@ def test_mean_abs_delta_is_judged_only_on_the_papers_setup(model, setup, judged)
         assert verdicts == [bt.OTHER_SETUP] * 3
 
 
+def prose_words(rows, m, influence):
+    check = pd.DataFrame({"temperature": [0.5, 2.0], "rectangles": 8, "max_abs_delta": [2.0, 0.5],
+                          "identity_gap": [1e-16, 2e-16]})
+    rho = (0.3, -0.1, 0.6, "")
+    return ch.prose_words(rows, m, influence=influence, shared=rho, distance=rho, check=check, temperature=1.0)
+
+
 def test_small_mean_abs_delta_keeps_two_significant_digits():
     small = dict(summary(), mean_abs_delta=1.8e-4, ci_low=1.1e-4, ci_high=2.7e-4)
-    rows, words = ch.chapter_verdicts({"m": small}, mlm="m", influence=(0.5, 0.2, 0.7, ""),
-                                      setup={"rectangles": 16})
-    assert words["ch1_mean_text"] == "0.00018 [0.00011, 0.00027]"
+    rows = ch.claim_rows(small, (0.5, 0.2, 0.7, ""), model="m", setup={"rectangles": 16})
+    assert prose_words(rows, small, (0.5, 0.2, 0.7, ""))["mean_text"] == "0.00018 [0.00011, 0.00027]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings, the saved tables and the page's views
+# ---------------------------------------------------------------------------------------------
+
+def test_settings_are_data_with_the_derived_values():
+    cfg = ch.settings("smoke")
+    assert vars(cfg).items() >= ch.SETTINGS["smoke"].items() and cfg.profile == "smoke"
+    assert (cfg.source, cfg.control_source, cfg.seeds, cfg.temperature) == ("bbc", "bbc", 16, 1.0)
+    assert cfg.setup == {"rectangles": 16, "top_k": 50, "passages": "BBC News", "temperature": 1.0}
+    paper = ch.settings("paper", temperature=2, rectangles=0, top_k=7)
+    assert paper.source == "ms_marco"
+    assert paper.rectangles == int(bt.paper_protocol("incompatibility_detected")["rectangles"])
+    assert paper.top_k == 7 and paper.temperature == 2.0 and paper.setup["passages"] == "MS MARCO"
+    assert ch.settings("paper", passages="bbc").source == "bbc"
+    for bad, message in ((dict(passages="wiki"), "passages must be one of"), (dict(temperature=0), "temperature"),
+                         (dict(profile="huge"), "profile must be one of")):
+        with pytest.raises(ValueError, match=message):
+            ch.settings(bad.pop("profile", "quick"), **bad)
+
+
+def potts_run(temperature):
+    """The chapter's pipeline on the two Potts references: models, floors and summaries."""
+    references = ch.potts_references(6, seed=1)
+    models = {}
+    for name, model in references.items():
+        rects = ch.random_rectangles(model, 6, 10, seed=2)
+        models[name] = (model, rects, ch.rectangle_frame(model, rects, temperature, top_k=3))
+    floors = {name: ch.rounding_floor(m, r, f, temperature) for name, (m, r, f) in models.items()}
+    summaries = {name: ch.incompatibility_summary(f, floors[name]["floor"], resamples=100)
+                 for name, (_, _, f) in models.items()}
+    return models, floors, summaries
+
+
+def test_every_saved_table_carries_the_temperature():
+    models, floors, summaries = potts_run(0.5)
+    rho = ch.rank_correlation_ci(np.arange(10.0), np.arange(10.0) ** 2, resamples=50)
+    rects = models[ch.ASYMMETRIC][1]
+    tables = {"rectangles": ch.rectangle_table(models), "floors": ch.floor_table(floors, 0.5),
+              "table1": ch.table_one(summaries, models, 0.5),
+              "correlations": ch.correlation_table(0.5, influence=rho, distance=rho)}
+    for name, table in tables.items():
+        assert set(table.temperature) == {0.5}, name
+        assert "model" in table or name == "correlations", name
+    assert list(tables["table1"].role) == ["compatible (reference)", "incompatible (reference)"]
+    assert list(tables["table1"].paper) == ["—", "—"] and list(tables["floors"].model) == list(models)
+    assert set(tables["rectangles"].kind) == {ch.SYMMETRIC, ch.ASYMMETRIC}
+    check = ch.temperature_check(models[ch.ASYMMETRIC][0], rects, 4)
+    assert list(check.temperature) == list(ch.CHECK_TEMPERATURES) and (check.rectangles == 4).all()
+    assert (check.identity_gap < 1e-12).all() and (check.max_abs_delta > 0).all()
+
+
+def test_views_read_without_index_or_nan_and_figures_are_returned():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    models, floors, summaries = potts_run(1.0)
+    frame = models[ch.ASYMMETRIC][2]
+    views = [ch.rectangles_view(frame.head()), ch.floors_view(ch.floor_table(floors, 1.0)),
+             ch.table_one_view(ch.table_one(summaries, models, 1.0)),
+             ch.temperature_view(ch.temperature_check(models[ch.ASYMMETRIC][0], models[ch.ASYMMETRIC][1], 3))]
+    for view in views:
+        html = view.to_html()
+        assert "nan" not in html.lower() and len(view.data.columns) <= 6
+        assert 'class="row_heading' not in html  # no index column
+    rho = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=50)
+    for fig in (ch.ecdf_figure(models, floors[ch.ASYMMETRIC]["floor"]), ch.influence_figure(frame, rho, rho),
+                ch.distance_figure(frame, rho)):
+        assert isinstance(fig, matplotlib.figure.Figure) and fig.axes[0].get_title()
+        matplotlib.pyplot.close(fig)

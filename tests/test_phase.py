@@ -1,13 +1,14 @@
 """Chapter 3 (section 6.1): batched coupling grids, transition fits, hitting times and scaling fits."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import phase as ch
 
@@ -15,7 +16,7 @@ from chapters import phase as ch
 def potts(n=5, q=3, seed=0):
     generator = torch.Generator().manual_seed(seed)
     coupling = torch.randn(n, n, generator=generator, dtype=torch.float64)  # asymmetric: no joint
-    return gc.PottsConditionals(coupling, 0.3 * torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
+    return glauber.PottsConditionals(coupling, 0.3 * torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -29,14 +30,14 @@ def test_per_pair_temperatures_equal_separate_calls():
     y0 = torch.full((6, 5), 2, dtype=torch.long)
     temperatures = [0.3, 1.0, 4.0]
     grid = ch.coupling_grid(model, x0, y0, temperatures, 60, seed=3, progress=False)
-    seeds = gc.chain_seeds(3, 18)
+    seeds = glauber.chain_seeds(3, 18)
     for t, tau in enumerate(temperatures):
-        alone = gc.coupling_times(model, x0, y0, 60, tau, seed=seeds[6 * t: 6 * t + 6], progress=False)
+        alone = glauber.coupling_times(model, x0, y0, 60, tau, seed=seeds[6 * t: 6 * t + 6], progress=False)
         assert np.array_equal(grid[grid.temperature == tau].time.to_numpy(), alone.numpy())
     assert grid.coupled.any() and (grid.time != grid.time.iloc[0]).any()
     # a tensor of per-pair temperatures is the same as a list
     per_pair = torch.tensor(temperatures, dtype=torch.float64).repeat_interleave(6)
-    again = gc.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=3, progress=False)
+    again = glauber.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=3, progress=False)
     assert np.array_equal(again.numpy(), grid.time.to_numpy())
 
 
@@ -44,9 +45,9 @@ def test_multi_temperature_glauber_equals_separate_runs():
     model = potts(seed=1)
     x0 = torch.tensor([[0, 1, 2, 0, 1], [2, 2, 2, 2, 2]])
     trajectory, rows = ch.multi_temperature_glauber(model, x0, [0.5, 2.0], 30, seed=5, progress=False)
-    seeds = gc.chain_seeds(5, 4)
+    seeds = glauber.chain_seeds(5, 4)
     for t, tau in enumerate([0.5, 2.0]):
-        alone = gc.glauber(model, x0, 30, tau, seed=seeds[2 * t: 2 * t + 2], progress=False)
+        alone = glauber.glauber(model, x0, 30, tau, seed=seeds[2 * t: 2 * t + 2], progress=False)
         assert torch.equal(trajectory.tokens[2 * t: 2 * t + 2], alone.tokens)
     assert rows.temperature.tolist() == [0.5, 0.5, 2.0, 2.0] and rows.start.tolist() == [0, 1, 0, 1]
 
@@ -57,7 +58,7 @@ def test_bad_per_pair_temperatures(temperature):
     model = potts()
     x0 = torch.zeros(3, 5, dtype=torch.long)
     with pytest.raises(ValueError, match="temperature"):
-        gc.coupling_times(model, x0, x0, 3, temperature, progress=False)
+        glauber.coupling_times(model, x0, x0, 3, temperature, progress=False)
 
 
 @pytest.mark.parametrize("temperatures", [[], 1.0, [1.0, -2.0]])
@@ -279,12 +280,12 @@ def test_seed_passages_do_not_warn_about_long_paragraphs(tiny_bert, capfd):
     tiny_bert.tokenizer.model_max_length = 24
     try:
         capfd.readouterr()
-        passages = gc.seed_passages(tiny_bert, 12, 4, seed=0)
+        passages = glauber.seed_passages(tiny_bert, 12, 4, seed=0)
         assert "longer than the specified maximum" not in "".join(capfd.readouterr())
     finally:
         tiny_bert.tokenizer.model_max_length = limit
     assert passages.tokens.shape == (4, 12)
-    trajectory = gc.glauber(tiny_bert, passages.tokens[:2], 4, progress=False)
+    trajectory = glauber.glauber(tiny_bert, passages.tokens[:2], 4, progress=False)
     table = ch.chain_excerpts(tiny_bert, trajectory, ["a", "b"], count=3)
     assert list(table.columns) == ["a", "b"] and table.index[-1] == "step 4"
 
@@ -354,7 +355,7 @@ def comparison(shift, low, high, ratio=1.0, ratio_low=0.8, ratio_high=1.2, undef
     (comparison(math.nan, math.nan, math.nan), 0, bt.INCONCLUSIVE),
 ])
 def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
-    row = ch.boundary_shift_row(summary, events, 8, 32)
+    row = ch._boundary_shift_row(summary, events, 8, 32)
     assert row["verdict"] == verdict and "null: no shift" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
@@ -363,7 +364,7 @@ def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
                                                 (0.3, 1.2, bt.INCONCLUSIVE), (math.nan, math.nan, bt.INCONCLUSIVE)])
 def test_transition_width_rule_reaches_each_outcome(low, high, verdict):
     # the relative width's null for n = 8 -> 32: (8 / 32)^(1/4) = 0.71; the absolute ratio (2.0) is not judged
-    row = ch.transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
+    row = ch._transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
     assert row["verdict"] == verdict and "0.71" in row["reason"]
 
 
@@ -384,14 +385,14 @@ def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):
     (lambda n: 2.0 * n * np.log(n), 0, bt.INCONCLUSIVE),
 ])
 def test_nlogn_rule_reaches_each_outcome(law, events, verdict):
-    assert ch.nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
+    assert ch._nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
 
 
 def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
     noisy = scaling_table(lambda n: 2.0 * n * np.log(n), lengths=(8, 9, 10), noise=0.3)
-    assert ch.nlogn_row(noisy, 27, 1.4, 0.7)["verdict"] == bt.INCONCLUSIVE
+    assert ch._nlogn_row(noisy, 27, 1.4, 0.7)["verdict"] == bt.INCONCLUSIVE
     empty = ch.scaling_fits([8, 8, 16, 16, 32, 32], [-1] * 6)
-    row = ch.nlogn_row(empty, 0, 1.4, 0.7)
+    row = ch._nlogn_row(empty, 0, 1.4, 0.7)
     assert row["verdict"] == bt.INCONCLUSIVE and "zero events" in row["reason"] and "nan" not in row["ours_text"]
 
 
@@ -402,17 +403,17 @@ def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
 def test_saturation_rule_reaches_each_outcome(law, verdict):
     n = np.repeat([8, 16, 32, 64, 128], 5)
     d = law(n) * np.exp(np.random.default_rng(1).normal(0, 0.01, len(n)))
-    row = ch.saturation_row(ch.saturation_trend(n, d, n_boot=100), 1.0, 300)
+    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=100), 1.0, 300)
     assert row["verdict"] == verdict and "null: no growth" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
 def test_saturation_needs_three_lengths_and_a_positive_median_for_the_exponent():
     trend = ch.saturation_trend([8, 8, 16, 16], [0.1, 0.2, 0.3, 0.4], n_boot=10)
-    assert math.isnan(trend["slope"]) and ch.saturation_row(trend, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
+    assert math.isnan(trend["slope"]) and ch._saturation_row(trend, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
     zero = ch.saturation_trend(np.repeat([8, 16, 32], 3), [0.0] * 3 + [0.1] * 3 + [0.2] * 3, n_boot=10)
     assert math.isnan(zero["exponent"]) and zero["slope"] > 0
-    assert ch.saturation_row(zero, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
+    assert ch._saturation_row(zero, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
 
 
 def crossover_table(hits_by_tau, chains=10, n=8):
@@ -431,7 +432,7 @@ def test_crossover_rule_reaches_each_outcome(hits, verdict):
     peaks, rows = crossover_table(hits)
     rise = ch.rise_with_temperature(peaks, rows, [0.7])
     assert rise.reached.iloc[0] == " ".join(f"{k}/10" for k in hits.values())
-    row = ch.crossover_row(rise)
+    row = ch._crossover_row(rise)
     assert row["verdict"] == verdict and "n=8 R=0.7" in row["reason"]
 
 
@@ -442,8 +443,8 @@ def test_crossover_needs_every_length_and_radius():
     rows = pd.DataFrame({"temperature": [0.3] * 10 + [1.0] * 10 + [2.5] * 10, "n": 8})
     rows = pd.concat([rows, rows.assign(n=16)], ignore_index=True)
     rise = ch.rise_with_temperature(peaks, rows, [0.7])
-    assert ch.crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
-    assert ch.crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
+    assert ch._crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
+    assert ch._crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
     assert "1 of 2 parts rise" in ch.rise_text(rise) and "n = 16, R = 0.7" in ch.rise_text(rise)
 
 
@@ -461,24 +462,24 @@ def alpha_frame(seed_values, visited_values, tau=2.5):
     ([1.2, 1.3], [0.5, 0.6], 3.0, bt.INCONCLUSIVE),  # no drift temperature past the boundary
 ])
 def test_context_alpha_rule_reaches_each_outcome(seeds, visited, boundary, verdict):
-    row = ch.alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
+    row = ch._alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
     assert row["verdict"] == verdict and "null: no difference" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
 def test_two_contexts_are_not_enough_to_decide():
     # a bootstrap over two contexts would call this decided; Student's t with one degree of freedom does not
-    row = ch.alpha_row(alpha_frame([0.37, 0.38], [0.50, 0.64]), 1.7, [2.5])
+    row = ch._alpha_row(alpha_frame([0.37, 0.38], [0.50, 0.64]), 1.7, [2.5])
     assert row["verdict"] == bt.INCONCLUSIVE
 
 
 def test_boundary_row_is_never_judged_off_the_papers_setup():
     fit = pd.Series({"midpoint": 1.7, "midpoint_low": 1.5, "midpoint_high": 1.9})
-    row = ch.boundary_row(fit, 16, model="minilm-l4-bbc-mlm", budget=400, pairs=8, passages="bbc")
+    row = ch._boundary_row(fit, 16, model="minilm-l4-bbc-mlm", budget=400, pairs=8, passages="bbc")
     assert row["verdict"] == bt.OTHER_SETUP
     for item in ("budget 400", "passages BBC News", "model minilm"):
         assert item in row["setup"]
-    empty = ch.boundary_row(pd.Series({"midpoint": math.nan, "midpoint_low": math.nan,
+    empty = ch._boundary_row(pd.Series({"midpoint": math.nan, "midpoint_low": math.nan,
                                        "midpoint_high": math.nan}), 16, model="x", budget=400, pairs=8,
                             passages="bbc")
     assert empty["verdict"] == bt.OTHER_SETUP and "no transition" in empty["ours_text"]
@@ -488,17 +489,17 @@ def test_boundary_row_is_never_judged_off_the_papers_setup():
                                                           (3.0, 2.8, 3.2, bt.DIFFERS),
                                                           (1.9, 1.6, 2.3, bt.INCONCLUSIVE)])
 def test_boundary_row_is_judged_on_the_papers_model_and_profile(midpoint, low, high, verdict):
-    paper = ch.PROFILES["paper"]
+    paper = ch.SETTINGS["paper"]
     fit = pd.Series({"midpoint": midpoint, "midpoint_low": low, "midpoint_high": high})
     near = min(paper["grid_lengths"], key=lambda n: abs(n - ch.PAPER_SEED_LENGTH))
     setup = dict(budget=paper["budget"], pairs=paper["pairs"], passages=paper["passages"])
-    row = ch.boundary_row(fit, near, model="roberta-base", **setup)
+    row = ch._boundary_row(fit, near, model="roberta-base", **setup)
     assert row["verdict"] == verdict, (row["reason"], row["setup"])
     assert row["setup"].startswith("the paper's model and protocol")
     for changed in (dict(setup, budget=400), dict(setup, passages="bbc")):
-        other = ch.boundary_row(fit, near, model="roberta-base", **changed)
+        other = ch._boundary_row(fit, near, model="roberta-base", **changed)
         assert other["verdict"] == bt.OTHER_SETUP
-    assert ch.boundary_row(fit, near, model="bert-base-uncased", **setup)["verdict"] == bt.OTHER_SETUP
+    assert ch._boundary_row(fit, near, model="bert-base-uncased", **setup)["verdict"] == bt.OTHER_SETUP
 
 
 def test_arviz_daily_notice_does_not_reach_stderr(tmp_path, monkeypatch):
@@ -520,7 +521,7 @@ def test_arviz_daily_notice_does_not_reach_stderr(tmp_path, monkeypatch):
 
 
 def test_the_paper_profile_follows_the_papers_protocol():
-    paper = ch.PROFILES["paper"]
+    paper = ch.SETTINGS["paper"]
     fig2 = bt.paper_protocol("coupling_boundary_tau")
     fig3a, fig3b = bt.paper_protocol("distance_saturates"), bt.paper_protocol("nlogn_fit")
     fig7 = bt.paper_protocol("crossover_fractions")
@@ -534,7 +535,7 @@ def test_the_paper_profile_follows_the_papers_protocol():
     assert ch.crossover_radii() == [float(r) for r in fig7["radius"].split()]
     assert ch.boundary_setup(budget=paper["budget"], pairs=1, n=1, passages=paper["passages"])["passages"] == \
         fig2["passages"]
-    for profile in ch.PROFILES.values():  # every protocol fits inside the shared drift run
+    for profile in ch.SETTINGS.values():  # every protocol fits inside the shared drift run
         assert max(profile["saturation_steps"], profile["hit_steps"], profile["crossover_steps"]) <= \
             profile["drift_steps"]
         assert max(profile["saturation_chains"], profile["hit_chains"], profile["crossover_chains"]) <= \
@@ -560,3 +561,87 @@ def test_a_share_that_falls_with_temperature_has_no_boundary():
     grid = constructed_grid({8: [10, 10, 8, 6, 5]})
     fits = ch.transition_fits(grid, n_boot=20, seed=0)
     assert math.isnan(fits.midpoint.iloc[0]) and math.isnan(fits.scale.iloc[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings, the claims rows and what the page shows
+# ---------------------------------------------------------------------------------------------
+
+
+def test_settings_take_the_profiles_values_unless_overridden_and_derive_the_grid():
+    smoke = ch.SETTINGS["smoke"]
+    cfg = ch.settings("smoke", potts(), pairs=0, budget=None, grid_temperatures=[], passages="")
+    assert cfg.profile == "smoke" and not cfg.protein and vars(cfg).items() >= smoke.items()
+    hot = ch.settings("smoke", grid_temperatures=[3.0, 2.0], grid_lengths=[16, 8, 20], pairs=4)
+    assert hot.grid_temperatures == [3.0, 2.0] and hot.pairs == 4
+    assert (hot.lengths, hot.small, hot.large, hot.near) == ([8, 16, 20], 8, 20, ch.PAPER_SEED_LENGTH)
+    assert hot.drift_taus == sorted({*smoke["drift_temperatures"], smoke["saturation_tau"], smoke["hit_tau"]})
+    with pytest.raises(ValueError, match="profile"):
+        ch.settings("fast")
+
+
+def claims_inputs(cfg):
+    """Every input of claim_rows, built from constructed tables at cfg's two grid lengths (8 and 16)."""
+    grid = constructed_grid({8: [0, 2, 5, 8, 10], 16: [0, 1, 3, 6, 9]})
+    fits = ch.transition_fits(grid, n_boot=20)
+    scaled = ch.scaled_budget_grid(grid, 100)
+    n = np.repeat([8, 12, 16], 4)
+    hits = pd.DataFrame({"n": n, "temperature": cfg.hit_tau, "hitting_time": 2 * n * np.log(n)})
+    peaks, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
+    return dict(fits=fits, scaled=scaled, fixed=ch.compare_lengths(fits, 8, 16),
+                budget_free=ch.compare_lengths(ch.transition_fits(scaled, n_boot=20), 8, 16), hits=hits,
+                scaling=ch.scaling_fits(hits.n, hits.hitting_time, n_boot=20),
+                trend=ch.saturation_trend(n, 0.2 * np.log(n), n_boot=20), saturation_steps=40,
+                rise=ch.rise_with_temperature(peaks, rows, [0.7]),
+                alpha=alpha_frame([1.2, 1.3, 1.1], [0.5, 0.6, 0.55]))
+
+
+def test_claim_rows_judge_every_claim_of_the_chapter():
+    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
+    rows = ch.claim_rows(cfg, "minilm-l4-bbc-mlm", **claims_inputs(cfg))
+    assert [row["claim"] for row in rows] == [
+        "coupling_boundary_tau", "boundary_shift_with_n", "transition_width", "nlogn_fit", "distance_saturates",
+        "crossover_fractions", "context_averaged_alpha"]
+    assert rows[0]["verdict"] == bt.OTHER_SETUP and "n = 16" in rows[0]["quantity"]  # cfg.near
+    assert rows[3]["verdict"] == bt.REPRODUCED and rows[5]["verdict"] == bt.REPRODUCED
+    assert all("nan" not in row["ours_text"].lower().split() for row in rows)
+
+
+def test_claim_rows_of_a_protein_model_say_how_they_were_measured():
+    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
+    protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 16})
+    rows = ch.claim_rows(protein, "antiberty", **claims_inputs(cfg))
+    assert "distance_saturates" not in [row["claim"] for row in rows] and len(rows) == 6
+    assert all("frozen germline context of 16 residues" in row["quantity"] for row in rows)
+
+
+def test_the_pages_figures_and_tables():
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0], pairs=10)
+    inputs = claims_inputs(cfg)
+    grid = constructed_grid({8: [0, 2, 5, 8, 10], 16: [0, 1, 3, 6, 9]})
+    cells = ch.coupling_summary(grid)
+    drift = pd.DataFrame({"n": np.repeat([8, 16], 6), "temperature": np.tile([1.0, 4.0], 6), "step": 40,
+                          "distance": np.linspace(0.1, 0.9, 12)})
+    shares = ch.threshold_shares(torch.rand(6, 3), pd.DataFrame({"temperature": [1.0, 2.0] * 3, "n": 8}))
+    alpha = pd.concat([inputs["alpha"], inputs["alpha"].assign(temperature=1.0)], ignore_index=True)
+    figures = [ch.coupling_figure(cells, cfg), ch.transition_figure(cells, inputs["fits"], cfg),
+               ch.saturation_figure(drift, cfg), ch.hitting_figure(inputs["hits"], inputs["scaling"], cfg),
+               ch.threshold_figure(shares, records=3), ch.alpha_figure(alpha, cfg)]
+    assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
+    assert "Coupling within 40 steps" in figures[0].axes[0].get_title()  # the smoke budget
+    plt.close("all")
+    diagnostics = pd.DataFrame({"n": [8, 8, 16, 16], "temperature": [1.0, 2.0] * 2,
+                                "rhat": [1.0, np.nan, 1.1, 1.2], "ess_bulk": [30.0, np.nan, 12.0, 8.0]})
+    excerpts = pd.DataFrame({"tau = 1": ["a b", "a c"], "tau = 10": ["a b", "x y"]}, index=["step 0", "step 5"])
+    tables = [ch.fits_table(inputs["fits"]), ch.comparison_table(inputs["fixed"], inputs["budget_free"]),
+              ch.saturation_table(inputs["trend"]), ch.scaling_table(inputs["scaling"]),
+              ch.diagnostics_table(diagnostics, "rhat"), ch.regimes_table(excerpts)]
+    for table in tables:  # made for reading: no index, no NaN, at most 6 columns
+        html = table.to_html()
+        assert len(table.data.columns) <= 6 and "nan" not in html.lower() and "row_heading" not in html
+    assert "—" in tables[4].to_html() and list(tables[4].data.columns) == ["n", "tau = 1", "tau = 2"]
+    assert ch.alpha_means_text(alpha) == "tau = 1: 0.55 visited vs 1.20 seeds; tau = 2.5: 0.55 visited vs 1.20 seeds"

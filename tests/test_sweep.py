@@ -18,9 +18,9 @@ NOTEBOOK = ROOT / "notebooks" / "quick_tour.ipynb"
 TINY = ["-p", "seq_len", "8", "--profile", "smoke", "--workers", "2"]  # a few seconds of notebook per cell
 
 
-def start_sweep(*args: str) -> subprocess.Popen:
+def start_sweep(*args: str, notebook: Path = NOTEBOOK) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(NOTEBOOK), *args], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(notebook), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -199,3 +199,22 @@ def test_failed_cell_is_recorded_and_the_other_still_runs(failing):
     assert "failed seq_len=8__steps=-5: ValueError" in done.stdout
     merged = pd.read_csv(tmp_path / "merged" / "distance.csv")
     assert set(merged.cell) == {"seq_len=8__steps=4"} and set(merged.steps) == {4}
+
+
+@pytest.mark.notebook
+def test_chapter_one_swept_over_temperature_gives_one_table_with_a_row_per_temperature(tmp_path, tiny_model_dirs,
+                                                                                       tiny_gpt2_dir):
+    """Issue 26: `sweep.py notebooks/01_incompatibility.ipynb -p temperature 0.5 1 2` merges chapter 1's
+    Table 1 into one table, each (role, temperature) once, the run's own temperature column equal to the
+    cell's (tiny random models and a few rectangles, so that the three cells take seconds)."""
+    done = finish(start_sweep(
+        "-p", "temperature", "0.5", "1", "2", "-p", "model", str(tiny_model_dirs["bert"]),
+        "-p", "causal_model", str(tiny_gpt2_dir), "-p", "rectangles", "4", "-p", "control_rectangles", "2",
+        "--profile", "smoke", "--workers", "2", "--out", str(tmp_path),
+        notebook=ROOT / "notebooks" / "01_incompatibility.ipynb"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = pd.read_csv(tmp_path / "merged" / "table1.csv")
+    assert sorted(table.temperature.unique()) == [0.5, 1.0, 2.0]
+    assert (table.temperature == table.temperature_param).all()
+    assert not table.duplicated(["role", "temperature"]).any()
+    assert table.groupby("temperature").role.nunique().nunique() == 1  # the same roles at every temperature

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as gc
+import glauber_core as glauber
 import book_tools as bt
 from chapters import traps as ch
 
@@ -111,7 +111,7 @@ def path_trajectory(x0, sites, new_tokens, record_every: int, temperature: float
         x[rows, sites[:, t]] = new_tokens[:, t]
         if (t + 1) % record_every == 0:
             records.append(x.clone())
-    return gc.Trajectory(torch.stack(records, 1), torch.arange(0, steps + 1, record_every), sites,
+    return glauber.Trajectory(torch.stack(records, 1), torch.arange(0, steps + 1, record_every), sites,
                          torch.stack(old, 1), new_tokens, torch.full((batch, steps), log_prob), temperature)
 
 
@@ -159,7 +159,7 @@ def test_escape_events_follow_the_move_log():
 
 def test_held_state_is_the_most_frequent_record_and_ties_go_to_the_first():
     records = torch.tensor([[[1, 1], [2, 2], [2, 2], [1, 1], [3, 3], [3, 3], [1, 1], [4, 4]]])
-    trajectory = gc.Trajectory(records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3,
+    trajectory = glauber.Trajectory(records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3,
                                torch.zeros(1, 7), 1.0)
     traps = pd.DataFrame({"chain": [0, 0, 0], "start_record": [0, 1, 4], "end_record": [7, 5, 5]})
     assert ch.held_states(trajectory, traps).tolist() == [[1, 1], [2, 2], [3, 3]]
@@ -170,9 +170,9 @@ def test_held_state_is_the_most_frequent_record_and_ties_go_to_the_first():
 # ------------------------------------------------------------------------------------------------
 
 
-def ferro_potts() -> gc.PottsConditionals:
+def ferro_potts() -> glauber.PottsConditionals:
     """Three sites, three colours, J_ij = 1, no field: s_i(a; x) = #{j != i: x_j = a}."""
-    return gc.PottsConditionals(torch.ones(3, 3), q=3)
+    return glauber.PottsConditionals(torch.ones(3, 3), q=3)
 
 
 def test_trap_catalogue_gaps_classes_and_theorem8_bound():
@@ -207,10 +207,10 @@ def test_trap_catalogue_gaps_classes_and_theorem8_bound():
 def test_pipeline_on_a_potts_chain_is_consistent_with_its_path():
     """Detect -> catalogue -> escapes on a real Glauber run of a cold ferromagnetic Potts chain, with each
     state embedded as its own direction; every reported escape must match the replayed path."""
-    potts = gc.PottsConditionals(torch.ones(4, 4) * 1.5, q=3)
+    potts = glauber.PottsConditionals(torch.ones(4, 4) * 1.5, q=3)
     x0 = torch.tensor([[0, 1, 2, 0], [1, 1, 2, 2], [2, 0, 1, 1]])
     steps = 600
-    trajectory = gc.glauber(potts, x0, steps, temperature=0.7, seed=3, progress=False)
+    trajectory = glauber.glauber(potts, x0, steps, temperature=0.7, seed=3, progress=False)
     codes = (trajectory.tokens * 3 ** torch.arange(4)).sum(-1)
     embeddings = torch.nn.functional.one_hot(codes, 81).float()
     traps = ch.detect_traps(embeddings, trajectory.steps, window=40, threshold=0.12)
@@ -231,6 +231,37 @@ def test_pipeline_on_a_potts_chain_is_consistent_with_its_path():
             assert not (later == held).all(1).any()  # never back at x* within the trap after the escape
         else:
             assert (states[event.last_visit :] == held).all()
+
+
+def test_the_reading_tables_of_a_run_with_traps_and_escapes():
+    """The tables a reader sees on the Potts run above: no index, at most 6 columns, no NaN printed, and their
+    numbers the run's (the longest trap first, every escape and departure counted)."""
+    from types import SimpleNamespace
+
+    potts = glauber.PottsConditionals(torch.ones(4, 4) * 1.5, q=3)
+    x0 = torch.tensor([[0, 1, 2, 0], [1, 1, 2, 2], [2, 0, 1, 1]])
+    trajectory = glauber.glauber(potts, x0, 600, temperature=1.0, seed=3, progress=False)
+    embeddings = torch.nn.functional.one_hot((trajectory.tokens * 3 ** torch.arange(4)).sum(-1), 81).float()
+    found = {1.0: ch.trap_catalogue(potts, trajectory, ch.detect_traps(embeddings, trajectory.steps, 40, 0.12))}
+    traps = ch.trap_table(potts, {1.0: (trajectory, embeddings)}, found)
+    assert traps.escaped.any()
+    summaries = {1.0: ch.trap_summary(found[1.0], 3, 600)}
+    tokenizer = SimpleNamespace(convert_ids_to_tokens=str)
+    tables = [ch.catalogue_view(traps), ch.counts_table(summaries, ch.paper_counts(), 3, 600, 4),
+              ch.theorem8_table(traps), ch.correlation_table(summaries), ch.escape_view(traps, tokenizer),
+              ch.weakest_table(traps)]
+    for table in tables:
+        html = table.to_html()
+        assert len(table.data.columns) <= 6 and "row_heading" not in html and ">nan<" not in html.lower()
+    catalogue, _, _, _, escapes, weakest = (t.data for t in tables)
+    assert catalogue.duration.iloc[0] == traps.duration.max()
+    assert len(escapes) == min(8, int(traps.escaped.sum())) and escapes["gap rank"].ge(0).all()
+    row = weakest.iloc[0]
+    assert row["departures at a weakest site"] == (f"{traps.departures_at_weakest.sum()} of "
+                                                    f"{traps.departures.sum()}")
+    assert row["final escapes at a weakest site"] == f"{traps.at_weakest.sum()} of {traps.escaped.sum()}"
+    figure = ch.gap_figure(traps, summaries)
+    assert len(figure.axes) == 2
 
 
 # ------------------------------------------------------------------------------------------------
@@ -336,7 +367,7 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     x0 = torch.tensor([[0, 1, 2], [1, 2, 0], [2, 0, 1]])
     runs, found, drift = {}, {}, {}
     for tau in cfg.temperatures:
-        run = gc.glauber(potts, x0, cfg.steps, tau, seed=1, record_every=cfg.record_every, progress=False)
+        run = glauber.glauber(potts, x0, cfg.steps, tau, seed=1, record_every=cfg.record_every, progress=False)
         vectors = torch.eye(3 * len(run.steps)).view(3, len(run.steps), -1)
         traps = ch.detect_traps(vectors, run.steps, cfg.window, cfg.threshold)
         assert traps.empty
@@ -348,14 +379,15 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     assert ch.site_table(traps).empty
     summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps) for tau in found}
     assert ch.catalogue_view(traps) is None
-    assert ch.plot_gap_scatter(traps, summaries) is None
+    assert ch.gap_figure(traps, summaries) is None
     assert ch.escape_view(traps, None) is None
     assert ch.weakest_table(traps) is None
     assert "No trap" in capsys.readouterr().out
-    assert ch.correlation_table(traps, summaries).loc["count"].eq(0).all()
-    counts = ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len)
-    assert counts.traps.tolist()[1:] == [0, 0] and (counts["mean duration"][1:] == "-").all()
-    assert len(ch.theorem8_table(traps)) == 1  # the paper's row only
+    assert len(ch.drift_figure(runs, found, cfg.window, cfg.threshold).axes) == len(runs)
+    assert ch.correlation_table(summaries).data["traps"].eq(0).all()
+    counts = ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len).data
+    assert counts.traps.tolist()[1:] == [0, 0] and (counts["mean duration"][1:] == "—").all()
+    assert len(ch.theorem8_table(traps).data) == 1  # the paper's row only
     warm = ch.distance_at(runs[1.0][1], runs[1.0][0].steps, cfg.cold_steps)
     cold = ch.cold_distances(warm, {0.1: warm + 0.0, 0.01: warm + 0.0})
     rows = ch.claim_rows(traps, summaries, cold, model="potts", setup=ch.claims_setup(cfg),
@@ -369,9 +401,9 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     assert (claims[claims.kind == "model-specific"].verdict == bt.OTHER_SETUP).all()
     assert not claims.ours_text.str.contains("nan").any()
     assert "n 3 (paper: not stated)" in claims.loc["trap_count", "setup"]
-    phrases = ch.run_phrases(traps, summaries, drift, cold, claims.reset_index(), cfg)
-    assert phrases["ch5_hot_traps"] == "no trap" and "no perfect trap" in phrases["ch5_theorem8"]
-    assert "no final escape" in phrases["ch5_weakest"] and phrases["ch5_repeat_traps"] == "0 of 0"
+    phrases = ch.run_phrases(traps, summaries, drift, rows, cfg)
+    assert phrases["hot_traps"] == "no trap" and "no perfect trap" in phrases["theorem8"]
+    assert "no final escape" in phrases["weakest"] and phrases["repeat_traps"] == "0 of 0"
 
 
 def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
@@ -431,14 +463,34 @@ def test_claim_rows_judge_the_papers_temperature_only():
 
 
 def paper_profile_setup(**changes) -> dict:
-    """claims_setup of the notebook's `paper` profile (its table, as the notebook builds it)."""
-    table = bt.paper_protocol("trap_count")
-    profiles = {"paper": dict(seq_len=20, n_chains=int(table["chains"]), steps=int(table["steps"]),
-                              record_every=5, cold_steps=int(bt.paper_protocol("cold_chains_stay")["steps"]),
-                              window=int(table["window"]), temperatures=[float(table["tau"])],
-                              passages="ms_marco")}
-    cfg = ch.settings("paper", profiles)
-    return ch.claims_setup(cfg) | changes
+    """claims_setup of the chapter's `paper` profile (ch.SETTINGS, as the notebook builds it)."""
+    return ch.claims_setup(ch.settings("paper")) | changes
+
+
+def test_settings_follow_the_profile_and_derive_the_rest():
+    """SETTINGS per profile, overrides that are unset keep the profile's, and what follows is derived: a run of
+    whole record spacings, the 15-sweep window, the cold budget, the paper's threshold and cold temperatures,
+    and germline seeds for a protein model."""
+    from types import SimpleNamespace
+
+    assert set(ch.SETTINGS) == set(bt.PROFILES)
+    smoke = ch.settings("smoke", None, seq_len=0, temperatures=[], passages="", window=0)
+    assert (smoke.seq_len, smoke.window, smoke.temperatures, smoke.passages) == (8, 120, [1.0, 0.5], "bbc")
+    assert smoke.threshold == ch.NEAR_START and smoke.cold_temperatures == [0.1, 0.01]
+    odd = ch.settings("quick", steps=1_005, record_every=10, cold_steps=5_000, window=100, seq_len=7)
+    assert (odd.steps, odd.cold_steps, odd.window, odd.seq_len) == (1_000, 1_000, 100, 7)
+    paper = ch.settings("paper")
+    table4 = bt.paper_protocol("trap_count")
+    assert (paper.n_chains, paper.steps, paper.window) == (int(table4["chains"]), int(table4["steps"]),
+                                                            int(table4["window"]))
+    assert paper.passages == "ms_marco" and paper.temperatures == [ch.PAPER_TAU]
+    protein = SimpleNamespace(residues=True)
+    assert ch.settings("smoke", protein).passages == "germline"
+    assert ch.settings("paper", protein).passages == "ms_marco"  # named passages are kept
+    with pytest.raises(ValueError, match="passages must be one of"):
+        ch.settings("smoke", passages="wiki")
+    with pytest.raises(ValueError, match="profile must be one of"):
+        ch.settings("huge")
 
 
 def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monkeypatch):
@@ -479,8 +531,8 @@ def test_a_text_model_has_no_germline_section(capsys):
 
     text_model = SimpleNamespace(residues=False)
     assert not ch.is_protein(text_model) and ch.seed_source(text_model, "bbc") == "bbc"
-    assert ch.germline_section(text_model, 8, "/nonexistent", "m", "smoke") is None
+    assert ch.germline_section(text_model, 8) is None
     assert "protein" in capsys.readouterr().out
-    assert ch.germline_family_table(None) is None
-    assert ch.germline_phrases(None)["ch5_cold_germline"] == ""
-    assert "sentence embeddings" in ch.distance_phrases(text_model)["ch5_distance"]
+    assert ch.germline_family_table(None) is None and ch.germline_figure(None) is None
+    assert ch.germline_phrases(None)["cold_germline"] == ""
+    assert "sentence embeddings" in ch.distance_phrases(text_model)["distance"]

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import book_tools as bt  # noqa: E402
-import glauber_core as gc  # noqa: E402
+import glauber_core as glauber  # noqa: E402
 
 KEPT = {"01_incompatibility": ("claims", "table1"), "02_mixing_bounds": ("claims", "alpha"),
         "04_basins": ("claims", "table3")}
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapters", nargs="+", help="run only these chapters of the set (the others' tables stay)")
     args = parser.parse_args(argv)
     chosen = SETS[args.set]
-    models = args.models or (gc.bundled_models() if args.set == "family" else ["antiberty"])
+    models = args.models or (glauber.bundled_models() if args.set == "family" else ["antiberty"])
     out = args.out or chosen["out"]
     sweeps = ROOT / "_build" / "sweeps" / ("across_models" if args.set == "family" else args.set) / args.profile
     command = " ".join(["python tools/across_models.py", *(sys.argv[1:] if argv is None else argv)])

@@ -6,6 +6,6 @@
 # Usage: sh tools/colab_setup.sh [PYTHON]   (the notebook passes its own interpreter, sys.executable)
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
-python="${1:-python3}"
+python="${1:-python3}"  # the notebook passes sys.executable
 "$python" -m pip install -q -e "$here"
 "$python" -m pip install -q --no-deps -r "$here/requirements-nodeps.txt"
