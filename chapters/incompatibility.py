@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import copy
 import math
+import os
+import shutil
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,6 +31,7 @@ from glauber_core import (
     check_count,
     check_temperature,
     check_tokens,
+    load_causal_lm,
     rectangle_delta,
     rectangle_input,
     rectangle_states,
@@ -55,6 +59,30 @@ ROLES = {"masked LM": "masked LM under test", "causal LM (control)": "compatible
 CHECK_TEMPERATURES = (0.25, 0.5, 2.0, 4.0)  # where temperature_check computes delta(tau) the literal way
 # The floor is at least this many times the largest rounding measured on the run's own rectangles.
 SAFETY = 10.0
+
+
+def causal_control(name: str = "") -> CausalLMJoint:
+    """The causal LM of section 4's control: `name` (a hub name such as "gpt2", or a folder), or for "" the
+    offline SmolLM2-135M, de-quantised from its GGUF (about 30 s on a CPU) once per machine and then read from
+    the user cache ($XDG_CACHE_HOME or ~/.cache, glauber-mlm/; 0.5 GB of fp32 weights, the same numbers)."""
+    if name:
+        return load_causal_lm(name)
+    cached = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "glauber-mlm" / "smollm2-135m-fp32"
+    if (cached / "config.json").is_file():
+        return load_causal_lm(cached)
+    joint = load_causal_lm()
+    # written beside the cache and renamed into place once complete: a concurrent run never reads half of it
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+    model = copy.copy(joint.model)  # its weights are de-quantised fp32 already: saved as a plain checkpoint
+    model.hf_quantizer, model.config = None, copy.deepcopy(model.config)
+    model.config.__dict__.pop("quantization_config", None)
+    model.save_pretrained(partial)
+    joint.tokenizer.save_pretrained(partial)
+    try:
+        os.replace(partial, cached)
+    except OSError:  # another run stored it first: keep that copy
+        shutil.rmtree(partial, ignore_errors=True)
+    return joint
 
 
 def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) -> SimpleNamespace:

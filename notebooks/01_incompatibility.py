@@ -139,7 +139,7 @@ ch.rectangles_view(mlm.head())
 # These, too, are checks of the path (their answers are known), listed in the checks table.
 
 # %%
-causal = glauber.load_causal_lm(causal_model or None)
+causal = ch.causal_control(causal_model)
 control_seeds = glauber.seed_passages(
     causal, cfg.seq_len, cfg.control_rectangles, seed=seed,
     passages=cfg.control_source)
