@@ -601,7 +601,8 @@ def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame,
     series = {"held-out top-1": list(zip(family.top1, low, high)),
               "mean |δ|": list(zip(tested.mean_abs_delta, tested.ci_low, tested.ci_high)),
               f"α(τ ≈ {alpha.temperature.iloc[0]:g})": list(zip(alpha.reindex(models).alpha_mean,
-                                                        alpha.reindex(models).low, alpha.reindex(models).high))}
+                                                                alpha.reindex(models).low,
+                                                                alpha.reindex(models).high))}
     layers = " to ".join(str(n) for n in (family.layers.iloc[0], family.layers.iloc[-1]))
     parts = [f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
              for name, values in series.items()]
@@ -650,7 +651,8 @@ def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, mid, low, high, label in (
             (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
-            (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.temperature.iloc[0]:g}), mean over contexts")):
+            (axes[1], near.alpha_mean, near.low, near.high,
+             f"α(τ = {near.temperature.iloc[0]:g}), mean over contexts")):
         mid, low, high = (np.asarray(v, dtype=float) for v in (mid, low, high))
         ax.errorbar(layers, mid, yerr=np.clip([mid - low, high - mid], 0, None), fmt="o-", capsize=4)
         ax.set(ylabel=label, ylim=(0, None))
@@ -710,8 +712,23 @@ def profile_settings(profile: str, table: dict, **overrides) -> SimpleNamespace:
     if profile not in table:
         raise ValueError(f"profile must be one of {sorted(table)}, got {profile!r}")
     settings = dict(table[profile])
-    settings.update({k: v for k, v in overrides.items() if not _unset(v)})
+    for name, value in overrides.items():
+        if not _unset(value):
+            settings[name] = _as_list(value, name) if isinstance(settings.get(name), list) else value
     return SimpleNamespace(profile=profile, **settings)
+
+
+def _as_list(value, name: str) -> list:
+    """A list setting given as one number or as text ("0.5 1 2", "[0.5, 1]": how `papermill -p` and sweep.py
+    pass a list parameter) as a list of numbers; a list as it is."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, str):
+        try:
+            return [float(v) for v in value.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+        except ValueError:
+            raise ValueError(f"{name} must be numbers, got {value!r}") from None
+    return [value]
 
 
 def _unset(value) -> bool:
@@ -751,6 +768,7 @@ class ChapterRun:
 
     @property
     def out(self) -> Path:
+        """The run's results folder: results/<notebook>/ (or under $GLAUBER_RESULTS)."""
         return results_dir(self.notebook)
 
     def save(self, frame: pd.DataFrame, name: str, index: bool = False) -> pd.DataFrame:
@@ -775,6 +793,17 @@ class ChapterRun:
     def checks(self, rows: list[dict]) -> pd.DataFrame:
         """Write the checks rows (write_checks, stamped with this run); returns the frame."""
         return write_checks(rows, self.notebook, self.model, self.profile)
+
+
+def settings_view(cfg: SimpleNamespace):
+    """A run's settings as a reader sees them: one row a setting, its value as text (cut to 70 characters)."""
+    values = [str(value) if len(str(value)) <= 70 else str(value)[:69] + "…" for value in vars(cfg).values()]
+    return reading_table(pd.DataFrame({"setting": list(vars(cfg)), "value": values}))
+
+
+def checks_view(frame: pd.DataFrame):
+    """A chapter's checks as a reader sees them: what each proves, pass or fail, and its detail."""
+    return reading_table(frame[["check", "proves", "result", "detail"]])
 
 
 def claims_view(frame: pd.DataFrame):

@@ -52,7 +52,6 @@
 import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
 
 # %% tags=["remove-input"]
-import os
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -105,7 +104,7 @@ columns = ["role", "rectangles", "mean_abs_delta", "ci_low", "ci_high",
            "above_floor", "floor"]
 if ran:
     table1 = bt.read_across("01_incompatibility", "table1", root)
-    display(table1[[c for c in columns if c in table1]].round(4))
+    display(bt.reading_table(table1[[c for c in columns if c in table1]]))
 
 # %% [markdown]
 # ## Exact chains over the full vocabulary

@@ -965,6 +965,20 @@ def full_window_texts(table: pd.DataFrame | None, plan) -> dict:
 # Tables for the page (bt.reading_table: no index, formatted numbers, a dash for missing)
 # --------------------------------------------------------------------------------------------
 
+def corollary7_view(corollary7: pd.DataFrame):
+    """Corollary 7's temperature, from the oscillation averaged and maximised over contexts."""
+    return bt.reading_table(corollary7.rename(columns={"contexts": "oscillation",
+                                                       "corollary7_temperature": "Corollary 7's τ (α < 1 above)"}),
+                            formats={"Corollary 7's τ (α < 1 above)": "{:.1f}"})
+
+
+def drift_view(drift_table: pd.DataFrame):
+    """The '!'-basin's drift per temperature: boundary states, least and median drift, how many positive."""
+    return bt.reading_table(drift_table.rename(columns={"min": "least drift", "median": "median drift",
+                                                        "positive": "positive drifts"}),
+                            formats={"temperature": "{:g}"})
+
+
 def lemma6_view(lemma6: pd.DataFrame):
     """Lemma 6 per temperature: pairs checked, violations, the least slack and the median share of the bound."""
     return bt.reading_table(lemma6.rename(columns={"min_slack": "least slack", "median_ratio": "median c / bound"}),

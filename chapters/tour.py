@@ -15,15 +15,18 @@ from book_tools import profile_settings, state_frequencies
 from glauber_core import PottsConditionals, glauber
 
 SETTINGS = {
-    "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000),
-    "quick": dict(seq_len=24, n_chains=8, steps=800, record_every=20, ising_chains=20_000),
-    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000),
+    "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000, temperatures=[0.5, 1.0, 2.0]),
+    "quick": dict(seq_len=24, n_chains=8, steps=800, record_every=20, ising_chains=20_000,
+                  temperatures=[0.5, 1.0, 2.0]),
+    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000,
+                  temperatures=[0.5, 1.0, 2.0]),
 }
 ISING_SITES, ISING_STEPS = 6, 120
 
 
 def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
-    """The tour's settings at `profile`, each override that is not 0/""/None/[] replacing the profile's."""
+    """The tour's settings at `profile`, each override that is not 0/""/None/[] replacing the profile's
+    (`cond`, unused here, keeps the signature every chapter's settings has)."""
     return profile_settings(profile, SETTINGS, **overrides)
 
 

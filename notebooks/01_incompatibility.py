@@ -60,7 +60,7 @@ cond.autocast = False  # fp32 on a GPU too: delta sums eight scores
 cfg = ch.settings(profile, cond, temperature=temperature, seq_len=seq_len,
                   rectangles=rectangles, control_rectangles=control_rectangles,
                   top_k=top_k, passages=passages)
-cfg
+bt.settings_view(cfg)
 
 # %% [markdown]
 # | profile | MLM rectangles | control rectangles | $n$ | top-$k$ | bootstrap draws | $\delta(\tau)$ check | passages |
@@ -339,7 +339,7 @@ run.glue(ch.prose_words(rows, summaries[run.model], influence=influence,
 checks = run.checks(ch.check_rows(
     summaries, floors, causal=causal_name,
     temperature_gap=scaling.identity_gap.max()))
-bt.reading_table(checks[["check", "proves", "result", "detail"]])
+bt.checks_view(checks)
 
 # %% tags=["remove-input"]
 run.glue({"checks_passed": f"{(checks.result == 'pass').sum()} of {len(checks)}",

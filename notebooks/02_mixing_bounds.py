@@ -80,7 +80,7 @@ cfg = ch.settings(profile, cond, seq_len=seq_len, n_contexts=n_contexts,
                   top_k=top_k, drift_states=drift_states, windows=windows,
                   window_tokens=window_tokens, temperatures=temperatures,
                   full_windows=full_windows, full_k=full_k)
-cfg
+bt.settings_view(cfg)
 
 # %% [markdown]
 # | profile | contexts $\times$ candidates | '!' boundary states | windows | low-$\tau$ chains |
@@ -180,7 +180,7 @@ run.glue(ch.lemma6_texts(lemma6))
 
 # %%
 corollary7 = ch.corollary7_table(oscillation)
-bt.reading_table(corollary7, formats={"corollary7_temperature": "{:.1f}"})
+ch.corollary7_view(corollary7)
 
 # %% tags=["remove-input"]
 run.glue(ch.corollary7_texts(corollary7, tau_star))
@@ -378,7 +378,7 @@ if bang is not None:
     drift = glauber.basin_drifts(cond, boundary, bang, ch.DRIFT_TEMPERATURES)
     drift_table = ch.drift_summary(drift, ch.DRIFT_TEMPERATURES)
     print(cond.decode(boundary[0]))
-    display(bt.reading_table(drift_table, formats={"temperature": "{:g}"}))
+    display(ch.drift_view(drift_table))
 else:
     print(f"No drift certificate for this model: {no_bang}.")
 

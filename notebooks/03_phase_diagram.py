@@ -78,7 +78,7 @@ cfg = ch.settings(profile, cond, pairs=pairs, budget=budget,
                   drift_chains=drift_chains, drift_steps=drift_steps,
                   grid_temperatures=temperatures, passages=passages)
 embedder = None if cfg.protein else glauber.load_embedder()
-cfg
+bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
 run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
@@ -105,7 +105,8 @@ run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
 # of chains and its own cutoff from it. Where `paper` still differs from
 # the paper: the model (the bundled MiniLM-based model unless `model` names
 # RoBERTa-base for Fig. 2 or BERT-base-uncased for Figs. 3 and 7), the
-# passages (held-out BBC News paragraphs instead of MS MARCO), the
+# passages (MS MARCO at `paper`, which needs the hub; held-out BBC News
+# paragraphs with `passages="bbc"` offline and at the smaller profiles), the
 # embedder (all-MiniLM-L6-v2 throughout, where Fig. 3 used Jina Embeddings
 # v4), and the items the paper does not state: pairs per cell (we take
 # 100) and the grid of lengths and temperatures.

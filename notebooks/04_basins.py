@@ -77,7 +77,7 @@ cfg = ch.settings(profile, cond, temperature=temperature, scorer=scorer,
                   seq_len=seq_len, n_seeds=n_seeds, steps=steps,
                   record_every=record_every, passages=passages)
 embedder = None if cfg.protein else glauber.load_embedder()
-cfg
+bt.settings_view(cfg)
 
 # %% [markdown]
 # | profile | seeds | chains | steps | scores every | scorer check | chance texts | prefix runs |

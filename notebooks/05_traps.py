@@ -82,7 +82,7 @@ cfg = ch.settings(
     cold_temperatures=cold_temperatures, passages=passages)
 # a protein model has no sentence embedder: Hamming distance (None) instead
 embedder = None if ch.is_protein(cond) else glauber.load_embedder()
-cfg
+bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
 run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
@@ -97,8 +97,8 @@ run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
 # The profiles are data in the chapter module (`ch.SETTINGS`; `ch.settings` derives the rest). The
 # `paper` profile follows Table 4 item by item ({glue:text}`ch5_table4`) and runs C.3's cold
 # chains for {glue:text}`ch5_paper_cold_steps` steps. Where it still differs: the model (ours, unless
-# `model` names BERT), the seed text (held-out BBC News paragraphs {cite}`greene2006bbc` instead of
-# MS MARCO passages), the embedder (all-MiniLM-L6-v2 {cite}`reimers2019sbert`; the paper's Jina v4
+# `model` names BERT), the seed text (MS MARCO passages at `paper`, online; offline, and at the smaller
+# profiles, held-out BBC News paragraphs {cite}`greene2006bbc`), the embedder (all-MiniLM-L6-v2 {cite}`reimers2019sbert`; the paper's Jina v4
 # is not available offline) and the passage length. **The paper does not state $n$** (its traps
 # are single sentences and short strings), so the `paper` profile takes $n = 20$, our choice, and
 # records it in every claims row's setup. The smaller profiles scale the window with the length:

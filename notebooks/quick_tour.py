@@ -40,7 +40,7 @@ import os
 
 profile: str = os.environ.get("GLAUBER_PROFILE", "quick")  # or smoke, paper
 model: str = ""  # a Hugging Face masked LM name or folder; "": bundled
-temperatures: list = [0.5, 1.0, 2.0]
+temperatures: list = []  # []: the profile's (0.5, 1, 2)
 seq_len: int = 0  # 0: the profile's value
 n_chains: int = 0  # chains per temperature; 0: the profile's value
 steps: int = 0  # 0: the profile's value
@@ -54,9 +54,10 @@ import book_tools as bt
 from chapters import tour as ch
 
 run = bt.ChapterRun("quick_tour", profile, model)
-cfg = ch.settings(profile, seq_len=seq_len, n_chains=n_chains, steps=steps)
+cfg = ch.settings(profile, seq_len=seq_len, n_chains=n_chains, steps=steps,
+                  temperatures=temperatures)
 cond, embedder = run.cond, glauber.load_embedder()
-cfg
+bt.settings_view(cfg)
 
 # %% [markdown]
 # ## Seed passages
@@ -66,7 +67,8 @@ cfg
 
 # %%
 passages = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed)
-pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
+bt.reading_table(pd.DataFrame({"topic": passages.topics,
+                              "x_0": passages.texts}).head(4))
 
 # %% [markdown]
 # ## Running the chains
@@ -78,7 +80,7 @@ pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
 trajectories = {
     tau: glauber.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed,
                          record_every=cfg.record_every)
-    for tau in temperatures
+    for tau in cfg.temperatures
 }
 distance = pd.concat(
     bt.trajectory_frame(glauber.trajectory_distances(cond, embedder, t),

@@ -122,7 +122,7 @@ def test_colab_set_up_line_runs_the_way_colab_does(tmp_path):
 # Lines of a visible code cell that only save, glue, label or style (issue 26 counts them; at most 3 a chapter).
 PLUMBING = re.compile(r"\.to_csv\(|run\.save\(|save_table|\bglue|results_dir|set_book_style|\.set_(x|y)?(label|title)"
                       r"|\.set\(|\.legend\(|tight_layout|savefig|model_name\s*=|\bout\s*=|\.style\b"
-                      r"|\.rename\(columns|write_claims|write_checks")
+                      r"|\.rename\(columns|write_claims|write_checks|reading_table")
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name == "notebooks"], ids=lambda p: p.name)
