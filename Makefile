@@ -68,10 +68,11 @@ test: setup
 # The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
 test-fast: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" --durations=10
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" \
+		-n $(TEST_WORKERS) --dist loadgroup --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
-# plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). Not yet in CI (.ci/run).
+# plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.
 check-colab:
 	sh tools/check_colab.sh
 
