@@ -58,18 +58,18 @@ check-book: setup
 # new user would: HOME, the user cache and matplotlib's config point at an empty folder, so a dependency's
 # first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
 TEST_HOME := $(CURDIR)/_build/test-home
-TEST_WORKERS ?= 2  # pytest-xdist workers, one torch thread each (a test file, or all nbmake notebooks, per worker: tests/conftest.py)
+TEST_WORKERS ?= 2  # pytest-xdist workers, one torch thread each (each test file on one worker, so that its module fixtures are built once)
 TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(TEST_HOME)/.config/matplotlib \
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
 test-fast: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" \
-		-n $(TEST_WORKERS) --dist loadgroup --durations=10
+		-n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
 # plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.

@@ -125,12 +125,3 @@ def antiberty():
         patch.setenv("HF_HUB_OFFLINE", "1")
         return glauber_core.load_mlm("antiberty")
 
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (make test: `-n 2 --dist loadgroup`) each test file runs on one worker (its module
-    fixtures built once), and every notebook that nbmake executes runs on one worker in collection order: the
-    summary pages (book/) read the claims the chapters (notebooks/) write into the same results folder."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        group = "nbmake" if path.startswith(("notebooks/", "book/")) else path
-        item.add_marker(pytest.mark.xdist_group(group))
