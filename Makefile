@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book check-colab check-random test test-fast benchmark across-models antiberty clean
+.PHONY: setup book book-smoke check-book check-colab check-models check-random test test-fast benchmark across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -69,12 +69,19 @@ test: setup
 test-fast: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" \
-		-n $(TEST_WORKERS) --dist loadfile --durations=10
+		-p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
 # plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.
 check-colab:
 	sh tools/check_colab.sh
+
+# Every chapter at the smoke profile on tiny RoBERTa- and ModernBERT-style models and on AntiBERTy
+# (tests/test_any_model.py, fifteen notebook runs; CI runs it after make test, which leaves them out).
+check-models: setup
+	rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_any_model.py -m "any_model and not quick_profile" \
+		-o addopts="-p no:cacheprovider" -n $(TEST_WORKERS) --durations=5
 
 # Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (CI runs it).
 check-random: setup

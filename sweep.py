@@ -48,9 +48,6 @@ import time
 import uuid
 from pathlib import Path
 
-from papermill.cli import _resolve_type as papermill_value  # exactly how `papermill -p NAME VALUE` reads VALUE
-
-from book_tools import PROFILES  # the profile names, defined once
 FIXED_COLUMNS = ("cell", "status", "seconds", "error")
 REPO_ROOT = Path(__file__).resolve().parent
 ERROR_CHARS = 500
@@ -64,7 +61,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def papermill_value(text: str):
+    """`text` read exactly as `papermill -p NAME VALUE` reads VALUE (papermill's own helper, imported here:
+    papermill takes seconds to import, and each Dask worker imports this module)."""
+    from papermill.cli import _resolve_type
+
+    return _resolve_type(text)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    # the profile names, defined once; imported here, not at the top, because each Dask worker imports this
+    # module for run_cell, and book_tools would bring torch into every worker
+    from book_tools import PROFILES
+
     parser = _Parser(prog="sweep.py", description="Run NOTEBOOK over the grid of -p values with papermill on Dask.",
                      usage="%(prog)s NOTEBOOK -p NAME VALUE [VALUE ...] [-p NAME VALUE ...] [--profile PROFILE]\n"
                            "                [--workers N] [--scheduler ADDRESS] [--out DIR]")

@@ -1,8 +1,12 @@
 """Every chapter on any masked LM (issue: RoBERTa-, ModernBERT-style models with their own vocabularies).
 
+`make check-models` runs this file (CI does, after `make test`): fifteen notebook runs, each mostly kernel start-up,
+imports and model loading, which would take about half of `make test`'s time.
+
 Each chapter notebook runs at the smoke profile under papermill with `-p model <folder>` on tiny random models
 built in the tests (no download), and must finish, write its claims naming that model, name the model in every
-table it writes, and print no warning or traceback into the page.
+table it writes, and print no warning or traceback into the page. Chapter 1's causal control is a tiny random GPT-2
+here (`-p causal_model`): these tests are about the masked LM, and the notebook test runs the real control.
 """
 
 import json
@@ -13,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_incompatibility", "02_mixing_bounds", "03_phase_diagram", "04_basins", "05_traps"]
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.any_model]  # `make check-models` (CI), not `make test`
 MODELS = ["roberta", "modernbert"]  # byte-level BPE with <s> </s> <mask> <pad>; ModernBERT with its own BPE
 
 
@@ -29,9 +33,14 @@ def stderr_and_errors(notebook: Path) -> list[str]:
     return found
 
 
+def causal_control(chapter: str, folder) -> dict:
+    """Chapter 1's `causal_model` parameter: the tiny GPT-2 (the SmolLM2 control runs in the notebook test)."""
+    return {"causal_model": str(folder)} if chapter == "01_incompatibility" else {}
+
+
 @pytest.mark.parametrize("architecture", MODELS)
 @pytest.mark.parametrize("chapter", CHAPTERS + ["quick_tour"])
-def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, tmp_path, monkeypatch):
+def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, tiny_gpt2_dir, tmp_path, monkeypatch):
     import papermill
 
     folder = str(tiny_model_dirs[architecture])
@@ -39,7 +48,8 @@ def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, t
     monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / f"{chapter}.ipynb"
-    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out), parameters={"model": folder},
+    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out),
+                               parameters={"model": folder, **causal_control(chapter, tiny_gpt2_dir)},
                                cwd=str(ROOT / "notebooks"), progress_bar=False)
     assert not stderr_and_errors(out), stderr_and_errors(out)
     tables = sorted((tmp_path / "results" / chapter).glob("*.csv"))
@@ -79,7 +89,7 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS[:3])
-def test_chapter_runs_on_a_pretrained_protein_mlm(chapter, tmp_path, monkeypatch):
+def test_chapter_runs_on_a_pretrained_protein_mlm(chapter, tiny_gpt2_dir, tmp_path, monkeypatch):
     """AntiBERTy (issue 24), offline from its wheel: chapters 1-3 at smoke finish, judge the general claims by
     their rules and leave every model-specific row as other setup."""
     pytest.importorskip("antiberty")
@@ -90,7 +100,8 @@ def test_chapter_runs_on_a_pretrained_protein_mlm(chapter, tmp_path, monkeypatch
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / f"{chapter}.ipynb"
     papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out),
-                               parameters={"model": "antiberty"}, cwd=str(ROOT / "notebooks"), progress_bar=False)
+                               parameters={"model": "antiberty", **causal_control(chapter, tiny_gpt2_dir)},
+                               cwd=str(ROOT / "notebooks"), progress_bar=False)
     assert not stderr_and_errors(out), stderr_and_errors(out)
     claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
     assert set(claims.model) == {"antiberty"}

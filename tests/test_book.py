@@ -1,12 +1,13 @@
 """The published book: the reproduction join (book_tools), every page's opening box, code that fits the page,
 the references and the offline-math configuration."""
 
+import json
 import re
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
-import nbformat
 import pandas as pd
 import pytest
 import yaml
@@ -17,6 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 NOTEBOOKS = sorted(p for folder in ("notebooks", "book") for p in (ROOT / folder).glob("*.ipynb"))
 MAX_CODE_LINE = 80
+def read_cells(path: Path) -> list[SimpleNamespace]:
+    """A notebook's cells (type, source text, metadata), read as JSON: nbformat's import costs each worker
+    seconds (jsonschema's format checkers), and these tests need no validation."""
+    return [SimpleNamespace(cell_type=c["cell_type"], source="".join(c["source"]), metadata=c.get("metadata", {}))
+            for c in json.loads(path.read_text())["cells"]]
+
+
 HIDDEN_CODE_TAGS = {"remove-cell", "remove-input"}  # code the rendered page never shows
 
 BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
@@ -259,8 +267,7 @@ def test_there_are_book_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_opening_box(path):
-    notebook = nbformat.read(path, as_version=4)
-    first = notebook.cells[0]
+    first = read_cells(path)[0]
     assert first.cell_type == "markdown", f"{path.name}: the first cell must be markdown"
     lines = [line for line in first.source.splitlines() if line.strip()]
     assert lines[0].startswith("# "), f"{path.name}: the first line must be the `# Title`"
@@ -283,8 +290,7 @@ def test_opening_box(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_lines_fit_the_page(path):
-    notebook = nbformat.read(path, as_version=4)
-    long = [(index, line) for index, cell in enumerate(notebook.cells)
+    long = [(index, line) for index, cell in enumerate(read_cells(path))
             if cell.cell_type == "code" and not HIDDEN_CODE_TAGS & set(cell.metadata.get("tags", []))
             for line in cell.source.splitlines() if len(line) > MAX_CODE_LINE]
     assert not long, f"{path.name}: code lines over {MAX_CODE_LINE} characters (cell, line): {long}"

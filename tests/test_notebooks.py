@@ -7,14 +7,18 @@ import ast
 import re
 from pathlib import Path
 
-import jupytext
-import nbformat
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for folder in ("notebooks", "book") for p in (ROOT / folder).glob("*.ipynb"))
 REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+
+
+def _read(path: Path):
+    import nbformat  # imported where used: its import (jsonschema's format checkers) costs seconds
+
+    return nbformat.read(path, as_version=4)
 
 
 def test_there_are_notebooks():
@@ -25,6 +29,8 @@ def test_there_are_notebooks():
 def test_paired_script_matches_notebook(path):
     script = path.with_suffix(".py")
     assert script.exists(), f"{path.name} has no paired py:percent script"
+    import jupytext  # imported where used: nbformat's import costs every worker's collection seconds
+
     from_script = jupytext.read(script)
     notebook = jupytext.read(path)
     def cells(nb):
@@ -36,7 +42,7 @@ def test_paired_script_matches_notebook(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_stored_outputs(path):
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read(path)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code"), (
         f"{path.name} carries outputs; the book executes notebooks itself")
 
@@ -45,7 +51,7 @@ def test_no_stored_outputs(path):
 def test_parameters_cell_is_typed_and_has_profile(path):
     """Typed literals, except `profile`, whose default reads $GLAUBER_PROFILE visibly in this cell (make book
     and make test set it); papermill's injected cell still overrides it."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read(path)
     cells = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, "exactly one cell tagged `parameters`"
     body = ast.parse(cells[0].source).body
@@ -65,7 +71,7 @@ def test_chapters_take_model_and_their_temperature():
     for path in NOTEBOOKS:
         if path.stem not in one | grid:
             continue
-        cell = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+        cell = next(c for c in _read(path).cells if "parameters" in c.metadata.get("tags", []))
         names = {node.target.id for node in ast.parse(cell.source).body if isinstance(node, ast.AnnAssign)}
         assert "model" in names and ("temperature" if path.stem in one else "temperatures") in names, path.name
 
@@ -81,7 +87,7 @@ def test_colab_set_up_is_the_one_shared_line(path):
     """One Colab mechanism: the book's launch button opens the notebook, and its one hidden set-up line (the
     same everywhere, the repository from _config.yml) clones and installs the companion through
     tools/colab_setup.sh, what `make check-colab` checks; no hand-typed Colab link."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read(path)
     hidden = [c for c in notebook.cells if c.cell_type == "code" and "google.colab" in c.source]
     assert [c.source for c in hidden] == [COLAB_CELL], f"{path.name}: the Colab cell is the shared line"
     assert "remove-cell" in hidden[0].metadata.get("tags", [])
@@ -129,7 +135,7 @@ PLUMBING = re.compile(r"\.to_csv\(|run\.save\(|save_table|\bglue|results_dir|set
 def test_visible_cells_are_science(path):
     """At most 3 visible plumbing lines a chapter (saving, glue, labels, styling sit in remove-input cells or
     in the chapter module), and the settings object is never edited after it is built."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read(path)
     visible = [line for c in notebook.cells if c.cell_type == "code"
                and not {"remove-cell", "remove-input"} & set(c.metadata.get("tags", []))
                for line in c.source.splitlines()]

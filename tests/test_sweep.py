@@ -1,6 +1,7 @@
 """sweep.py: the grid, cell ids, the index, merged tables, bad input, and real sweeps of the quick tour on a
 2-worker Dask LocalCluster at the smoke profile (run through the command line, as a user would)."""
 
+import ast
 import csv
 import os
 import subprocess
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from papermill.cli import _resolve_type
 
 import sweep
 
@@ -41,9 +41,11 @@ def read_index(folder: Path) -> dict[str, dict[str, str]]:
 # ---------------------------------------------------------------- pieces (no cluster)
 
 def test_values_are_parsed_by_papermills_own_helper():
-    assert sweep.papermill_value is _resolve_type
-    assert [sweep.papermill_value(v) for v in ["4", "-5", "0.5", "True", "None", "bert", ""]] == [
-        4, -5, 0.5, True, None, "bert", ""]
+    from papermill.cli import _resolve_type
+
+    values = ["4", "-5", "0.5", "1e3", "True", "None", "bert", "", "[1, 2]"]
+    assert [sweep.papermill_value(v) for v in values] == [_resolve_type(v) for v in values]
+    assert [sweep.papermill_value(v) for v in values[:8]] == [4, -5, 0.5, 1000.0, True, None, "bert", ""]
 
 
 def test_grid_is_the_product_of_the_value_lists():
@@ -111,6 +113,15 @@ def test_bad_command_line_is_one_error_line_and_exit_2(args, problem, capsys, tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sweep.py: error: ") and problem in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dask_worker_importing_sweep_imports_only_the_standard_library():
+    """Each Dask worker imports sweep.py for run_cell: its top-level imports must be light (torch, pandas and
+    papermill are imported inside the functions that need them)."""
+    tree = ast.parse((ROOT / "sweep.py").read_text())
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+    assert top and top <= set(sys.stdlib_module_names) | {"__future__"}, top - set(sys.stdlib_module_names)
 
 
 def test_bad_command_line_from_the_shell_exits_2():
@@ -206,15 +217,15 @@ def test_chapter_one_swept_over_temperature_gives_one_table_with_a_row_per_tempe
                                                                                        tiny_gpt2_dir):
     """Issue 26: `sweep.py notebooks/01_incompatibility.ipynb -p temperature 0.5 1 2` merges chapter 1's
     Table 1 into one table, each (role, temperature) once, the run's own temperature column equal to the
-    cell's (tiny random models and a few rectangles, so that the three cells take seconds)."""
+    cell's (two temperatures, one cell per worker; tiny random models and a few rectangles)."""
     done = finish(start_sweep(
-        "-p", "temperature", "0.5", "1", "2", "-p", "model", str(tiny_model_dirs["bert"]),
+        "-p", "temperature", "0.5", "2", "-p", "model", str(tiny_model_dirs["bert"]),
         "-p", "causal_model", str(tiny_gpt2_dir), "-p", "rectangles", "4", "-p", "control_rectangles", "2",
         "--profile", "smoke", "--workers", "2", "--out", str(tmp_path),
         notebook=ROOT / "notebooks" / "01_incompatibility.ipynb"))
     assert done.returncode == 0, done.stdout + done.stderr
     table = pd.read_csv(tmp_path / "merged" / "table1.csv")
-    assert sorted(table.temperature.unique()) == [0.5, 1.0, 2.0]
+    assert sorted(table.temperature.unique()) == [0.5, 2.0]
     assert (table.temperature == table.temperature_param).all()
     assert not table.duplicated(["role", "temperature"]).any()
     assert table.groupby("temperature").role.nunique().nunique() == 1  # the same roles at every temperature
