@@ -131,3 +131,28 @@ HTML(bt.claims_html(tables["beyond"]))
 checks = bt.read_checks(bt.results_root())
 (HTML(bt.checks_html(checks)) if len(checks)
  else Markdown("No chapter wrote checks in this run."))
+
+# %% [markdown]
+# ## Seed to seed
+#
+# A verdict decided by an interval can move when the run's random draws change. Each quick chapter
+# was run a second time with `seed` = 1 (other passages, chains, rectangles and bootstrap draws) on
+# the same code, and every row compared with the seed-0 run by `tools/compare_verdicts.py` (the record
+# and how it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a
+# claim near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a
+# rule that a seed can overturn.
+
+# %% tags=["remove-input"]
+import pandas as pd
+
+seeds = pd.read_csv(bt.REPO_ROOT / "results" / "seeds" / "quick_seed0_vs_seed1.csv")
+moved = sorted(c for c, code in seeds.groupby("chapter").code_base.first().items()
+               if code != bt.code_version(c))
+counts = seeds.groupby("kind").flipped.agg(["sum", "size"])
+flips = seeds[seeds.flipped].rename(columns={"verdict_base": "seed 0", "verdict_other": "seed 1"})
+display(Markdown(
+    "At the quick profile on the bundled model: "
+    + "; ".join(f"{int(n)} of {total} {kind} rows changed" for kind, (n, total) in counts.iterrows())
+    + "." + (f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this comparison "
+             "was made." if moved else "")))
+bt.reading_table(flips[["chapter", "claim", "kind", "seed 0", "seed 1"]])
