@@ -2,6 +2,8 @@
 checked on the germlines themselves, and a short Glauber run through the chapter's recurrence statistics with
 IGHV3 in politics' place."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
@@ -10,8 +12,12 @@ import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
 
-pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
-pytest.importorskip("anarci", reason="germline seeds need the PyPI package anarci (requirements.txt)")
+pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
+    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
+                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
+    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
+                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+]
 
 
 def test_families_are_the_human_germline_families():

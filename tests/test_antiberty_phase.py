@@ -2,14 +2,20 @@
 coupled chains on two free sites of a frozen germline, and the Hamming distance to the start that replaces
 sentence embeddings. Skipped when antiberty is not installed."""
 
+import importlib.util
+
 import pytest
 import torch
 
 import glauber_core as glauber
 from chapters import phase as ch
 
-pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
-pytest.importorskip("anarci", reason="germline seeds need the PyPI package anarci")
+pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
+    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
+                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
+    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
+                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+]
 
 CONTEXT = 12
 

@@ -2,6 +2,7 @@
 score gaps on germlines themselves, the Hamming embedding that replaces sentence embeddings, and a short
 cold chain through detect_traps and the trap catalogue. Skipped when antiberty is not installed."""
 
+import importlib.util
 import math
 
 import numpy as np
@@ -11,8 +12,12 @@ import torch
 import glauber_core as glauber
 from chapters import traps as ch
 
-pytest.importorskip("antiberty", reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)")
-pytest.importorskip("anarci", reason="germline seeds need the PyPI package anarci")
+pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
+    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
+                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
+    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
+                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+]
 
 N = 8
 

@@ -354,12 +354,9 @@ def test_check_book_flags_each_problem(tmp_path, capsys):
 # The Sphinx extension (tools/book_sphinx.py): summary pages always fresh, read last
 # ---------------------------------------------------------------------------------------------------------
 
-import json  # noqa: E402
-
-import book_sphinx  # noqa: E402
-
-
 def test_summary_pages_are_read_last_and_always_executed():
+    import book_sphinx  # imported where used: it imports jupyter_server (seconds of every worker's collection)
+
     docnames = ["book/intro", "book/reproduction", "notebooks/01_incompatibility", "book/performance",
                 "notebooks/05_traps"]
     book_sphinx.summaries_read_last(None, None, docnames)
