@@ -145,14 +145,22 @@ checks = bt.read_checks(bt.results_root())
 # %% tags=["remove-input"]
 import pandas as pd
 
-seeds = pd.read_csv(bt.REPO_ROOT / "results" / "seeds" / "quick_seed0_vs_seed1.csv")
+seeds = pd.read_csv(bt.REPO_ROOT / "results" / "seeds" / "quick_seed0_vs_seed1.csv",
+                    dtype=str, keep_default_na=False)
+seeds["flipped"] = seeds.flipped == "True"
+same_code = (seeds.code_base == seeds.code_other).all()
 moved = sorted(c for c, code in seeds.groupby("chapter").code_base.first().items()
                if code != bt.code_version(c))
-counts = seeds.groupby("kind").flipped.agg(["sum", "size"])
+unjudged = (seeds.verdict_base == bt.OTHER_SETUP) & (seeds.verdict_other == bt.OTHER_SETUP)
+counts = seeds[~unjudged].groupby("kind").flipped.agg(["sum", "size"])
 flips = seeds[seeds.flipped].rename(columns={"verdict_base": "seed 0", "verdict_other": "seed 1"})
 display(Markdown(
     "At the quick profile on the bundled model: "
     + "; ".join(f"{int(n)} of {total} {kind} rows changed" for kind, (n, total) in counts.iterrows())
-    + "." + (f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this comparison "
-             "was made." if moved else "")))
-bt.reading_table(flips[["chapter", "claim", "kind", "seed 0", "seed 1"]])
+    + f" (the {unjudged.sum()} rows that are *other setup* on both seeds are not judged on "
+    "this model)."
+    + ("" if same_code else "\n\n> **Warning:** the two runs did not run the same code.")
+    + (f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this comparison "
+       "was made." if moved else "")))
+(bt.reading_table(flips[["chapter", "claim", "kind", "seed 0", "seed 1"]]) if len(flips)
+ else Markdown("No verdict changed."))

@@ -1,7 +1,8 @@
 """Every chapter on any masked LM (issue: RoBERTa-, ModernBERT-style models with their own vocabularies).
 
-`make check-models` runs this file (CI does, after `make test`): fifteen notebook runs, each mostly kernel start-up,
-imports and model loading, which would take about half of `make test`'s time.
+`make check-models` runs these fifteen notebook runs (CI does, after `make test`, which leaves them out: each is mostly
+kernel start-up, imports and model loading, and together they would double its time); `make check-random` runs the
+two at the quick profile.
 
 Each chapter notebook runs at the smoke profile under papermill with `-p model <folder>` on tiny random models
 built in the tests (no download), and must finish, write its claims naming that model, name the model in every

@@ -18,19 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 NOTEBOOKS = sorted(p for folder in ("notebooks", "book") for p in (ROOT / folder).glob("*.ipynb"))
 MAX_CODE_LINE = 80
-def read_cells(path: Path) -> list[SimpleNamespace]:
-    """A notebook's cells (type, source text, metadata), read as JSON: nbformat's import costs each worker
-    seconds (jsonschema's format checkers), and these tests need no validation."""
-    return [SimpleNamespace(cell_type=c["cell_type"], source="".join(c["source"]), metadata=c.get("metadata", {}))
-            for c in json.loads(path.read_text())["cells"]]
-
-
 HIDDEN_CODE_TAGS = {"remove-cell", "remove-input"}  # code the rendered page never shows
 
 BIB_KEYS = {"sana2026mixing", "glauber1963", "levin2017markov", "bubley1997path", "devlin2019bert", "liu2019roberta",
             "warner2025modernbert", "wang2019bertmouth", "salazar2020mlmscoring", "reimers2019sbert",
             "wang2020minilm", "greene2006bbc", "allal2025smollm2", "radford2019gpt2", "vehtari2021rhat",
             "efron1993bootstrap", "ruffolo2021antiberty", "dunbar2016anarci"}
+
+
+def read_cells(path: Path) -> list[SimpleNamespace]:
+    """A notebook's cells (type, source text, metadata), read as JSON: nbformat's import costs each worker
+    seconds (jsonschema's format checkers), and these tests need no validation."""
+    return [SimpleNamespace(cell_type=c["cell_type"], source="".join(c["source"]), metadata=c.get("metadata", {}))
+            for c in json.loads(path.read_text())["cells"]]
 
 
 # ---------------------------------------------------------------------------------------------------------

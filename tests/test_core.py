@@ -125,7 +125,7 @@ def test_glauber_matches_exact_stationary_of_incompatible_chain():
     mu = glauber.exact_stationary(model, N_SITES, temperature=1.0)
     assert torch.allclose(glauber.glauber_kernel(model, N_SITES).T @ mu, mu, atol=1e-10)
     x0 = torch.randint(0, 3, (CHAINS, N_SITES), generator=torch.Generator().manual_seed(0))
-    # after 80 steps the chain's exact law (start law times the kernel^80) is within 1e-5 of mu in TV
+    # after 80 steps the chain's exact law is within 5e-5 of mu in TV from any start (kernel^80)
     final = glauber.glauber(model, x0, 80, record_every=80, progress=False).final
     law = empirical_law(final, 3)
     bound = 1.5 * bt.sampling_noise_tv(mu, CHAINS)  # the empirical TV concentrates near its mean

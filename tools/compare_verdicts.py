@@ -23,33 +23,35 @@ KEY = ["chapter", "claim"]
 
 def _rows(folder: Path, name: str, verdict: str, text: str) -> pd.DataFrame:
     """Every chapter's `name` table under `folder`, reduced to the key, the verdict and its text (a checks
-    table names its rows `check`)."""
-    frames = [pd.read_csv(path).assign(chapter=path.parent.name) for path in sorted(folder.glob(f"*/{name}"))]
+    table names its rows `check`), all read as text ("NA" stays "NA")."""
+    frames = [pd.read_csv(path, dtype=str, keep_default_na=False).assign(chapter=path.parent.name)
+              for path in sorted(folder.glob(f"*/{name}"))]
     if not frames:
         return pd.DataFrame(columns=[*KEY, "table", "kind", "verdict", "ours_text", "code", "source"])
     rows = pd.concat(frames, ignore_index=True)
-    if "table" not in rows:
-        rows["table"] = "checks"
-    if "kind" not in rows:
-        rows["kind"] = "check"
-    if "code" not in rows:
-        rows["code"] = ""
     rows = rows.rename(columns={verdict: "verdict", text: "ours_text", "check": "claim"})
+    defaults = {"table": "checks", "kind": "check", "code": ""}
+    rows = rows.assign(**{column: value for column, value in defaults.items() if column not in rows})
     return rows[[*KEY, "table", "kind", "verdict", "ours_text", "code"]].assign(source=name)
 
 
 def compare(base: Path, other: Path) -> pd.DataFrame:
-    """One row per claim or check of either run, with both verdicts and whether they differ."""
+    """One row per claim or check of either run, with both verdicts and whether they differ; a row that one
+    run lacks has the verdict "absent" there. A claim twice in one run (a folder of several models) is an error."""
     tables = []
     for name, verdict, text in (("claims.csv", "verdict", "ours_text"), ("checks.csv", "result", "detail")):
         a, b = _rows(base, name, verdict, text), _rows(other, name, verdict, text)
-        merged = a.merge(b, on=[*KEY, "source"], how="outer", suffixes=("_base", "_other"))
+        try:
+            merged = a.merge(b, on=[*KEY, "source"], how="outer", suffixes=("_base", "_other"),
+                             validate="one_to_one", indicator=True)
+        except pd.errors.MergeError:
+            raise ValueError(f"a {name} row appears twice in one run: compare one model's runs") from None
+        for side, only in (("base", "right_only"), ("other", "left_only")):
+            merged.loc[merged._merge == only, f"verdict_{side}"] = "absent"
         for column in ("table", "kind"):
             merged[column] = merged[f"{column}_base"].fillna(merged[f"{column}_other"])
         tables.append(merged)
     table = pd.concat(tables, ignore_index=True)
-    for side in ("base", "other"):
-        table[f"verdict_{side}"] = table[f"verdict_{side}"].fillna("absent")
     table["flipped"] = table.verdict_base != table.verdict_other
     return table[[*KEY, "table", "kind", "verdict_base", "verdict_other", "flipped", "ours_text_base",
                   "ours_text_other", "code_base", "code_other"]].sort_values(KEY, ignore_index=True)
@@ -64,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     for folder in (args.base, args.other):
         if not any(folder.glob("*/claims.csv")):
             parser.error(f"{folder} holds no <chapter>/claims.csv")
-    table = compare(args.base, args.other)
+    try:
+        table = compare(args.base, args.other)
+    except ValueError as problem:
+        parser.error(str(problem))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
