@@ -124,4 +124,3 @@ def antiberty():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
         return glauber_core.load_mlm("antiberty")
-
