@@ -68,7 +68,7 @@ test: setup
 # The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
 test-fast: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook" -o addopts="-p no:cacheprovider" \
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook and not calibration" -o addopts="-p no:cacheprovider" \
 		-p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has

@@ -33,6 +33,7 @@ local CPU cluster each kernel gets ``OMP_NUM_THREADS`` = cores // workers unless
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import hashlib
 import itertools
@@ -69,18 +70,24 @@ def papermill_value(text: str):
     return _resolve_type(text)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    # the profile names, defined once; imported here, not at the top, because each Dask worker imports this
-    # module for run_cell, and book_tools would bring torch into every worker
-    from book_tools import PROFILES
+def profile_names() -> tuple[str, ...]:
+    """book_tools.PROFILES, the profile names defined once, read from its source: importing book_tools brings in
+    torch, which neither a bad command line nor a Dask worker (it imports this module for run_cell) should wait for."""
+    for node in ast.parse((REPO_ROOT / "book_tools.py").read_text()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PROFILES"]:
+            return tuple(ast.literal_eval(node.value))
+    raise RuntimeError("book_tools.py defines no PROFILES")
 
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    profiles = profile_names()
     parser = _Parser(prog="sweep.py", description="Run NOTEBOOK over the grid of -p values with papermill on Dask.",
                      usage="%(prog)s NOTEBOOK -p NAME VALUE [VALUE ...] [-p NAME VALUE ...] [--profile PROFILE]\n"
                            "                [--workers N] [--scheduler ADDRESS] [--out DIR]")
     parser.add_argument("notebook", metavar="NOTEBOOK", help="the .ipynb to run")
     parser.add_argument("-p", "--parameter", dest="parameters", nargs="+", action="append", default=[],
                         metavar=("NAME VALUE", "VALUE"), help="a parameter and its values (repeat -p for more)")
-    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
+    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(profiles)} (default quick)")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="local worker processes (default: one per GPU, else cores // 2)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
@@ -91,18 +98,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         parser.error(f"no such notebook: {args.notebook} (give the path of an .ipynb file)")
     args.notebook = notebook.resolve()
-    if args.profile not in PROFILES:
-        parser.error(f"--profile must be one of {', '.join(PROFILES)}, got {args.profile!r}")
+    if args.profile not in profiles:
+        parser.error(f"--profile must be one of {', '.join(profiles)}, got {args.profile!r}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     if not args.parameters:
         parser.error("give at least one -p NAME VALUE [VALUE ...]")
-    try:
-        import papermill
-
-        declared = papermill.inspect_notebook(str(args.notebook))
-    except Exception as exc:  # an unreadable notebook is bad input too
-        parser.error(f"cannot read the parameters of {args.notebook.name}: {exc}")
     values = {}
     for name, *raw in args.parameters:
         if not raw:
@@ -113,10 +114,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error("set the profile with --profile, not -p profile")
         if name in FIXED_COLUMNS:
             parser.error(f"a parameter cannot be named {name!r} (an index column)")
+        values[name] = list(dict.fromkeys(raw))  # a repeated value is one cell
+    try:  # papermill takes seconds to import: only once the command line itself is well formed
+        import papermill
+
+        declared = papermill.inspect_notebook(str(args.notebook))
+    except Exception as exc:  # an unreadable notebook is bad input too
+        parser.error(f"cannot read the parameters of {args.notebook.name}: {exc}")
+    for name in values:
         if name not in declared:
             known = f"its parameters: {', '.join(declared)}" if declared else "it has no cell tagged parameters"
             parser.error(f"{args.notebook.name} has no parameter {name!r}; {known}")
-        values[name] = list(dict.fromkeys(raw))  # a repeated value is one cell
     args.values = values
     args.declared = declared
     args.out = Path(args.out).resolve() if args.out else REPO_ROOT / "results" / "sweeps" / (

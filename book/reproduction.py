@@ -136,11 +136,17 @@ checks = bt.read_checks(bt.results_root())
 # ## Seed to seed
 #
 # A verdict decided by an interval can move when the run's random draws change. Each quick chapter
-# was run a second time with `seed` = 1 (other passages, chains, rectangles and bootstrap draws) on
-# the same code, and every row compared with the seed-0 run by `tools/compare_verdicts.py` (the record
-# and how it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a
-# claim near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a
-# rule that a seed can overturn.
+# was run a second time with `seed` = 1 (other passages, rectangles and bootstrap draws) on the same
+# code, and every row compared with the seed-0 run by `tools/compare_verdicts.py` (the record and how
+# it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a claim
+# near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a rule
+# that a seed can overturn.
+#
+# **A limit of this comparison.** The chains of the two runs do not draw independently. Chain b of
+# a batch run with seed 1 draws what chain b + 1 drew with seed 0, because `chain_seeds(seed, B)[b]`
+# depends only on seed + b. Where the chains of a batch share their start state, seed 1 repeats
+# most of seed 0's chains, so these counts understate how much a verdict moves from seed to seed. Fixing `chain_seeds` changes every trajectory, so the fix waits
+# until every committed result can be rerun with it.
 
 # %% tags=["remove-input"]
 import pandas as pd

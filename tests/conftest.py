@@ -124,3 +124,11 @@ def antiberty():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
         return glauber_core.load_mlm("antiberty")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """The verdict rules' calibration runs (tests/test_calibration_*.py) carry the `calibration` marker."""
+    for item in items:
+        if item.path.name.startswith("test_calibration_"):
+            item.add_marker(pytest.mark.calibration)

@@ -1,6 +1,7 @@
 """The bundled masked LMs in models/ (the default minilm-l4-bbc-mlm and its family) and the training script's
 masking."""
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -39,12 +40,21 @@ def load_train_module():
     return module
 
 
+@functools.lru_cache(maxsize=None)
 def load_bundled(name):
-    """A bundled model (float32, eval mode) and its tokenizer."""
+    """A bundled model (float32, eval mode) and its tokenizer, loaded once per run (the tests only read them)."""
     from transformers import AutoTokenizer, BertForMaskedLM
 
     model = BertForMaskedLM.from_pretrained(MODELS_DIR / name, dtype=torch.float32).eval()
     return model, AutoTokenizer.from_pretrained(MODELS_DIR / name)
+
+
+@functools.lru_cache(maxsize=None)
+def load_offline(name):
+    """glauber.load_mlm(name) by its bundled name with the hub offline, once per run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        return glauber.load_mlm(name, device="cpu")
 
 
 def test_the_default_model_is_bundled():
@@ -80,13 +90,12 @@ def test_loads_as_float32_with_tied_head(name):
 
 @needs_weights
 @pytest.mark.parametrize("name", FAMILY)
-def test_loads_offline_by_name_and_never_proposes_a_special_token(name, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    cond = glauber.load_mlm(name, device="cpu")
+def test_loads_offline_by_name_and_never_proposes_a_special_token(name):
+    cond = load_offline(name)
     special = set(cond.tokenizer.all_special_ids) | set(range(1, 999))  # [PAD], [unusedN], [UNK], [CLS], ...
     assert not cond.allowed[sorted(special)].any()
     x0 = glauber.seed_passages(cond, 12, 4, seed=0).tokens
-    run = glauber.glauber(cond, x0, 60, temperature=3.0, seed=0, record_every=60, progress=False)
+    run = glauber.glauber(cond, x0, 30, temperature=3.0, seed=0, record_every=30, progress=False)
     assert not set(run.final.unique().tolist()) & special
 
 
@@ -94,7 +103,7 @@ def test_loads_offline_by_name_and_never_proposes_a_special_token(name, monkeypa
 @pytest.mark.parametrize("name", FAMILY)
 def test_conditionals_match_the_models_own_full_logits_forward(name):
     """s_i(. ; x_-i) of the adapter (LM head at the masked row only) equals the full forward's logits there."""
-    cond = glauber.load_mlm(name, device="cpu")
+    cond = load_offline(name)
     model, tokenizer = load_bundled(name)
     x = glauber.seed_passages(cond, 10, 3, seed=1).tokens
     sites = torch.tensor([0, 4, 9])

@@ -20,7 +20,7 @@ import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
 
-SEEDS_PER_TOPIC, STEPS, RECORD_EVERY, CHANCE_TEXTS, N = 3, 120, 20, 150, 16
+SEEDS_PER_TOPIC, STEPS, RECORD_EVERY, CHANCE_TEXTS, N = 3, 120, 40, 150, 16
 LABELS = list(ch.TOPIC_LABELS)
 BASELINE = 1 / len(LABELS)
 
@@ -75,16 +75,15 @@ def topic_tokens(tiny_bert):
     return picks
 
 
-def chapter_run(cond, seeds_per_topic: int = SEEDS_PER_TOPIC) -> dict:
+def chapter_run(cond, chance: torch.Tensor, seeds_per_topic: int = SEEDS_PER_TOPIC) -> dict:
     """The chapter's pipeline at a small size: seeds per BBC topic, one batched run, topic scores of the
-    records, chance text, and every general claim's verdict."""
+    records, and every general claim's verdict against `chance`, the topic scores of the chapter's chance text."""
     seeds = [glauber.seed_passages(cond, N, seeds_per_topic, seed=0, topic=t) for t in ch.BBC_TOPIC_LABELS]
     x0 = torch.cat([p.tokens for p in seeds])
     seed_topic = [t for p in seeds for t in p.topics]
     run = glauber.glauber(cond, x0, STEPS, 1.0, seed=0, record_every=RECORD_EVERY, progress=False)
     scores, steps = ch.trajectory_topic_scores(cond, run, LABELS)
     frame = ch.topic_frame(scores, steps, LABELS, seed_topic=seed_topic)
-    chance = ch.state_topic_scores(cond, ch.chance_tokens(cond, CHANCE_TEXTS, N, seed=1), LABELS)
     crossings = ch.crossing_table(frame, LABELS, BASELINE)
     recurrence = ch.recurrence_verdict(crossings, chance[:, 0].numpy(), BASELINE)
     rises = ch.rise_table(frame, chance[:, 0].numpy())
@@ -111,9 +110,14 @@ def runs(tiny_bert, topic_tokens):
     assert len(food) > 40
     models = {"random": tiny_bert, "politics tilt": Tilted(tiny_bert, topic_tokens["politics"], 7.0),
               "food tilt": Tilted(tiny_bert, food, 8.0), "keeper": Keeper(tiny_bert)}
-    built = {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m)) for name, m in models.items()}
+    # the wrappers share the random model's tokenizer and allowed tokens, hence its chance text and scores
+    text = ch.chance_tokens(tiny_bert, CHANCE_TEXTS, N, seed=1)
+    assert all(m.tokenizer is tiny_bert.tokenizer and torch.equal(ch.chance_tokens(m, CHANCE_TEXTS, N, seed=1), text)
+               for m in models.values())
+    chance = ch.state_topic_scores(tiny_bert, text, LABELS)
+    built = {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m, chance)) for name, m in models.items()}
     # per seed topic, 3 chains leave a topic whose seeds the scorer half-reads undecided: 8 for the trap
-    built["keeper, 8 seeds"] = functools.lru_cache(maxsize=1)(lambda: chapter_run(models["keeper"], 8))
+    built["keeper, 8 seeds"] = functools.lru_cache(maxsize=1)(lambda: chapter_run(models["keeper"], chance, 8))
     return built
 
 

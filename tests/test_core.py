@@ -34,6 +34,13 @@ def test_uniforms_are_uniform():
     assert kstest(u, "uniform").pvalue > 1e-4
 
 
+@pytest.mark.xfail(strict=True, reason="known defect: chain_seeds(seed, B)[b] depends on seed + b only, so a run "
+                   "with seed 1 reuses all but one of seed 0's chain streams; the fix changes every trajectory and "
+                   "waits for a rerun of every committed result (book/reproduction.py, 'Seed to seed')")
+def test_nearby_seeds_give_disjoint_chain_streams():
+    assert not set(glauber.chain_seeds(0, 100)) & set(glauber.chain_seeds(1, 100))
+
+
 def spiky_weights(vocab: int, seed: int, empty_tail: int = 0) -> torch.Tensor:
     """A law with many zeros and a heavy last token, or with its last `empty_tail` tokens at zero
     (like the unused ids at the end of RoBERTa's and ModernBERT's vocabularies)."""
@@ -66,7 +73,7 @@ def test_inverse_cdf_sampler_draws_the_law(vocab):
     from scipy.stats import chisquare
 
     weights = spiky_weights(vocab, 7)
-    draws = 200_000
+    draws = 50_000  # the exact inverse CDF is checked above; this checks the law the uniforms give
     sample = glauber._inverse_cdf(weights.expand(draws, -1), glauber._uniforms(glauber._chain_keys(1, draws, "cpu"), 1, 1))
     counts = torch.bincount(sample, minlength=vocab).double()
     assert counts[weights == 0].sum() == 0
@@ -104,7 +111,7 @@ def tv(p, q):
 
 
 CHAINS = 20_000  # the incompatible chain's law lives on 3^6 = 729 states
-GIBBS_CHAINS = 6_000  # the Ising joint on 2^6 = 64 states: sampling noise about 0.026 in TV
+GIBBS_CHAINS = 3_000  # the Ising joint on 2^6 = 64 states: sampling noise about 0.037 in TV
 
 
 @pytest.mark.parametrize("scan", ["random", "systematic"])
@@ -222,7 +229,7 @@ def random_log_probs(rows, vocab, generator, scale=2.0):
 def test_maximal_coupling_marginals_and_disagreement_small_vocab():
     g = torch.Generator().manual_seed(0)
     logp, logq = random_log_probs(1, 8, g), random_log_probs(1, 8, g)
-    draws = 200_000
+    draws = 100_000
     a, b = glauber.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1), generator=g)
     p, q = logp[0].exp(), logq[0].exp()
     for sample, target in ((a, p), (b, q)):
@@ -235,7 +242,7 @@ def test_maximal_coupling_marginals_and_disagreement_small_vocab():
 
 def test_maximal_coupling_vocab_sized_pairs():
     g = torch.Generator().manual_seed(1)
-    vocab, rows = 30522, 500  # 5 sigma is 0.1 here: twice the TV (0.54) or an independent draw (~1) fail
+    vocab, rows = 30522, 250  # 5 sigma is 0.14 here: twice the TV (0.54) or an independent draw (~1) fail
     logp = random_log_probs(rows, vocab, g, scale=3.0)
     logq = torch.log_softmax(logp.nan_to_num(neginf=-50.0) + 0.7 * torch.randn(rows, vocab, generator=g,
                                                                                  dtype=torch.float64), -1)

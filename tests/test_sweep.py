@@ -124,10 +124,20 @@ def test_a_dask_worker_importing_sweep_imports_only_the_standard_library():
     assert top and top <= set(sys.stdlib_module_names) | {"__future__"}, top - set(sys.stdlib_module_names)
 
 
-def test_bad_command_line_from_the_shell_exits_2():
+def test_the_profile_names_are_book_tools_own():
+    import book_tools
+
+    assert sweep.profile_names() == book_tools.PROFILES
+
+
+def test_bad_command_line_from_the_shell_exits_2_before_importing_torch_or_papermill():
     done = run_sweep("-p", "steps", "--profile", "smoke")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "sweep.py: error: -p steps has no values (give -p NAME VALUE [VALUE ...])"]
+    imports = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "sweep.py"), str(NOTEBOOK), "-p", "steps"],
+                             cwd=ROOT, capture_output=True, text=True).stderr
+    modules = {line.split("|")[-1].strip() for line in imports.splitlines() if line.startswith("import time:")}
+    assert "argparse" in modules and not modules & {"torch", "papermill", "book_tools"}, sorted(modules)
 
 
 # ---------------------------------------------------------------- real sweeps (2-worker LocalCluster, smoke)
