@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book check-colab check-models check-random test test-fast benchmark across-models antiberty clean
+.PHONY: setup book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -65,10 +65,17 @@ test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
-# The inner loop: the unit tests without any notebook run (tests marked `notebook` and the nbmake items skipped).
+# The inner loop: the unit tests without any notebook run or calibration (tests marked `notebook` or `calibration`,
+# and the nbmake items, skipped).
 test-fast: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook and not calibration" -o addopts="-p no:cacheprovider" \
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook and not calibration" \
+		-o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
+
+# After changing a verdict rule: the calibrations alone (tests/test_calibration_*.py, marker `calibration`).
+test-calibration: setup
+	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m calibration -o addopts="-p no:cacheprovider" \
 		-p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has

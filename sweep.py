@@ -71,8 +71,8 @@ def papermill_value(text: str):
 
 
 def profile_names() -> tuple[str, ...]:
-    """book_tools.PROFILES, the profile names defined once, read from its source: importing book_tools brings in
-    torch, which neither a bad command line nor a Dask worker (it imports this module for run_cell) should wait for."""
+    """book_tools.PROFILES, the profile names defined once, read from its source (a literal tuple there):
+    importing book_tools brings in torch, which a bad command line should not wait for."""
     for node in ast.parse((REPO_ROOT / "book_tools.py").read_text()).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PROFILES"]:
             return tuple(ast.literal_eval(node.value))

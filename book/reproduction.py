@@ -142,11 +142,14 @@ checks = bt.read_checks(bt.results_root())
 # near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a rule
 # that a seed can overturn.
 #
-# **A limit of this comparison.** The chains of the two runs do not draw independently. Chain b of
-# a batch run with seed 1 draws what chain b + 1 drew with seed 0, because `chain_seeds(seed, B)[b]`
-# depends only on seed + b. Where the chains of a batch share their start state, seed 1 repeats
-# most of seed 0's chains, so these counts understate how much a verdict moves from seed to seed. Fixing `chain_seeds` changes every trajectory, so the fix waits
-# until every committed result can be rerun with it.
+# **A limit of this comparison.** The two runs' chains do not draw independently. Chain b of a
+# batch run with seed 1 uses the random numbers (site choices and uniforms) that chain b + 1 used
+# with seed 0, because `chain_seeds(seed, B)[b]` depends only on seed + b. The start passages are
+# drawn afresh, so no chain is repeated outright, but the shared draws tie the two runs together
+# by an unknown amount, and these counts may understate how much a verdict moves from seed to
+# seed. The same holds inside a run wherever batches get seeds one apart (chapter 3's protein
+# window grid seeds context c with seed + c). Fixing `chain_seeds` changes every trajectory, so the
+# fix waits until every committed result can be rerun with it.
 
 # %% tags=["remove-input"]
 import pandas as pd

@@ -62,7 +62,7 @@ def test_conditionals_equal_the_full_forward(antiberty):
 
 def test_predicts_masked_residues_of_human_heavy_germlines(antiberty):
     x = torch.stack([antiberty.encode(germline(a))[:60] for a in ("IGHV1-69*01", "IGHV3-23*01", "IGHV4-34*01")])
-    sites = torch.arange(0, 60, 4).repeat(3)  # every fourth site of FR1 to FR2 of each (45 forwards)
+    sites = torch.arange(0, 60, 4).repeat(3)  # every fourth site of FR1 to CDR2 of each (45 forwards)
     rows = x.repeat_interleave(15, 0)
     scores = antiberty.log_scores(rows, sites)
     accuracy = (scores.argmax(-1).cpu() == rows[torch.arange(len(rows)), sites]).double().mean()
