@@ -65,18 +65,19 @@ test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
+# tests/ without nbmake, in a fresh test home; the targets below add the marker expression to select
+PYTEST_TESTS = rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME) && $(TEST_ENV) OMP_NUM_THREADS=1 \
+	$(BIN)/python -m pytest tests -o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile \
+	--durations=10
+
 # The inner loop: the unit tests without any notebook run or calibration (tests marked `notebook` or `calibration`,
 # and the nbmake items, skipped).
 test-fast: setup
-	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not notebook and not calibration" \
-		-o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
+	$(PYTEST_TESTS) -m "not notebook and not calibration"
 
 # After changing a verdict rule: the calibrations alone (tests/test_calibration_*.py, marker `calibration`).
 test-calibration: setup
-	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m calibration -o addopts="-p no:cacheprovider" \
-		-p no:nbmake -n $(TEST_WORKERS) --dist loadfile --durations=10
+	$(PYTEST_TESTS) -m calibration
 
 # The Colab path: every chapter at the smoke profile in a fresh virtual environment made only from what Colab has
 # plus the notebooks' set-up (tools/colab_setup.sh: `pip install -e .` and requirements-nodeps.txt). CI runs it.
