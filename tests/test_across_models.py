@@ -141,6 +141,33 @@ def test_collect_replaces_nothing_when_a_table_is_missing(tmp_path):
     assert (results / "04_basins" / "table3.csv").exists()
 
 
+def test_collect_of_some_chapters_keeps_the_other_chapters_rows_and_tables(tmp_path):
+    """`--chapters`: only the chapters run are collected; run.csv keeps the others' rows, in chapter order."""
+    sweeps, results = tmp_path / "sweeps", tmp_path / "results"
+    _fake_sweeps(sweeps, ["m2"])
+    across_models.collect(sweeps, results, ["m2"], "smoke", "the whole set")
+    before = pd.read_csv(results / "run.csv", dtype=str)
+    kept_table = (results / "01_incompatibility" / "table1.csv").read_text()
+    index = across_models.sweep_folder(sweeps, "02_mixing_bounds") / "index.csv"
+    pd.read_csv(index).assign(seconds=90.0).to_csv(index, index=False)
+    (across_models.sweep_folder(sweeps, "01_incompatibility") / "merged" / "table1.csv").unlink()
+    some = {"02_mixing_bounds": across_models.KEPT["02_mixing_bounds"]}
+    across_models.collect(sweeps, results, ["m2"], "smoke", "one chapter", some, others_stay=True)
+    after = pd.read_csv(results / "run.csv", dtype=str)
+    assert after.chapter.tolist() == before.chapter.tolist() == sorted(across_models.KEPT)
+    changed = after.chapter == "02_mixing_bounds"
+    assert after[changed].seconds.astype(float).tolist() == [90.0] and set(after[changed].command) == {"one chapter"}
+    pd.testing.assert_frame_equal(after[~changed], before[~changed])
+    assert (results / "01_incompatibility" / "table1.csv").read_text() == kept_table
+    assert bt.across_run(results)["command"] == "the whole set"
+
+
+def test_the_command_line_rejects_a_chapter_outside_the_set(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        across_models.main(["--chapters", "03_phase_diagram"])
+    assert exit_.value.code == 2 and "03_phase_diagram not in the family set" in capsys.readouterr().err
+
+
 def test_across_run_names_a_cell_that_did_not_finish_and_a_missing_run(tmp_path):
     sweeps, results = tmp_path / "sweeps", tmp_path / "results"
     _fake_sweeps(sweeps, ["m2"], status="failed")

@@ -1,8 +1,11 @@
-"""sweep.py: the grid, cell ids, the index, merged tables, bad input, and real sweeps of the quick tour on a
-2-worker Dask LocalCluster at the smoke profile (run through the command line, as a user would)."""
+"""sweep.py: the grid, cell ids, the index, merged tables, bad input, and real sweeps on a 2-worker Dask
+LocalCluster at the smoke profile, run through the command line as a user would: the sweep's own mechanics (index,
+merged tables, a failed cell, a rerun) on a probe notebook without torch, so that each cell costs seconds, and
+chapter 1 itself swept over temperature."""
 
 import ast
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +18,43 @@ import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "quick_tour.ipynb"
-TINY = ["-p", "seq_len", "8", "--profile", "smoke", "--workers", "2"]  # a few seconds of notebook per cell
+TINY = ["-p", "seq_len", "8", "--profile", "smoke", "--workers", "2"]
+
+# A notebook with the chapters' conventions and none of their cost: a tagged parameters cell (profile from
+# GLAUBER_PROFILE, seed, steps, seq_len), the chapters' error for a bad `steps`, and two tables written where
+# bt.results_dir puts them ($GLAUBER_RESULTS/<notebook>/). `chains` follows the profile as a chapter's would.
+PROBE_CELLS = [
+    ("parameters", 'import os\n'
+                   'profile: str = os.environ.get("GLAUBER_PROFILE", "quick")\n'
+                   'seed: int = 0\nsteps: int = 40\nseq_len: int = 20'),
+    ("", 'import csv, random\n'
+         'from pathlib import Path\n'
+         'if not isinstance(steps, int) or steps < 0:\n'
+         '    raise ValueError(f"steps must be an integer >= 0, got {steps}")\n'
+         'chains = {"smoke": 2, "quick": 4, "paper": 8}[profile]\n'
+         'out = Path(os.environ.get("GLAUBER_RESULTS", "results")) / "sweep_probe"\n'
+         'out.mkdir(parents=True, exist_ok=True)\n'
+         'rng = random.Random(seed)\n'
+         'with (out / "distance.csv").open("w", newline="") as file:\n'
+         '    writer = csv.writer(file)\n'
+         '    writer.writerow(["chain", "step", "distance"])\n'
+         '    for chain in range(chains):\n'
+         '        for step in range(steps + 1):\n'
+         '            writer.writerow([chain, step, round(rng.random() * step / seq_len, 6)])\n'
+         '(out / "ising_check.csv").write_text("tau,tv\\n1.0,0.01\\n")'),
+]
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory) -> Path:
+    """The probe notebook (PROBE_CELLS), written as nbformat 4 JSON: papermill reads its parameters cell."""
+    cells = [{"cell_type": "code", "execution_count": None, "id": f"cell-{k}", "outputs": [], "source": source,
+              "metadata": {"tags": [tag]} if tag else {}} for k, (tag, source) in enumerate(PROBE_CELLS)]
+    notebook = {"cells": cells, "nbformat": 4, "nbformat_minor": 5, "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}
+    path = tmp_path_factory.mktemp("probe") / "sweep_probe.ipynb"
+    path.write_text(json.dumps(notebook))
+    return path
 
 
 def start_sweep(*args: str, notebook: Path = NOTEBOOK) -> subprocess.Popen:
@@ -27,10 +66,6 @@ def start_sweep(*args: str, notebook: Path = NOTEBOOK) -> subprocess.Popen:
 def finish(process: subprocess.Popen) -> subprocess.CompletedProcess:
     stdout, stderr = process.communicate(timeout=900)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-
-
-def run_sweep(*args: str) -> subprocess.CompletedProcess:
-    return finish(start_sweep(*args))
 
 
 def read_index(folder: Path) -> dict[str, dict[str, str]]:
@@ -144,12 +179,13 @@ def test_bad_command_line_from_the_shell_exits_2_before_importing_torch_or_paper
 # ---------------------------------------------------------------- real sweeps (2-worker LocalCluster, smoke)
 
 @pytest.fixture(scope="module")
-def sweeps(tmp_path_factory):
-    """Both real sweeps, started together (they overlap their start-up): a 2-cell grid (seed 0, 1) that
-    completes, and a 2-cell grid whose first cell has a bad parameter (steps = -5)."""
+def sweeps(tmp_path_factory, probe):
+    """Both real sweeps of the probe, started together (they overlap their start-up): a 2-cell grid (seed 0, 1)
+    that completes, and a 2-cell grid whose first cell has a bad parameter (steps = -5)."""
     good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
-    started = {good: start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good)),
-               bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad))}
+    started = {good: start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good),
+                                 notebook=probe),
+               bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad), notebook=probe)}
     yield started
     for process in started.values():
         if process.poll() is None:
@@ -178,8 +214,8 @@ def test_two_cell_grid_completes_and_is_indexed(finished):
     for cell, row in index.items():
         assert (row["seed"], row["steps"], row["seq_len"]) == (cell[5], "4", "8")
         assert row["status"] == "done" and row["error"] == "" and float(row["seconds"]) > 0
-        assert (out / cell / "quick_tour.ipynb").is_file()
-        distance = pd.read_csv(out / cell / "quick_tour" / "distance.csv")
+        assert (out / cell / "sweep_probe.ipynb").is_file()
+        distance = pd.read_csv(out / cell / "sweep_probe" / "distance.csv")
         assert distance.step.max() == 4 and distance.chain.nunique() == 2  # steps=4, the smoke profile's 2 chains
     assert "2 done" in done.stdout and "0 failed" in done.stdout
 
@@ -191,7 +227,7 @@ def test_merged_csv_carries_the_parameter_columns(finished):
     assert list(merged.columns[:4]) == ["cell", "seed", "steps", "seq_len"]
     for seed in (0, 1):
         cell = f"seed={seed}__seq_len=8__steps=4"
-        own = pd.read_csv(out / cell / "quick_tour" / "distance.csv")
+        own = pd.read_csv(out / cell / "sweep_probe" / "distance.csv")
         part = merged[merged.seed == seed]
         assert (part.cell == cell).all() and (part.steps == 4).all() and (part.seq_len == 8).all()
         pd.testing.assert_frame_equal(part[own.columns].reset_index(drop=True), own)
@@ -199,14 +235,15 @@ def test_merged_csv_carries_the_parameter_columns(finished):
 
 
 @pytest.mark.notebook
-def test_rerun_skips_cells_already_done(finished):
+def test_rerun_skips_cells_already_done(finished, probe):
     out, _ = finished
-    before = {p: p.stat().st_mtime_ns for p in out.glob("*/quick_tour.ipynb")}
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/sweep_probe.ipynb")}
     index = (out / "index.csv").read_text()
-    again = run_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(out))
+    again = finish(start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(out),
+                               notebook=probe))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "2 done (2 skipped" in again.stdout
-    assert {p: p.stat().st_mtime_ns for p in out.glob("*/quick_tour.ipynb")} == before and len(before) == 2
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*/sweep_probe.ipynb")} == before and len(before) == 2
     assert (out / "index.csv").read_text() == index
 
 

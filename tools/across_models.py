@@ -64,11 +64,12 @@ def sweep_folder(sweeps: Path, chapter: str) -> Path:
     return sweeps / f"{chapter}-{bt.code_version(chapter)}"
 
 
-def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str, kept: dict = KEPT
-            ) -> pd.DataFrame:
+def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str, kept: dict = KEPT,
+            others_stay: bool = False) -> pd.DataFrame:
     """Copy each chapter's kept merged tables (rows of `models` only) from its sweep folder's merged/ to
     results/<chapter>/ and write results/run.csv from the sweeps' index.csv files and claims rows; returns the
-    run table. Nothing is replaced unless every table is there."""
+    run table. Nothing is replaced unless every table is there. With `others_stay` (a run of some chapters only)
+    run.csv keeps its rows of the chapters not in `kept`, and the rows come in chapter order."""
     missing = [path for chapter, tables in kept.items() for path in
                [sweep_folder(sweeps, chapter) / "index.csv",
                 *(sweep_folder(sweeps, chapter) / "merged" / f"{table}.csv" for table in tables)]
@@ -92,6 +93,10 @@ def collect(sweeps: Path, results: Path, models: list[str], profile: str, comman
             frame = pd.read_csv(folder / "merged" / f"{table}.csv", dtype=str, keep_default_na=False)
             frame[frame.model_param.isin(models)].to_csv(target / f"{table}.csv", index=False)
     run = pd.DataFrame(rows, columns=list(bt.RUN_TABLE_COLUMNS))
+    if others_stay and (results / "run.csv").exists():
+        before = pd.read_csv(results / "run.csv", dtype=str, keep_default_na=False)
+        run = pd.concat([before[~before.chapter.isin(list(kept))], run.astype(str)], ignore_index=True)
+        run = run.sort_values("chapter", kind="stable", ignore_index=True)
     run.to_csv(results / "run.csv", index=False)
     return run
 
@@ -109,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or chosen["out"]
     sweeps = ROOT / "_build" / "sweeps" / ("across_models" if args.set == "family" else args.set) / args.profile
     command = " ".join(["python tools/across_models.py", *(sys.argv[1:] if argv is None else argv)])
+    unknown = sorted(set(args.chapters or []) - set(chosen["kept"]))
+    if unknown:
+        parser.error(f"--chapters: {', '.join(unknown)} not in the {args.set} set ({', '.join(chosen['kept'])})")
     for chapter in args.chapters or chosen["kept"]:
         folder = sweep_folder(sweeps, chapter)
         parameters = chosen["parameters"].get(chapter, {})
@@ -116,13 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         if status:
             print(f"across_models: the {chapter} sweep failed (see {folder}/index.csv)", file=sys.stderr)
             return status
-    try:
-        run = collect(sweeps, out, models, args.profile, command, chosen["kept"])
-    except FileNotFoundError as missing:
-        if not args.chapters:
-            raise
-        print(f"across_models: ran {', '.join(args.chapters)}; nothing collected yet ({missing})")
-        return 0
+    kept = {chapter: chosen["kept"][chapter] for chapter in args.chapters} if args.chapters else chosen["kept"]
+    run = collect(sweeps, out, models, args.profile, command, kept, others_stay=bool(args.chapters))
     print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
     return 0
 
