@@ -91,7 +91,7 @@ run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
 # | profile | $n$ | chains per $\tau$ | steps | $\tau$ | embedded every | window | cold chains |
 # |---|---|---|---|---|---|---|---|
 # | `smoke` (CI) | 8 | 3 | 240 | 1, 0.5 | 8 steps | 120 steps | 48 steps |
-# | `quick` (this book) | 12 | 16 | 1,200 | 1, 0.5 | 10 steps | 180 steps | 400 steps |
+# | `quick` (this book) | 12 | 16 | 2,000 | 1, 0.5 | 10 steps | 180 steps | 400 steps |
 # | `paper` (GPU) | 20 | Table 4's | Table 4's | Table 4's | 5 steps | Table 4's | C.3's |
 #
 # The profiles are data in the chapter module (`ch.SETTINGS`; `ch.settings` derives the rest). The
