@@ -45,7 +45,9 @@
 # time can be computed over the model's full vocabulary, which no English MLM allows.
 #
 # The runs take longer than the quick book can afford, so this page reads the committed results
-# of one command, `make antiberty`, and names the run below.
+# of `make antiberty` and names the runs below (after a change to one chapter's code,
+# `python tools/across_models.py --set antiberty --chapters <chapter>` reruns that chapter alone;
+# each chapter's row names the command that made it).
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).

@@ -90,7 +90,7 @@ run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
 # a protein MLM) fixes every size; a parameter left at 0 or `[]` keeps the
 # profile's value, and `temperatures` replaces the coupling grid's
 # temperatures. `smoke` only exercises the code (CI). `quick` (the book, 2
-# CPU cores) couples 6 pairs per cell for $n \in \{8, 16, 32\}$ and $\tau$
+# CPU cores) couples 8 pairs per cell for $n \in \{8, 16, 32\}$ and $\tau$
 # from 1 to 3 (steps of 0.25 across the crossover) within a 400-step
 # budget, and runs 6 drift chains per $(\tau, n)$ for 300 steps,
 # $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24, 32\}$.

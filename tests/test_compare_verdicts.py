@@ -56,3 +56,31 @@ def test_a_folder_without_claims_is_one_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         compare_verdicts.main([str(tmp_path), str(tmp_path)])
     assert exit_.value.code == 2 and "holds no <chapter>/claims.csv" in capsys.readouterr().err
+
+
+def test_replace_swaps_only_the_chapters_compared(tmp_path, capsys):
+    """One chapter rerun: its rows are replaced in the committed table, every other chapter's stay as they were."""
+    base = write_run(tmp_path / "a", {"trap_split": "inconclusive"}, "pass")
+    write_run(base, {"incompatibility_detected": "reproduced"}, "pass", chapter="01_incompatibility")
+    other = write_run(tmp_path / "b", {"trap_split": "inconclusive"}, "pass")
+    write_run(other, {"incompatibility_detected": "reproduced"}, "pass", chapter="01_incompatibility")
+    out = tmp_path / "comparison.csv"
+    assert compare_verdicts.main([str(base), str(other), "--out", str(out)]) == 0
+    before = pd.read_csv(out, dtype=str, keep_default_na=False)
+    again_base = write_run(tmp_path / "c", {"trap_split": "inconclusive"}, "pass")
+    again_other = write_run(tmp_path / "d", {"trap_split": "differs"}, "pass")
+    assert compare_verdicts.main([str(again_base), str(again_other), "--out", str(out), "--replace"]) == 0
+    after = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(after.columns) == list(before.columns) and len(after) == len(before)
+    traps = after.chapter == "05_traps"
+    assert after[traps & (after.claim == "trap_split")].verdict_other.tolist() == ["differs"]
+    pd.testing.assert_frame_equal(after[~traps].reset_index(drop=True),
+                                  before[before.chapter != "05_traps"].reset_index(drop=True))
+    first = tmp_path / "first.csv"
+    compare_verdicts.main([str(base), str(other), "--out", str(first)])
+    text = first.read_text()
+    compare_verdicts.main([str(base), str(other), "--out", str(first), "--replace"])
+    assert first.read_text() == text  # the same comparison replaced in place: the file byte for byte
+    with pytest.raises(SystemExit) as exit_:
+        compare_verdicts.main([str(base), str(other), "--out", str(tmp_path / "none.csv"), "--replace"])
+    assert exit_.value.code == 2 and "--replace needs an existing --out table" in capsys.readouterr().err

@@ -57,7 +57,7 @@ def probe(tmp_path_factory) -> Path:
     return path
 
 
-def start_sweep(*args: str, notebook: Path = NOTEBOOK) -> subprocess.Popen:
+def start_sweep(*args: str, notebook: Path) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(notebook), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

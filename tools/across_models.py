@@ -3,6 +3,7 @@
     .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 36 min on 2 cores)
     .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (at most 40 min)
     .venv/bin/python tools/across_models.py --profile smoke
+    .venv/bin/python tools/across_models.py --set antiberty --chapters 03_phase_diagram   # one chapter again
 
 `--set family` (the default) runs chapters 1, 2 and 4 on every bundled model into results/across_models/;
 `--set antiberty` runs every chapter on AntiBERTy (a protein MLM pretrained by others, offline from the
@@ -19,7 +20,9 @@ then copies the merged tables the page reads to `results/<set folder>/<chapter>/
 and the commit and date its claims rows name. Commit `results/across_models/` afterwards: the book reads it as
 it is and says when the code has changed since. A killed run resumes (sweep.py skips the cells already done);
 after a change to the chapter's code (`book_tools.code_version`) the chapter is run afresh in a new folder.
-Exit status: sweep.py's (1 when a cell failed; nothing is copied then).
+With `--chapters`, only those chapters run and are copied; run.csv keeps the other chapters' rows, each row
+naming the command that made it (the pages show the first row's). Exit status: sweep.py's (1 when a cell failed;
+nothing is copied then), 2 for a chapter not in the set.
 """
 
 from __future__ import annotations
@@ -107,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", choices=bt.PROFILES)
     parser.add_argument("--models", nargs="+", help="masked LMs by name (default: every bundled model, or antiberty)")
     parser.add_argument("--out", type=Path, help="where the page's tables go (default: the set's results folder)")
-    parser.add_argument("--chapters", nargs="+", help="run only these chapters of the set (the others' tables stay)")
+    parser.add_argument("--chapters", nargs="+", help="run only these chapters of the set (the others' tables and "
+                        "run.csv rows stay; each row names the command that made it)")
     args = parser.parse_args(argv)
     chosen = SETS[args.set]
     models = args.models or (glauber.bundled_models() if args.set == "family" else ["antiberty"])
@@ -126,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             return status
     kept = {chapter: chosen["kept"][chapter] for chapter in args.chapters} if args.chapters else chosen["kept"]
     run = collect(sweeps, out, models, args.profile, command, kept, others_stay=bool(args.chapters))
-    print(f"across_models: {len(run)} runs, {run.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
+    done = run[run.chapter.isin(list(kept))]
+    print(f"across_models: {len(done)} runs, {done.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
     return 0
 
 

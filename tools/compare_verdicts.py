@@ -7,7 +7,11 @@ checks), e.g. `_build/results/quick` of a book build (seed 0) and the folder of 
 `-p seed 1`. The table has one row per claims or checks row found in either run: chapter, claim, table, kind,
 both verdicts (or pass/fail results), their text and code version (`book_tools.code_version`, equal when
 both runs ran the same code), and `flipped`. It prints the flips and a count per kind.
-A row in one run only is reported as flipped, with "absent" as the other verdict.
+A row in one run only is reported as flipped, with "absent" as the other verdict. With `--replace`, the
+chapters compared replace their rows in the existing `--out` table and every other chapter's rows stay (one
+chapter rerun after a change to its code):
+
+    .venv/bin/python tools/compare_verdicts.py BASE OTHER --out results/seeds/quick_seed0_vs_seed1.csv --replace
 """
 
 from __future__ import annotations
@@ -57,17 +61,33 @@ def compare(base: Path, other: Path) -> pd.DataFrame:
                   "ours_text_other", "code_base", "code_other"]].sort_values(KEY, ignore_index=True)
 
 
+def replace_chapters(before: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """`before` with the rows of every chapter in `new` replaced by `new`'s, sorted as compare sorts."""
+    if list(before.columns) != list(new.columns):
+        raise ValueError("the existing table's columns are not a comparison table's")
+    kept = before[~before.chapter.isin(set(new.chapter))]
+    as_read = new.astype(object).where(new.notna(), "").astype(str)  # as the CSV reads back: text, "" if missing
+    table = pd.concat([kept, as_read], ignore_index=True).sort_values(KEY, ignore_index=True)
+    return table.assign(flipped=table.flipped == "True")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", type=Path)
     parser.add_argument("other", type=Path)
     parser.add_argument("--out", type=Path, help="write the comparison table here (CSV)")
+    parser.add_argument("--replace", action="store_true",
+                        help="in the existing --out table, replace only the rows of the chapters compared here")
     args = parser.parse_args(argv)
+    if args.replace and not (args.out and args.out.is_file()):
+        parser.error("--replace needs an existing --out table")
     for folder in (args.base, args.other):
         if not any(folder.glob("*/claims.csv")):
             parser.error(f"{folder} holds no <chapter>/claims.csv")
     try:
         table = compare(args.base, args.other)
+        if args.replace:
+            table = replace_chapters(pd.read_csv(args.out, dtype=str, keep_default_na=False), table)
     except ValueError as problem:
         parser.error(str(problem))
     if args.out:
