@@ -121,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.chapters or []) - set(chosen["kept"]))
     if unknown:
         parser.error(f"--chapters: {', '.join(unknown)} not in the {args.set} set ({', '.join(chosen['kept'])})")
-    for chapter in args.chapters or chosen["kept"]:
+    kept = {chapter: chosen["kept"][chapter] for chapter in args.chapters} if args.chapters else chosen["kept"]
+    for chapter in kept:
         folder = sweep_folder(sweeps, chapter)
         parameters = chosen["parameters"].get(chapter, {})
         status = subprocess.run(sweep_command(chapter, models, args.profile, folder, parameters)).returncode
         if status:
             print(f"across_models: the {chapter} sweep failed (see {folder}/index.csv)", file=sys.stderr)
             return status
-    kept = {chapter: chosen["kept"][chapter] for chapter in args.chapters} if args.chapters else chosen["kept"]
     run = collect(sweeps, out, models, args.profile, command, kept, others_stay=bool(args.chapters))
     done = run[run.chapter.isin(list(kept))]
     print(f"across_models: {len(done)} runs, {done.seconds.astype(float).sum() / 60:.1f} min, tables in {out}")
