@@ -15,8 +15,12 @@ import torch
 from glauber_core import (
     Conditionals,
     Trajectory,
+    chain_seeds,
     check_count,
+    check_temperature,
+    check_tokens,
     conditional_probs,
+    glauber,
     score_gaps,
 )
 from book_tools import (
@@ -307,6 +311,47 @@ def site_embeddings(tokens) -> torch.Tensor:
         raise ValueError(f"tokens must be a LongTensor [B, R, n], got {tuple(tokens.shape)} of {tokens.dtype}")
     vocab = int(tokens.max()) + 1
     return torch.nn.functional.one_hot(tokens.long(), vocab).flatten(2).float()
+
+
+# --------------------------------------------------------------------------------------------
+# Running the chains: every temperature in one batch
+# --------------------------------------------------------------------------------------------
+
+
+class _TemperatureBlocks:
+    """`cond` over a batch of len(taus) blocks of `block` rows, block t at temperature taus[t]: log_scores
+    returns s / taus[t] on block t, the very division scaled_scores makes for a run at taus[t] alone, so
+    glauber at temperature 1 samples each block from its own p_tau (eq. 3.1)."""
+
+    def __init__(self, cond: Conditionals, taus: list, block: int):
+        self.cond, self.taus, self.block = cond, taus, block
+        self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
+        self.max_sites = getattr(cond, "max_sites", None)
+        self.name_or_path = getattr(cond, "name_or_path", type(cond).__name__)
+
+    def log_scores(self, tokens, positions):
+        scores = self.cond.log_scores(tokens, positions)
+        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+        return torch.cat([part / tau for part, tau in zip(scores.split(self.block), self.taus)])
+
+
+def chains_at_temperatures(cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0,
+                           record_every: int = 1) -> dict:
+    """{tau: Trajectory} of glauber(cond, x0, steps, tau, seed=seed) at every tau, run as one batch: the
+    chains of each temperature keep the per-chain seeds (chain_seeds(seed, B)) of a run of their own, so each
+    trajectory is that run's, token for token, while one forward per step serves every temperature."""
+    taus = check_temperature(temperatures, many=True)
+    if len(set(taus)) < len(taus):
+        raise ValueError(f"temperatures must be distinct (one run each), got {temperatures!r}")
+    x = check_tokens(cond, x0, "x0")
+    batch = len(x)
+    run = glauber(_TemperatureBlocks(cond, taus, batch), x.repeat(len(taus), 1), steps, 1.0,
+                  seed=chain_seeds(seed, batch) * len(taus), record_every=record_every, progress=False)
+    def rows(t: int, tau: float) -> Trajectory:
+        part = slice(t * batch, (t + 1) * batch)
+        return Trajectory(run.tokens[part], run.steps, run.sites[part], run.old_tokens[part],
+                          run.new_tokens[part], run.log_probs[part], tau)
+    return {tau: rows(t, tau) for t, tau in enumerate(taus)}
 
 
 # --------------------------------------------------------------------------------------------

@@ -154,22 +154,22 @@ run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
 #
 # ## Running the chains
 #
-# Seeds in this run: {glue:text}`ch5_seeds`. All chains of a temperature share one batched
-# forward per step; every `record_every` steps each state is stored and turned into a vector. In
+# Seeds in this run: {glue:text}`ch5_seeds`. The chains of every temperature share one batched
+# forward per step, each chain drawing exactly what it would draw in a run of its temperature
+# alone; every `record_every` steps each state is stored and turned into a vector. In
 # this run, {glue:text}`ch5_distance`. The cold chains start from the same seeds.
 
 # %%
 seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed,
                               passages=cfg.passages)
-runs = {}
-for tau in cfg.temperatures:
-    chains = glauber.glauber(cond, seeds.tokens, cfg.steps, tau, seed=seed,
-                             record_every=cfg.record_every, progress=False)
-    runs[tau] = (chains, ch.state_vectors(cond, embedder, chains))
-cold_runs = {tau: glauber.glauber(cond, seeds.tokens, cfg.cold_steps, tau,
-                                  seed=seed, record_every=cfg.cold_steps,
-                                  progress=False)
-             for tau in cfg.cold_temperatures}
+warm = ch.chains_at_temperatures(cond, seeds.tokens, cfg.temperatures,
+                                 cfg.steps, seed=seed,
+                                 record_every=cfg.record_every)
+runs = {tau: (chains, ch.state_vectors(cond, embedder, chains))
+        for tau, chains in warm.items()}
+cold_runs = ch.chains_at_temperatures(cond, seeds.tokens,
+                                      cfg.cold_temperatures, cfg.cold_steps,
+                                      seed=seed, record_every=cfg.cold_steps)
 
 # %% [markdown]
 # ## Flagging traps by their drift

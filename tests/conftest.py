@@ -126,9 +126,19 @@ def antiberty():
         return glauber_core.load_mlm("antiberty")
 
 
+# The files that take longest (each a minute or more of one worker on 2 cores), longest first: pytest-xdist
+# hands whole files to workers in collection order (--dist loadfile), so these start first and the short
+# files fill in around them, instead of one long notebook running alone at the end.
+LONGEST_FIRST = ("01_incompatibility.ipynb", "test_sweep.py", "03_phase_diagram.ipynb", "02_mixing_bounds.ipynb",
+                 "test_incompatibility.py", "04_basins.ipynb", "05_traps.ipynb")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """The verdict rules' calibration runs (tests/test_calibration_*.py) carry the `calibration` marker."""
+    """The verdict rules' calibration runs (tests/test_calibration_*.py) carry the `calibration` marker; the
+    longest files run first (LONGEST_FIRST), the rest in their collection order."""
     for item in items:
         if item.path.name.startswith("test_calibration_"):
             item.add_marker(pytest.mark.calibration)
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -536,3 +536,36 @@ def test_a_text_model_has_no_germline_section(capsys):
     assert ch.germline_family_table(None) is None and ch.germline_figure(None) is None
     assert ch.germline_phrases(None)["cold_germline"] == ""
     assert "sentence embeddings" in ch.distance_phrases(text_model)["distance"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Every temperature in one batch
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["potts", "tiny_bert"])
+def test_chains_at_temperatures_equal_runs_of_their_own(model, request):
+    """One batch over temperatures (1/tau not exact in binary at 0.1 and 0.3) gives every chain the trajectory
+    of a glauber run at its temperature alone: the same sites and tokens, and the same log-probabilities up to
+    the last bits that a larger batch's matrix products may round differently."""
+    cond = (glauber.PottsConditionals(torch.randn(5, 5, generator=torch.Generator().manual_seed(2)), q=3)
+            if model == "potts" else request.getfixturevalue(model))
+    x0 = (torch.randint(0, 3, (3, 5), generator=torch.Generator().manual_seed(1)) if model == "potts"
+          else glauber.seed_passages(cond, 6, 3, seed=0).tokens)
+    taus = [1.0, 0.3, 0.1]
+    runs = ch.chains_at_temperatures(cond, x0, taus, 40, seed=7, record_every=8)
+    assert list(runs) == taus
+    for tau in taus:
+        alone = glauber.glauber(cond, x0, 40, tau, seed=7, record_every=8, progress=False)
+        batched = runs[tau]
+        assert batched.temperature == tau and torch.equal(batched.steps, alone.steps)
+        for field in ("tokens", "sites", "old_tokens", "new_tokens"):
+            assert torch.equal(getattr(batched, field), getattr(alone, field)), (tau, field)
+        assert torch.allclose(batched.log_probs, alone.log_probs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("temperatures", [[1.0, 1.0], [], [1.0, 0.0]])
+def test_chains_at_temperatures_reject_bad_temperature_lists(temperatures):
+    with pytest.raises(ValueError, match="temperatures"):
+        ch.chains_at_temperatures(glauber.PottsConditionals(torch.ones(3, 3), q=2), torch.zeros(2, 3, dtype=torch.long),
+                                  temperatures, 3)
