@@ -130,7 +130,8 @@ def antiberty():
 # hands whole files to workers in collection order (--dist loadfile), so these start first and the short
 # files fill in around them, instead of one long notebook running alone at the end.
 LONGEST_FIRST = ("01_incompatibility.ipynb", "test_sweep.py", "03_phase_diagram.ipynb", "02_mixing_bounds.ipynb",
-                 "test_incompatibility.py", "04_basins.ipynb", "05_traps.ipynb")
+                 "test_incompatibility_causal_cache.py", "04_basins.ipynb", "05_traps.ipynb",
+                 "test_calibration_phase.py", "test_incompatibility.py")
 
 
 @pytest.hookimpl(tryfirst=True)
