@@ -27,7 +27,8 @@ Scheduling is Dask's: without ``--scheduler`` a ``LocalCluster`` of ``--workers`
 processes (default: one per GPU, each pinned to its GPU through ``CUDA_VISIBLE_DEVICES``, else cores // 2, at
 least 1); with ``--scheduler tcp://host:8786`` the cells go to a running cluster (``dask scheduler`` and
 ``dask worker``, or dask-jobqueue on SLURM), whose workers must see NOTEBOOK and DIR at the same paths. On a
-local CPU cluster each kernel gets ``OMP_NUM_THREADS`` = cores // workers unless it is set already.
+local CPU cluster each kernel gets ``OMP_NUM_THREADS`` (and ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, which
+a Dask worker otherwise sets to 1) = cores // workers, or the caller's ``OMP_NUM_THREADS`` where it is set.
 """
 
 from __future__ import annotations
@@ -302,6 +303,13 @@ def local_gpu_ids() -> list[str]:
     return [str(k) for k in range(count)]
 
 
+def kernel_threads(threads: str) -> dict[str, str]:
+    """The thread settings of a CPU kernel: every BLAS the same count. A Dask worker's environment sets
+    MKL_NUM_THREADS and OPENBLAS_NUM_THREADS to 1, and torch (an MKL build) takes its thread count from
+    MKL_NUM_THREADS, so OMP_NUM_THREADS alone left every kernel on one core."""
+    return {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
 def _start_client(args: argparse.Namespace):
     """A Dask client: on the cluster at --scheduler, or on a new LocalCluster. Returns (client, cluster, env, gpus)."""
     import importlib.util
@@ -319,8 +327,8 @@ def _start_client(args: argparse.Namespace):
     gpus = local_gpu_ids()
     workers = args.workers or len(gpus) or max(1, (os.cpu_count() or 2) // 2)
     env = {}
-    if not gpus and "OMP_NUM_THREADS" not in os.environ:  # share the cores among the kernels
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+    if not gpus:  # share the cores among the kernels
+        env = kernel_threads(os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // workers)))
     dashboard = ":0" if importlib.util.find_spec("bokeh") else None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=dashboard)
     return Client(cluster), cluster, env, gpus

@@ -41,7 +41,9 @@ PROBE_CELLS = [
          '    for chain in range(chains):\n'
          '        for step in range(steps + 1):\n'
          '            writer.writerow([chain, step, round(rng.random() * step / seq_len, 6)])\n'
-         '(out / "ising_check.csv").write_text("tau,tv\\n1.0,0.01\\n")'),
+         '(out / "ising_check.csv").write_text("tau,tv\\n1.0,0.01\\n")\n'
+         'names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")\n'
+         '(out / "threads.csv").write_text(",".join(names) + "\\n" + ",".join(os.environ.get(k, "") for k in names))'),
 ]
 
 
@@ -57,8 +59,8 @@ def probe(tmp_path_factory) -> Path:
     return path
 
 
-def start_sweep(*args: str, notebook: Path) -> subprocess.Popen:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+def start_sweep(*args: str, notebook: Path, threads: str = "1") -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(notebook), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -184,7 +186,7 @@ def sweeps(tmp_path_factory, probe):
     that completes, and a 2-cell grid whose first cell has a bad parameter (steps = -5)."""
     good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
     started = {good: start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good),
-                                 notebook=probe),
+                                 notebook=probe, threads="3"),
                bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad), notebook=probe)}
     yield started
     for process in started.values():
@@ -217,6 +219,9 @@ def test_two_cell_grid_completes_and_is_indexed(finished):
         assert (out / cell / "sweep_probe.ipynb").is_file()
         distance = pd.read_csv(out / cell / "sweep_probe" / "distance.csv")
         assert distance.step.max() == 4 and distance.chain.nunique() == 2  # steps=4, the smoke profile's 2 chains
+        # the caller's OMP_NUM_THREADS reaches every BLAS of the kernel (a Dask worker sets MKL's and OpenBLAS's to 1)
+        threads = pd.read_csv(out / cell / "sweep_probe" / "threads.csv", dtype=str).iloc[0].tolist()
+        assert threads == ["3", "3", "3"], threads
     assert "2 done" in done.stdout and "0 failed" in done.stdout
 
 
