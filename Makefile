@@ -106,7 +106,7 @@ benchmark: setup
 across-models: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py
 
-# Every chapter on AntiBERTy, a protein MLM pretrained by others (at most 40 min on 2 cores). Writes
+# Every chapter on AntiBERTy, a protein MLM pretrained by others (40 min on 2 cores when its kernels ran on one core). Writes
 # results/antiberty/ (committed; the book's "A pretrained MLM: AntiBERTy" page reads it and names this command).
 antiberty: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py --set antiberty
