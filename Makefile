@@ -63,11 +63,11 @@ TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # tests/ without nbmake, in a fresh test home; the targets below add the marker expression to select
 PYTEST_TESTS = rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME) && $(TEST_ENV) OMP_NUM_THREADS=1 \
-	$(BIN)/python -m pytest tests -o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile \
+	$(BIN)/python -m pytest tests -o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	--durations=10
 
 # The inner loop: the unit tests without any notebook run or calibration (tests marked `notebook` or `calibration`,

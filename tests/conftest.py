@@ -126,9 +126,10 @@ def antiberty():
         return glauber_core.load_mlm("antiberty")
 
 
-# The files that take longest (each a minute or more of one worker on 2 cores), longest first: pytest-xdist
-# hands whole files to workers in collection order (--dist loadfile), so these start first and the short
-# files fill in around them, instead of one long notebook running alone at the end.
+# The files that take longest (each half a minute or more of one worker on 2 cores), longest first: with
+# --dist loadfile --no-loadscope-reorder (make test) pytest-xdist hands whole files to workers in collection
+# order, so these start first and the short files fill in around them, instead of the notebooks (one test each,
+# so last in xdist's default order, by number of tests per file) running at the end.
 LONGEST_FIRST = ("01_incompatibility.ipynb", "test_sweep.py", "03_phase_diagram.ipynb", "02_mixing_bounds.ipynb",
                  "test_incompatibility_causal_cache.py", "04_basins.ipynb", "05_traps.ipynb",
                  "test_calibration_phase.py", "test_incompatibility.py")
