@@ -59,6 +59,8 @@ check-book: setup
 # first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
 TEST_HOME := $(CURDIR)/_build/test-home
 TEST_WORKERS ?= 2  # pytest-xdist workers, one torch thread each (each test file on one worker, so that its module fixtures are built once)
+# make test keeps the collection order (--no-loadscope-reorder): tests/conftest.py puts the longest files, the notebooks
+# among them, first; xdist's default order (most tests first) would leave the one-test notebooks to the end.
 TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(TEST_HOME)/.config/matplotlib \
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
@@ -67,7 +69,7 @@ test: setup
 
 # tests/ without nbmake, in a fresh test home; the targets below add the marker expression to select
 PYTEST_TESTS = rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME) && $(TEST_ENV) OMP_NUM_THREADS=1 \
-	$(BIN)/python -m pytest tests -o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	$(BIN)/python -m pytest tests -o addopts="-p no:cacheprovider" -p no:nbmake -n $(TEST_WORKERS) --dist loadfile \
 	--durations=10
 
 # The inner loop: the unit tests without any notebook run or calibration (tests marked `notebook` or `calibration`,
