@@ -45,7 +45,7 @@ _PAPER = bt.paper_protocol("incompatibility_detected")  # Table 1's protocol (pa
 SETTINGS = {
     "smoke": dict(seq_len=20, rectangles=16, control_rectangles=6, top_k=50, resamples=500,
                   temperature_rows=8, passages="bbc"),
-    "quick": dict(seq_len=20, rectangles=300, control_rectangles=300, top_k=50, resamples=10_000,
+    "quick": dict(seq_len=20, rectangles=300, control_rectangles=100, top_k=50, resamples=10_000,
                   temperature_rows=40, passages="bbc"),
     "paper": dict(seq_len=20, rectangles=int(_PAPER["rectangles"]), control_rectangles=int(_PAPER["rectangles"]),
                   top_k=int(_PAPER["top_k"]), resamples=10_000, temperature_rows=int(_PAPER["rectangles"]),
