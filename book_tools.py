@@ -13,6 +13,7 @@ import datetime
 import functools
 import hashlib
 import html
+import importlib.util
 import json
 import math
 import os
@@ -829,14 +830,22 @@ def set_book_style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 
 
+GLUE_PREFIX = "application/papermill.record/"  # the mime prefix of myst-nb's glued outputs (myst_nb.ext.glue)
+
+
 def glue(name: str, value) -> None:
     """Make a computed value quotable in a chapter's prose as {glue:text}`name` (myst-nb), so the text
-    always states this run's number; a no-op where myst-nb is not installed (e.g. Colab)."""
-    try:
-        from myst_nb import glue as myst_glue
-    except ImportError:
+    always states this run's number; a no-op where myst-nb is not installed (e.g. Colab). The output is
+    myst_nb.glue(name, value, display=False)'s, written here: importing myst-nb in a kernel pulls in
+    jsonschema's IRI grammar, 3 s a notebook."""
+    if importlib.util.find_spec("myst_nb") is None:
         return
-    myst_glue(name, value, display=False)
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display
+
+    bundle, metadata = format_display_data(value)
+    metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
+    display({GLUE_PREFIX + kind: data for kind, data in bundle.items()}, raw=True, metadata=metadata)
 
 
 def glue_all(values: dict) -> None:

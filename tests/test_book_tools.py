@@ -117,6 +117,23 @@ def test_chapter_run_saves_stamps_and_glues_with_one_prefix(tmp_path, monkeypatc
         bt.ChapterRun("05_traps", "huge")
 
 
+def test_glue_writes_what_myst_nb_glue_writes(monkeypatch):
+    """bt.glue displays the same raw bundle and metadata as myst_nb.glue(..., display=False), without importing
+    myst-nb in the kernel; the book's prose reads it back by name."""
+    import IPython.display
+    from myst_nb.ext import glue as myst
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *args, **kwargs: shown.append((args, kwargs)))
+    monkeypatch.setattr(myst, "ipy_display", lambda *args, **kwargs: shown.append((args, kwargs)))
+    for value in ("1.23 [0.9, 1.5]", 0.25, pd.DataFrame({"a": [1]})):
+        bt.glue("ch9_x", value)
+        myst.glue("ch9_x", value, display=False)
+        ours, theirs = shown[-2:]
+        assert ours == theirs and all(k.startswith(bt.GLUE_PREFIX) for k in ours[0][0])
+    assert bt.GLUE_PREFIX == myst.GLUE_PREFIX
+
+
 def test_glue_prefix_and_reading_table():
     assert [bt.glue_prefix(n) for n in ("01_incompatibility", "05_traps", "quick_tour")] == ["ch1", "ch5", "quick_tour"]
     html = bt.reading_table(pd.DataFrame({"x": [1.23456, math.nan], "n": [3, 4]}), {"x": "{:.1f}"}).to_html()

@@ -581,3 +581,22 @@ def test_views_read_without_index_or_nan_and_figures_are_returned():
                 ch.distance_figure(frame, rho)):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes[0].get_title()
         matplotlib.pyplot.close(fig)
+
+
+def test_a_gguf_is_parsed_once_while_the_control_loads(tmp_path):
+    """ch._gguf_read_once: inside, one GGUFReader per file and one tensor-name map per architecture (the
+    same objects on a second call, the file's content unchanged); outside, gguf's own functions again."""
+    import gguf
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor("x", np.arange(4, dtype=np.float32))
+    writer.write_header_to_file(), writer.write_kv_data_to_file(), writer.write_tensors_to_file(), writer.close()
+    original = gguf.GGUFReader, gguf.get_tensor_name_map
+    with ch._gguf_read_once():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(path) is first
+        assert first.tensors[0].data.tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == original
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
