@@ -614,8 +614,8 @@ def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
 SETTINGS = {
     "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10, pca_every=5, n_check=5,
                   chance_texts=20, prefix_chains=1, prefix_steps=10, passages="bbc"),
-    "quick": dict(seq_len=20, n_seeds=6, steps=1500, record_every=50, pca_every=10, n_check=60,
-                  chance_texts=300, prefix_chains=4, prefix_steps=500, passages="bbc"),
+    "quick": dict(seq_len=20, n_seeds=6, steps=1200, record_every=50, pca_every=10, n_check=60,
+                  chance_texts=300, prefix_chains=4, prefix_steps=250, passages="bbc"),
     "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200, pca_every=10, n_check=200,
                   chance_texts=1000, prefix_chains=10, prefix_steps=3_500, passages="ms_marco"),
 }

@@ -49,7 +49,7 @@ SETTINGS = {
         crossover_steps=40, crossover_chains=3,
         alpha_length=6, alpha_contexts=2, top_k=2, regime_steps=20, n_boot=20, passages="bbc"),
     "quick": dict(
-        grid_lengths=[8, 24], grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=6, budget=400,
+        grid_lengths=[8, 24], grid_temperatures=[1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=6, budget=400,
         drift_lengths=[8, 12, 16, 24], drift_temperatures=[0.3, 1.0, 1.4, 2.5], drift_chains=6,
         drift_steps=300, record_every=4, saturation_tau=1.0, saturation_steps=300, saturation_chains=6,
         hit_tau=1.4, hit_steps=300, hit_chains=6, hit_radius=0.7,
@@ -421,13 +421,15 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993). A resample without a
     transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none met) and
     no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with temperature
-    has no boundary (NaN). All resamples of one length are fitted in one vectorised solve (logistic_fits).
+    has no boundary (NaN). All resamples of one length are fitted in one vectorised solve (logistic_fits), drawn
+    from a stream seeded by (seed, n), so a length's interval does not depend on which other lengths ran.
     The bootstrap draws are kept in .attrs["boot"] (columns n, replicate, midpoint, scale)."""
     n_boot = check_count(n_boot, "n_boot", 1)
     if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
         raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, pair, coupled)")
-    rng, rows, boots = np.random.default_rng(seed), [], []
+    rows, boots = [], []
     for n, sub in grid.groupby("n"):
+        rng = np.random.default_rng([seed, int(n)])  # a length's resamples do not depend on the other lengths
         pairs = np.sort(sub.pair.unique())
         cells = dict(list(sub.groupby("pair")))
         temps = [cells[p].temperature.to_numpy(dtype=float) for p in pairs]

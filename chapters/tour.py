@@ -16,7 +16,7 @@ from glauber_core import PottsConditionals, glauber
 
 SETTINGS = {
     "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000, temperatures=[0.5, 1.0, 2.0]),
-    "quick": dict(seq_len=24, n_chains=8, steps=400, record_every=20, ising_chains=20_000,
+    "quick": dict(seq_len=20, n_chains=8, steps=400, record_every=20, ising_chains=20_000,
                   temperatures=[0.5, 1.0, 2.0]),
     "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000,
                   temperatures=[0.5, 1.0, 2.0]),

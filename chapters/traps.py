@@ -969,7 +969,7 @@ _SHARED = dict(threshold=float(TABLE4["threshold"]), passages="bbc",
 SETTINGS = {
     "smoke": {"seq_len": 8, "n_chains": 3, "steps": 240, "cold_steps": 48, "record_every": 8,
               "temperatures": [1.0, 0.5], **_SHARED},
-    "quick": {"seq_len": 12, "n_chains": 16, "steps": 2_000, "cold_steps": 400, "record_every": 10,
+    "quick": {"seq_len": 12, "n_chains": 16, "steps": 1_000, "cold_steps": 400, "record_every": 10,
               "temperatures": [1.0, 0.5], **_SHARED},
     "paper": {"seq_len": 20, "n_chains": int(TABLE4["chains"]), "steps": int(TABLE4["steps"]),
               "cold_steps": int(COLD_PROTOCOL["steps"]), "record_every": 5, "window": int(TABLE4["window"]),

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from pandas.testing import assert_frame_equal
 import torch
 
 import glauber_core as glauber
@@ -187,8 +188,9 @@ def test_transition_fits_match_the_former_per_resample_loop():
               for n, mid in ((8, 1.4), (16, 2.2))]
     grid = pd.concat(frames, ignore_index=True)
     boot = ch.transition_fits(grid, n_boot=25, seed=0).attrs["boot"]
-    draws, rng = [], np.random.default_rng(0)  # the former loop: one Nelder-Mead fit per resample
+    draws = []  # the former loop: one Nelder-Mead fit per resample, from a stream seeded by (seed, n)
     for n, sub in grid.groupby("n"):
+        rng = np.random.default_rng([0, n])
         by_pair = dict(list(sub.groupby("pair")))
         for _ in range(25):
             resampled = pd.concat([by_pair[p] for p in rng.choice(np.sort(sub.pair.unique()), pairs)])
@@ -215,6 +217,8 @@ def test_transition_fits_per_length_with_intervals():
         assert abs(table.loc[n, "midpoint"] - midpoint) < 0.1
     assert np.isclose(table.width, 2 * math.log(9) * table.scale).all()
     assert len(table.attrs["boot"]) == 80
+    alone = ch.transition_fits(frames[1], n_boot=40, seed=0).set_index("n")  # without n = 8: the same n = 16
+    assert_frame_equal(alone, table.loc[[16]])
 
 
 # ---------------------------------------------------------------------------------------------
