@@ -49,7 +49,7 @@ SETTINGS = {
         crossover_steps=40, crossover_chains=3,
         alpha_length=6, alpha_contexts=2, top_k=2, regime_steps=20, n_boot=20, passages="bbc"),
     "quick": dict(
-        grid_lengths=[8, 24], grid_temperatures=[1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=6, budget=400,
+        grid_lengths=[8, 24], grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0], pairs=6, budget=400,
         drift_lengths=[8, 12, 16, 24], drift_temperatures=[0.3, 1.0, 1.4, 2.5], drift_chains=6,
         drift_steps=300, record_every=4, saturation_tau=1.0, saturation_steps=300, saturation_chains=6,
         hit_tau=1.4, hit_steps=300, hit_chains=6, hit_radius=0.7,

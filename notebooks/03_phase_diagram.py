@@ -91,7 +91,7 @@ run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
 # profile's value, and `temperatures` replaces the coupling grid's
 # temperatures. `smoke` only exercises the code (CI). `quick` (the book, 2
 # CPU cores) couples 6 pairs per cell for $n \in \{8, 24\}$ and $\tau$
-# from 1.25 to 3 (steps of 0.25 across the crossover) within a 400-step
+# from 1 to 3 (steps of 0.25 across the crossover) within a 400-step
 # budget, and runs 6 drift chains per $(\tau, n)$ for 300 steps,
 # $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24\}$.
 #
@@ -121,10 +121,6 @@ run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
 # shift compares, the smallest and the largest (a row at $n = 16$ cost a
 # third of the grid and entered no verdict); the drift runs keep four
 # lengths, because the $n \log n$ fit needs three that reach the radius.
-# The grid starts at $\tau = 1.25$, not 1: in a run with $\tau = 1$
-# (seed 0) one pair in twelve met there within the budget, so the others
-# ran the whole budget, a sixth of the grid's time, while $\tau = 1.25$
-# (no pair met in that run) already anchored the low end of each fit.
 #
 # **The model of this run.** {glue:text}`ch3_model_note`
 #
