@@ -50,7 +50,7 @@ COARSE = [float(t) for t in np.geomspace(0.25, 32, 22)]  # spans both Curie-Weis
 FINE = [float(t) for t in np.geomspace(0.5, 4, 30)]  # resolves the switch's crossover near tau = 1.3
 
 
-def coupling_comparison(make, taus=COARSE, pairs: int = 40, budget_per_nlogn: float = 6, n_boot: int = 30):
+def coupling_comparison(make, taus=COARSE, pairs: int = 160, budget_per_nlogn: float = 6, n_boot: int = 30):
     """What the notebook does in section 2: a coupling grid per length from the two ground states, the grid
     with the budget scaled by n log n, logistic fits per length, and the shift and width ratios between the
     shortest and longest length (both budgets). Only those two lengths enter the verdicts (compare_lengths),
