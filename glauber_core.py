@@ -150,7 +150,7 @@ def splitmix64(z: torch.Tensor) -> torch.Tensor:
 
 def chain_seeds(seed: int, count: int) -> list[int]:
     """The per-chain seeds an integer `seed` expands to: chain b of a batch gets chain_seeds(seed, B)[b]."""
-    keys = splitmix64(torch.tensor([_signed64(seed)]) + torch.arange(count))
+    keys = splitmix64(splitmix64(torch.tensor([_signed64(seed)])) + torch.arange(count))
     return [k & ((1 << 63) - 1) for k in splitmix64(keys).tolist()]
 
 

@@ -142,14 +142,11 @@ checks = bt.read_checks(bt.results_root())
 # near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a rule
 # that a seed can overturn.
 #
-# **A limit of this comparison.** The two runs' chains do not draw independently. Chain b of a
-# batch run with seed 1 uses the random numbers (site choices and uniforms) that chain b + 1 used
-# with seed 0, because `chain_seeds(seed, B)[b]` depends only on seed + b. The start passages are
-# drawn afresh, so no chain is repeated outright, but the shared draws tie the two runs together
-# by an unknown amount, and these counts may understate how much a verdict moves from seed to
-# seed. The same holds inside a run wherever batches get seeds one apart (chapter 3's protein
-# window grid seeds context c with seed + c). Fixing `chain_seeds` changes every trajectory, so the
-# fix waits until every committed result can be rerun with it.
+# The two runs' chains draw independently: `chain_seeds` mixes the seed before adding the chain's
+# index, so no chain of the seed-1 run reuses a stream of the seed-0 run (until 2026-12-02, chain b
+# of seed 1 drew what chain b + 1 of seed 0 drew, which tied the two runs together; the records
+# since then are of independent runs). Chapter 3's batches that run many temperatures at once key
+# each chain by (seed, temperature), so a cell's chains do not depend on the grid's other temperatures.
 
 # %% tags=["remove-input"]
 import pandas as pd

@@ -280,18 +280,31 @@ def protocol_text(claim: str) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in bt.paper_protocol(claim).items())
 
 
+def temperature_seeds(seed: int, temperatures, count: int) -> list[int]:
+    """Per-chain seeds of a batch that runs `count` chains at each temperature (row t * count + c): chain c at
+    temperature tau gets the c-th seed of a stream keyed by (seed, tau in millionths), whatever else is in the grid."""
+    keyed = [round(tau * 1e6) for tau in temperatures]
+    if len(set(keyed)) < len(keyed):
+        raise ValueError(f"temperatures must not repeat (equal temperatures would run identical chains), "
+                         f"got {list(temperatures)}")
+    keys = [np.random.SeedSequence([seed % 2 ** 64, key]).generate_state(count, np.uint64) for key in keyed]
+    return [int(key) & ((1 << 63) - 1) for block in keys for key in block]
+
+
 def coupling_grid(cond: Conditionals, x0, y0, temperatures, max_steps: int, *, seed: int = 0,
                   progress: bool = True) -> pd.DataFrame:
     """Coupling times of every pair (x0[p], y0[p]) at every temperature, all in one batch (Fig. 2).
 
-    Pair p at temperatures[t] is batch row t * P + p with seed chain_seeds(seed, T * P)[t * P + p].
+    Pair p at temperatures[t] is batch row t * P + p with seed temperature_seeds(seed, temperatures, P)[t * P + p],
+    so a cell's times do not depend on the grid's other temperatures.
     Returns one row per (temperature, pair): n, temperature, pair, time (-1: not within max_steps), coupled.
     """
     temperatures = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
     x, y = check_tokens(cond, x0, "x0"), check_tokens(cond, y0, "y0")
     pairs, n = x.shape
     times = coupling_times(cond, x.repeat(len(temperatures), 1), y.repeat(len(temperatures), 1), max_steps,
-                           temperatures.repeat_interleave(pairs), seed=seed, progress=progress)
+                           temperatures.repeat_interleave(pairs),
+                           seed=temperature_seeds(seed, temperatures.tolist(), pairs), progress=progress)
     return pd.DataFrame({"n": n, "temperature": temperatures.repeat_interleave(pairs).numpy(),
                          "pair": np.tile(np.arange(pairs), len(temperatures)), "time": times.numpy(),
                          "coupled": times.numpy() >= 0})
@@ -546,14 +559,16 @@ def multi_temperature_glauber(cond: Conditionals, x0, temperatures, steps: int, 
                               record_every: int = 1, progress: bool = True,
                               frozen=0) -> tuple[Trajectory, pd.DataFrame]:
     """Chains from every start x0[c] at every temperature in one batched `glauber` run: row t * C + c
-    runs from x0[c] at temperatures[t]; `frozen` as for glauber.glauber (the same fixed sites in every chain).
-    Returns the trajectory and a table of (row, temperature, start)."""
+    runs from x0[c] at temperatures[t] with seed temperature_seeds(seed, temperatures, C)[t * C + c] (a chain
+    does not depend on the other temperatures); `frozen` as for glauber.glauber (the same fixed sites in every
+    chain). Returns the trajectory and a table of (row, temperature, start)."""
     x = check_tokens(cond, x0, "x0")
     taus = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
     starts = len(x)
     tempered = TemperedConditionals(cond, taus.repeat_interleave(starts))
-    trajectory = glauber(tempered, x.repeat(len(taus), 1), steps, 1.0, frozen=frozen, seed=seed,
-                         record_every=record_every, progress=progress)
+    trajectory = glauber(tempered, x.repeat(len(taus), 1), steps, 1.0, frozen=frozen,
+                         seed=temperature_seeds(seed, taus.tolist(), starts), record_every=record_every,
+                         progress=progress)
     rows = pd.DataFrame({"row": np.arange(len(taus) * starts), "temperature": taus.repeat_interleave(starts).numpy(),
                          "start": np.tile(np.arange(starts), len(taus))})
     return trajectory, rows

@@ -234,9 +234,10 @@ def test_final_escapes_at_a_weakest_gate_beat_the_kernel_and_at_a_strong_gate_fa
     traps = gate_traps(4.0, [1.0] + [4.0] * 8, 32, 2000, WINDOW)
     verdict, reason, hits, tries, chance, _, high = ch.judge_weakest_site(traps)
     assert tries > 50 and verdict == vd.DIFFERS and high < chance, reason
-    # all departures, by contrast, follow the kernel's one-step law by construction
+    # all departures, by contrast, follow the kernel's one-step law by construction (a 99.9% interval: at 95% an
+    # exact law falls outside one run in twenty)
     moves, at = int(traps.departures.sum()), int(traps.departures_at_weakest.sum())
-    low, high = (float(v[0]) for v in vd.share_intervals([at], [moves]))
+    low, high = (float(v[0]) for v in vd.share_intervals([at], [moves], level=0.999))
     assert low <= ch.kernel_chance(traps) <= high
 
 

@@ -31,14 +31,15 @@ def test_per_pair_temperatures_equal_separate_calls():
     y0 = torch.full((6, 5), 2, dtype=torch.long)
     temperatures = [0.3, 1.0, 4.0]
     grid = ch.coupling_grid(model, x0, y0, temperatures, 60, seed=3, progress=False)
-    seeds = glauber.chain_seeds(3, 18)
+    seeds = ch.temperature_seeds(3, temperatures, 6)
     for t, tau in enumerate(temperatures):
         alone = glauber.coupling_times(model, x0, y0, 60, tau, seed=seeds[6 * t: 6 * t + 6], progress=False)
         assert np.array_equal(grid[grid.temperature == tau].time.to_numpy(), alone.numpy())
     assert grid.coupled.any() and (grid.time != grid.time.iloc[0]).any()
     # a tensor of per-pair temperatures is the same as a list
     per_pair = torch.tensor(temperatures, dtype=torch.float64).repeat_interleave(6)
-    again = glauber.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=3, progress=False)
+    again = glauber.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=seeds,
+                                   progress=False)
     assert np.array_equal(again.numpy(), grid.time.to_numpy())
 
 
@@ -46,11 +47,31 @@ def test_multi_temperature_glauber_equals_separate_runs():
     model = potts(seed=1)
     x0 = torch.tensor([[0, 1, 2, 0, 1], [2, 2, 2, 2, 2]])
     trajectory, rows = ch.multi_temperature_glauber(model, x0, [0.5, 2.0], 30, seed=5, progress=False)
-    seeds = glauber.chain_seeds(5, 4)
+    seeds = ch.temperature_seeds(5, [0.5, 2.0], 2)
     for t, tau in enumerate([0.5, 2.0]):
         alone = glauber.glauber(model, x0, 30, tau, seed=seeds[2 * t: 2 * t + 2], progress=False)
         assert torch.equal(trajectory.tokens[2 * t: 2 * t + 2], alone.tokens)
     assert rows.temperature.tolist() == [0.5, 0.5, 2.0, 2.0] and rows.start.tolist() == [0, 1, 0, 1]
+
+
+def test_a_temperature_cell_does_not_depend_on_the_other_temperatures():
+    """Dropping or reordering a grid's temperatures leaves every remaining cell's chains as they were."""
+    model = potts(seed=2)
+    x0 = torch.zeros(4, 5, dtype=torch.long)
+    y0 = torch.full((4, 5), 2, dtype=torch.long)
+    full = ch.coupling_grid(model, x0, y0, [0.5, 1.0, 3.0], 60, seed=7, progress=False)
+    part = ch.coupling_grid(model, x0, y0, [3.0, 1.0], 60, seed=7, progress=False)
+    for tau in [1.0, 3.0]:
+        assert np.array_equal(full[full.temperature == tau].time.to_numpy(),
+                              part[part.temperature == tau].time.to_numpy())
+    chains, _ = ch.multi_temperature_glauber(model, x0[:2], [0.5, 1.0, 3.0], 20, seed=7, progress=False)
+    alone, _ = ch.multi_temperature_glauber(model, x0[:2], [1.0], 20, seed=7, progress=False)
+    assert torch.equal(chains.tokens[2:4], alone.tokens)
+    # distinct temperatures, seeds and chains get distinct seeds
+    seeds = ch.temperature_seeds(7, [0.5, 1.0, 3.0], 4) + ch.temperature_seeds(8, [0.5, 1.0, 3.0], 4)
+    assert len(set(seeds)) == 24 and all(0 <= s < 2 ** 63 for s in seeds)
+    with pytest.raises(ValueError, match="must not repeat"):
+        ch.coupling_grid(model, x0, y0, [1.0, 2.0, 1.0], 5, progress=False)
 
 
 @pytest.mark.parametrize("temperature", [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], ["1", "2", "3"],
