@@ -448,12 +448,15 @@ def forest_figure(rows: pd.DataFrame):
 
 
 def read_benchmark(path: str | Path) -> pd.DataFrame:
-    """The benchmark's CSV (benchmarks/glauber_speed.py), sorted by batch size."""
+    """The benchmark's CSV (benchmarks/glauber_speed.py), sorted by batch size; an empty text field (a run
+    without --note) reads as "", not NaN."""
     frame = pd.read_csv(path)
     _check_columns(frame, BENCHMARK_COLUMNS, str(path))
     if frame.empty:
         raise ValueError(f"{path} has no rows")
-    return frame.sort_values("batch", ignore_index=True)
+    texts = [c for c in frame.columns if c not in BENCHMARK_COLUMNS
+             and (frame[c].isna().all() or not pd.api.types.is_numeric_dtype(frame[c]))]
+    return frame.fillna({c: "" for c in texts}).sort_values("batch", ignore_index=True)
 
 
 _BENCHMARK_HEADERS = {"batch": "chains B", "glauber_rate": "Glauber chain-steps/s",
@@ -464,8 +467,9 @@ _BENCHMARK_HEADERS = {"batch": "chains B", "glauber_rate": "Glauber chain-steps/
 def benchmark_table(bench: pd.DataFrame):
     """The benchmark's rates and ratios as a reading table, one row per batch size."""
     table = bench[list(_BENCHMARK_HEADERS)].rename(columns=_BENCHMARK_HEADERS)
-    rates = {name: "{:.1f}" for name in list(_BENCHMARK_HEADERS.values())[:4]}
-    return reading_table(table, rates | {"speedup vs naive": "{:.2f}", "step / bare forward": "{:.2f}"})
+    rates = {name: "{:.1f}" for name in list(_BENCHMARK_HEADERS.values())[1:4]}
+    return reading_table(table, rates | {"chains B": "{:d}", "speedup vs naive": "{:.2f}",
+                                         "step / bare forward": "{:.2f}"})
 
 
 # --------------------------------------------------------------------------------------------

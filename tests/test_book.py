@@ -186,8 +186,11 @@ def test_read_benchmark(tmp_path):
     frame = pd.DataFrame({"batch": [64, 1], "glauber_rate": [290.0, 57.0], "bare_rate": [286.0, 65.0],
                           "naive_rate": [35.5, 35.5], "speedup_vs_naive": [8.2, 1.6],
                           "step_over_forward": [0.98, 1.13]})
-    frame.to_csv(path, index=False)
-    assert bt.read_benchmark(path).batch.tolist() == [1, 64]
+    frame.assign(note="", model="m").to_csv(path, index=False)
+    bench = bt.read_benchmark(path)
+    assert bench.batch.tolist() == [1, 64] and bench.note.tolist() == ["", ""]   # a run without --note
+    html = bt.benchmark_table(bench).to_html()
+    assert ">64<" in html and ">64.0<" not in html and ">290.0<" in html and ">8.20<" in html
     frame.drop(columns="bare_rate").to_csv(path, index=False)
     with pytest.raises(ValueError, match="bare_rate"):
         bt.read_benchmark(path)
