@@ -283,11 +283,13 @@ def protocol_text(claim: str) -> str:
 def temperature_seeds(seed: int, temperatures, count: int) -> list[int]:
     """Per-chain seeds of a batch that runs `count` chains at each temperature (row t * count + c): chain c at
     temperature tau gets the c-th seed of a stream keyed by (seed, tau in millionths), whatever else is in the grid."""
-    keyed = [round(tau * 1e6) for tau in temperatures]
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    keyed = [round(tau * 1e6) for tau in check_temperature(temperatures, many=True)]
     if len(set(keyed)) < len(keyed):
-        raise ValueError(f"temperatures must not repeat (equal temperatures would run identical chains), "
+        raise ValueError(f"temperatures must differ by at least 1e-6 (equal ones would run identical chains), "
                          f"got {list(temperatures)}")
-    keys = [np.random.SeedSequence([seed % 2 ** 64, key]).generate_state(count, np.uint64) for key in keyed]
+    keys = [np.random.SeedSequence([int(seed) % 2 ** 64, key]).generate_state(count, np.uint64) for key in keyed]
     return [int(key) & ((1 << 63) - 1) for block in keys for key in block]
 
 

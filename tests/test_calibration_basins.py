@@ -133,7 +133,7 @@ def test_politics_rises_every_topic_calibration(runs):
     assert runs["keeper"]()["politics_rises_every_topic"] == vd.DIFFERS  # nothing moves: no rise
     # the random model's chains end as word salad: whether politics rises from a topic's seed text depends on
     # the seeds drawn, so no sign is asserted; the claim is never reproduced on it
-    assert runs["random"]()["politics_rises_every_topic"] != vd.REPRODUCED
+    assert runs["random"]()["politics_rises_every_topic"] in (vd.DIFFERS, vd.INCONCLUSIVE)
 
 
 def test_seed_topic_loss_calibration(runs):

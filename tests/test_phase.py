@@ -61,6 +61,7 @@ def test_a_temperature_cell_does_not_depend_on_the_other_temperatures():
     y0 = torch.full((4, 5), 2, dtype=torch.long)
     full = ch.coupling_grid(model, x0, y0, [0.5, 1.0, 3.0], 60, seed=7, progress=False)
     part = ch.coupling_grid(model, x0, y0, [3.0, 1.0], 60, seed=7, progress=False)
+    assert full.coupled.any() and full.time.nunique() > 1
     for tau in [1.0, 3.0]:
         assert np.array_equal(full[full.temperature == tau].time.to_numpy(),
                               part[part.temperature == tau].time.to_numpy())
@@ -70,8 +71,12 @@ def test_a_temperature_cell_does_not_depend_on_the_other_temperatures():
     # distinct temperatures, seeds and chains get distinct seeds
     seeds = ch.temperature_seeds(7, [0.5, 1.0, 3.0], 4) + ch.temperature_seeds(8, [0.5, 1.0, 3.0], 4)
     assert len(set(seeds)) == 24 and all(0 <= s < 2 ** 63 for s in seeds)
-    with pytest.raises(ValueError, match="must not repeat"):
+    # numpy seeds and tensors of temperatures are the same as ints and lists
+    assert ch.temperature_seeds(np.int64(7), torch.tensor([0.5, 1.0, 3.0]), 4) == seeds[:12]
+    with pytest.raises(ValueError, match="differ by at least"):
         ch.coupling_grid(model, x0, y0, [1.0, 2.0, 1.0], 5, progress=False)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        ch.temperature_seeds(1.5, [1.0], 2)
 
 
 @pytest.mark.parametrize("temperature", [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], ["1", "2", "3"],

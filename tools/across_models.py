@@ -8,7 +8,7 @@
 `--set family` (the default) runs chapters 1, 2 and 4 on every bundled model into results/across_models/;
 `--set antiberty` runs every chapter on AntiBERTy (a protein MLM pretrained by others, offline from the
 `antiberty` wheel) into results/antiberty/, each chapter with the sizes of `ANTIBERTY` (its quick profile with
-a few overrides, so that the whole run fits 40 minutes on 2 cores).
+a few overrides, so that the whole run fits 40 minutes on 2 cores; at another profile the overrides are not applied).
 
 For each chapter of the set this runs
 
