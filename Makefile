@@ -103,12 +103,12 @@ check-random: setup
 benchmark: setup
 	$(BIN)/python benchmarks/glauber_speed.py
 
-# Chapters 1, 2 and 4 at the quick profile on every bundled model (sweep.py; about 25 min on 2 cores). Writes
+# Chapters 1, 2 and 4 at the quick profile on every bundled model (sweep.py; about 18 min on 2 cores). Writes
 # results/across_models/ (committed; the book's "Across models" page reads it and names this command).
 across-models: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py
 
-# Every chapter on AntiBERTy, a protein MLM pretrained by others (40 min on 2 cores when its kernels ran on one core). Writes
+# Every chapter on AntiBERTy, a protein MLM pretrained by others (about 16 min on 2 cores). Writes
 # results/antiberty/ (committed; the book's "A pretrained MLM: AntiBERTy" page reads it and names this command).
 antiberty: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py --set antiberty

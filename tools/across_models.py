@@ -1,6 +1,6 @@
 """Regenerate the results of the book's "Across models" and "A pretrained MLM: AntiBERTy" pages, through sweep.py.
 
-    .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 36 min on 2 cores)
+    .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 18 min on 2 cores)
     .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (at most 40 min)
     .venv/bin/python tools/across_models.py --profile smoke
     .venv/bin/python tools/across_models.py --set antiberty --chapters 03_phase_diagram   # one chapter again
