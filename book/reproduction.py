@@ -136,7 +136,7 @@ checks = bt.read_checks(bt.results_root())
 # ## Seed to seed
 #
 # A verdict decided by an interval can move when the run's random draws change. Each quick chapter
-# was run a second time with `seed` = 1 (other passages, rectangles and bootstrap draws) on the same
+# was run a second time with `seed` = 1 (other passages, chain draws, rectangles and bootstrap draws) on the same
 # code, and every row compared with the seed-0 run by `tools/compare_verdicts.py` (the record and how
 # it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a claim
 # near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a rule
