@@ -136,9 +136,9 @@ checks = bt.read_checks(bt.results_root())
 # ## Seed to seed
 #
 # A verdict decided by an interval can move when the run's random draws change. Each quick chapter
-# was run a second time with `seed` = 1 (other passages, chain draws, rectangles and bootstrap draws) on the same
-# code, and every row compared with the seed-0 run by `tools/compare_verdicts.py` (the record and how
-# it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a claim
+# was run a second time with `seed` = 1 (other passages, chain draws, rectangles and bootstrap
+# draws) on the same code, and every row compared with the seed-0 run by
+# `tools/compare_verdicts.py` (the record and how it was made: `results/seeds/`). A flip between a decided verdict and *inconclusive* marks a claim
 # near its rule's edge at this size; a flip between *reproduced* and *differs* would mark a rule
 # that a seed can overturn.
 #
@@ -146,7 +146,8 @@ checks = bt.read_checks(bt.results_root())
 # index, so no chain of the seed-1 run reuses a stream of the seed-0 run (until 2026-12-02, chain b
 # of seed 1 drew what chain b + 1 of seed 0 drew, which tied the two runs together; the records
 # since then are of independent runs). Chapter 3's batches that run many temperatures at once key
-# each chain by (seed, temperature), so a cell's chains do not depend on the grid's other temperatures.
+# each chain by (seed, temperature), so a cell's chains do not depend on the grid's other
+# temperatures.
 
 # %% tags=["remove-input"]
 import pandas as pd
