@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark across-models antiberty clean
+.PHONY: setup lint book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -98,6 +98,12 @@ check-random: setup
 	rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) GLAUBER_PROFILE=quick $(BIN)/python -m pytest tests/test_any_model.py -m quick_profile \
 		-o addopts="-p no:cacheprovider" --durations=5
+
+# ruff (pinned in requirements.txt; rules, line length and excludes in pyproject.toml): lint and format check.
+# `ruff format .` then `jupytext --sync notebooks/*.ipynb book/*.ipynb` formats (the pages as .ipynb).
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup

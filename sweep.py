@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
 import hashlib
 import itertools
@@ -82,15 +83,27 @@ def profile_names() -> tuple[str, ...]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     profiles = profile_names()
-    parser = _Parser(prog="sweep.py", description="Run NOTEBOOK over the grid of -p values with papermill on Dask.",
-                     usage="%(prog)s NOTEBOOK -p NAME VALUE [VALUE ...] [-p NAME VALUE ...] [--profile PROFILE]\n"
-                           "                [--workers N] [--scheduler ADDRESS] [--out DIR]")
+    parser = _Parser(
+        prog="sweep.py",
+        description="Run NOTEBOOK over the grid of -p values with papermill on Dask.",
+        usage="%(prog)s NOTEBOOK -p NAME VALUE [VALUE ...] [-p NAME VALUE ...] [--profile PROFILE]\n"
+        "                [--workers N] [--scheduler ADDRESS] [--out DIR]",
+    )
     parser.add_argument("notebook", metavar="NOTEBOOK", help="the .ipynb to run")
-    parser.add_argument("-p", "--parameter", dest="parameters", nargs="+", action="append", default=[],
-                        metavar=("NAME VALUE", "VALUE"), help="a parameter and its values (repeat -p for more)")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        dest="parameters",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar=("NAME VALUE", "VALUE"),
+        help="a parameter and its values (repeat -p for more)",
+    )
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(profiles)} (default quick)")
-    parser.add_argument("--workers", type=int, metavar="N",
-                        help="local worker processes (default: one per GPU, else cores // 2)")
+    parser.add_argument(
+        "--workers", type=int, metavar="N", help="local worker processes (default: one per GPU, else cores // 2)"
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--out", metavar="DIR", help="results folder (default results/sweeps/<notebook>-<profile>)")
     args = parser.parse_args(argv)
@@ -128,8 +141,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"{args.notebook.name} has no parameter {name!r}; {known}")
     args.values = values
     args.declared = declared
-    args.out = Path(args.out).resolve() if args.out else REPO_ROOT / "results" / "sweeps" / (
-        f"{args.notebook.stem}-{args.profile}")
+    args.out = (
+        Path(args.out).resolve()
+        if args.out
+        else REPO_ROOT / "results" / "sweeps" / (f"{args.notebook.stem}-{args.profile}")
+    )
     return args
 
 
@@ -199,8 +215,15 @@ def _stopped(stop: str) -> bool:
         return False
 
 
-def run_cell(notebook: str, cell_dir: str, raw: dict[str, str], profile: str | None, env: dict[str, str],
-             gpu_ids: list[str], stop: str = "") -> dict[str, object]:
+def run_cell(
+    notebook: str,
+    cell_dir: str,
+    raw: dict[str, str],
+    profile: str | None,
+    env: dict[str, str],
+    gpu_ids: list[str],
+    stop: str = "",
+) -> dict[str, object]:
     """One grid cell, on a Dask worker: papermill NOTEBOOK into cell_dir in a fresh process.
 
     Dask cannot stop a running task, so the task polls the Dask Event named `stop` and interrupts papermill
@@ -217,16 +240,23 @@ def run_cell(notebook: str, cell_dir: str, raw: dict[str, str], profile: str | N
         from distributed import get_worker
 
         env["CUDA_VISIBLE_DEVICES"] = gpu_ids[int(get_worker().name) % len(gpu_ids)]
-    command = [sys.executable, "-m", "papermill", str(source), str(output), "--cwd", str(source.parent),
-               "--no-progress-bar"]
+    command = [
+        sys.executable,
+        "-m",
+        "papermill",
+        str(source),
+        str(output),
+        "--cwd",
+        str(source.parent),
+        "--no-progress-bar",
+    ]
     for name, value in raw.items():
         command += ["-p", name, value]
     if profile is not None:
         command += ["-p", "profile", profile]
     try:
         with (folder / "papermill.log").open("w") as log:
-            process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
+            process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     except OSError as exc:
         return {"status": "failed", "seconds": time.perf_counter() - start, "error": _one_line(f"{exc!r}")}
     while True:
@@ -241,8 +271,11 @@ def run_cell(notebook: str, cell_dir: str, raw: dict[str, str], profile: str | N
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-                return {"status": "failed", "seconds": time.perf_counter() - start,
-                        "error": "stopped: the sweep was interrupted"}
+                return {
+                    "status": "failed",
+                    "seconds": time.perf_counter() - start,
+                    "error": "stopped: the sweep was interrupted",
+                }
     seconds = time.perf_counter() - start
     if returncode == 0:
         return {"status": "done", "seconds": seconds, "error": ""}
@@ -323,7 +356,7 @@ def _start_client(args: argparse.Namespace):
             return Client(args.scheduler, timeout="20s"), None, {}, []
         except (OSError, TimeoutError, ValueError) as exc:
             print(f"sweep.py: error: cannot reach the Dask scheduler at {args.scheduler}: {exc}", file=sys.stderr)
-            raise SystemExit(2)
+            raise SystemExit(2) from None
     gpus = local_gpu_ids()
     workers = args.workers or len(gpus) or max(1, (os.cpu_count() or 2) // 2)
     env = {}
@@ -368,27 +401,43 @@ def main(argv: list[str] | None = None) -> int:
         try:
             out.mkdir(parents=True, exist_ok=True)
             write_index(out / "index.csv", names, rows)
-            futures = {client.submit(run_cell, str(args.notebook), str(out / cell), raw, profile, env, gpus, stop,
-                                     key=f"{cell}-{uuid.uuid4().hex[:8]}"): cell for cell, raw in pending.items()}
+            futures = {
+                client.submit(
+                    run_cell,
+                    str(args.notebook),
+                    str(out / cell),
+                    raw,
+                    profile,
+                    env,
+                    gpus,
+                    stop,
+                    key=f"{cell}-{uuid.uuid4().hex[:8]}",
+                ): cell
+                for cell, raw in pending.items()
+            }
             for future in as_completed(futures):
                 cell = futures[future]
                 if future.status == "finished":
                     result = future.result()
                 else:  # the task itself broke (e.g. its worker died): still a failed cell, not a crash
                     result = {"status": "failed", "seconds": 0.0, "error": _one_line(repr(future.exception()))}
-                rows[cell] = {"cell": cell, **pending[cell], "status": result["status"],
-                              "seconds": f"{result['seconds']:.1f}", "error": result["error"]}
+                rows[cell] = {
+                    "cell": cell,
+                    **pending[cell],
+                    "status": result["status"],
+                    "seconds": f"{result['seconds']:.1f}",
+                    "error": result["error"],
+                }
                 write_index(out / "index.csv", names, rows)
                 if result["status"] == "failed":
                     bar.write(f"failed {cell}: {result['error']}", file=sys.stderr)
                 bar.update()
         except KeyboardInterrupt:
-            try:
+            with contextlib.suppress(Exception):
                 Event(stop, client=client).set()  # running cells stop their papermill (see run_cell)
-            except Exception:
-                pass
-            print(f"\nsweep.py: interrupted; finished cells are in {out / 'index.csv'}, a rerun resumes",
-                  file=sys.stderr)
+            print(
+                f"\nsweep.py: interrupted; finished cells are in {out / 'index.csv'}, a rerun resumes", file=sys.stderr
+            )
             return 130
         finally:
             bar.close()
@@ -398,8 +447,10 @@ def main(argv: list[str] | None = None) -> int:
 
     merged = merge_tables(out, stem, names, rows)
     failed = [cell for cell in cells if rows[cell]["status"] == "failed"]
-    print(f"{len(cells)} cells: {len(cells) - len(failed)} done ({skipped} skipped as done before), "
-          f"{len(failed)} failed; index {out / 'index.csv'}; {len(merged)} merged tables in {out / 'merged'}")
+    print(
+        f"{len(cells)} cells: {len(cells) - len(failed)} done ({skipped} skipped as done before), "
+        f"{len(failed)} failed; index {out / 'index.csv'}; {len(merged)} merged tables in {out / 'merged'}"
+    )
     for cell in failed:
         print(f"  failed {cell}: {rows[cell]['error']}")
     return 1 if failed else 0

@@ -18,7 +18,12 @@ import re
 import numpy as np
 
 REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
-    "reproduced", "differs", "inconclusive", "other setup", "not run here")
+    "reproduced",
+    "differs",
+    "inconclusive",
+    "other setup",
+    "not run here",
+)
 VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN)
 PASS, FAIL = "pass", "fail"
 CHECK_COLUMNS = ("check", "proves", "result", "detail")
@@ -41,6 +46,7 @@ def _counts(*values) -> None:
 # Intervals (95% unless told): Wilson, percentile bootstrap, Spearman with a bootstrap interval
 # --------------------------------------------------------------------------------------------
 
+
 def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score intervals for binomial shares successes / trials, elementwise over arrays."""
     from scipy.stats import norm
@@ -55,8 +61,9 @@ def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray,
     return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
 
 
-def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval (Efron and Tibshirani 1993) for statistic(values), rows resampled."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
@@ -109,6 +116,7 @@ def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0
 # What would decide an inconclusive row
 # --------------------------------------------------------------------------------------------
 
+
 def decide_text(estimate: float, low: float, high: float, null: float) -> str:
     """For an inconclusive interval: how much larger a run would have to be (intervals shrink as
     1/sqrt(size)) for the interval to clear the null if the estimate held, or why no size would."""
@@ -126,9 +134,17 @@ def decide_text(estimate: float, low: float, high: float, null: float) -> str:
 # Rules: one per statistical shape
 # --------------------------------------------------------------------------------------------
 
-def rule_one_sided(low: float, high: float, null: float, direction: str = "above", *,
-                   events: int | None = None, zero_verdict: str = INCONCLUSIVE,
-                   estimate: float | None = None) -> tuple[str, str]:
+
+def rule_one_sided(
+    low: float,
+    high: float,
+    null: float,
+    direction: str = "above",
+    *,
+    events: int | None = None,
+    zero_verdict: str = INCONCLUSIVE,
+    estimate: float | None = None,
+) -> tuple[str, str]:
     """An interval against a null. The paper says the quantity lies `direction` ("above" or "below") of
     `null`. Reproduced when [low, high] lies wholly on the paper's side; differs when it lies wholly on the
     other side or at the null; inconclusive when it contains the null or there is no interval.
@@ -159,8 +175,9 @@ def rule_one_sided(low: float, high: float, null: float, direction: str = "above
     return INCONCLUSIVE, reason
 
 
-def rule_trend(slope: float, low: float, high: float, direction: str = "above", *,
-               what: str = "slope") -> tuple[str, str]:
+def rule_trend(
+    slope: float, low: float, high: float, direction: str = "above", *, what: str = "slope"
+) -> tuple[str, str]:
     """A trend across a grid (n, tau, depth). Null: no trend, slope 0. Reproduced when the slope's interval
     lies on the paper's side of 0 (`direction` "above": rises), differs when it lies at or on the other side,
     inconclusive when it contains 0 (rule_one_sided on the slope)."""
@@ -233,11 +250,14 @@ def rule_both_kinds(first: int, count: int, rare: float = 0.1, names=("perfect",
     missing = names[0] if first == 0 else names[1]
     high = float(share_intervals([0], [count])[1][0])
     if high < rare:
-        return DIFFERS, (f"no {missing} case among {count}: its share is below {high:.2f} (95% upper bound), "
-                         f"under {rare:.0%}")
+        return DIFFERS, (
+            f"no {missing} case among {count}: its share is below {high:.2f} (95% upper bound), under {rare:.0%}"
+        )
     needed = math.ceil(3.84 / rare)  # Wilson upper bound of 0 of m falls below `rare` near m = z^2 / rare
-    return INCONCLUSIVE, (f"no {missing} case among {count}: too few to rule out a share of {rare:.0%} "
-                          f"(95% upper bound {high:.2f}); about {needed} cases would decide it")
+    return INCONCLUSIVE, (
+        f"no {missing} case among {count}: too few to rule out a share of {rare:.0%} "
+        f"(95% upper bound {high:.2f}); about {needed} cases would decide it"
+    )
 
 
 def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 2.0) -> tuple[str, str]:
@@ -256,8 +276,10 @@ def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 
         return REPRODUCED, f"{claimed} beats the next form ({best_other[1]}) by {gap:.1f} > {margin:g}"
     if gap < -margin:
         return DIFFERS, f"{best_other[1]} beats {claimed} by {-gap:.1f} > {margin:g}"
-    return INCONCLUSIVE, (f"{claimed} and {best_other[1]} are within {margin:g} of each other ({gap:+.1f}); "
-                          "more lengths or trials would decide it")
+    return INCONCLUSIVE, (
+        f"{claimed} and {best_other[1]} are within {margin:g} of each other ({gap:+.1f}); "
+        "more lengths or trials would decide it"
+    )
 
 
 def rule_every_part(verdicts, parts=None) -> tuple[str, str]:
@@ -298,8 +320,11 @@ def compare_setup(model: str, setup: dict, paper_models, protocol: dict) -> tupl
     not state (absent, or marked "not stated") goes to `unstated` and does not count as a difference; an item
     the paper states that the run does not record is a difference (nothing is assumed equal)."""
     names = {str(m).strip().lower() for m in paper_models}
-    differences = [] if str(model).strip().lower() in names else [
-        f"model {model} (paper: {', '.join(paper_models) or 'not named'})"]
+    differences = (
+        []
+        if str(model).strip().lower() in names
+        else [f"model {model} (paper: {', '.join(paper_models) or 'not named'})"]
+    )
     unstated = []
     for key, ours in setup.items():
         theirs = protocol.get(key)
@@ -317,8 +342,9 @@ def compare_setup(model: str, setup: dict, paper_models, protocol: dict) -> tupl
     return differences, unstated
 
 
-def judge_model_specific(model: str, setup: dict, low: float, high: float, *, paper_models, protocol: dict,
-                         band: tuple[float, float] | None) -> tuple[str, str, str]:
+def judge_model_specific(
+    model: str, setup: dict, low: float, high: float, *, paper_models, protocol: dict, band: tuple[float, float] | None
+) -> tuple[str, str, str]:
     """A model-specific claim: (verdict, reason, setup text). With any difference in model or protocol it is
     "other setup" (shown, not judged) and the setup text names each difference; on the paper's own setup it
     is judged by rule_equivalence against `band` (inconclusive when the paper gives none). Items the paper
@@ -337,6 +363,7 @@ def judge_model_specific(model: str, setup: dict, low: float, high: float, *, pa
 # --------------------------------------------------------------------------------------------
 # Checks: identities and controls of the code path (pass / fail), outside the verdict count
 # --------------------------------------------------------------------------------------------
+
 
 def check_row(check: str, proves: str, passed: bool, detail: str) -> dict:
     """One row of a chapter's checks.csv: what the check proves about the code path and whether it passed."""
@@ -366,14 +393,14 @@ def control_check(compatible: float, incompatible: dict[str, float], floor: floa
 # Two thresholds on one exact grid (chapter 2: Theorem 5's condition against fast mixing)
 # --------------------------------------------------------------------------------------------
 
+
 def grid_threshold(grid, holds) -> tuple[float, float]:
     """Where a condition computed exactly on an increasing grid starts to hold for good: (before, first), the
     last grid value where it fails and the first one from which it holds to the grid's end. The true threshold
     lies in (before, first]. before = 0 when it holds on the whole grid; first = inf when it fails at the top
     (then the threshold lies above the grid: `before`, the top, is a lower bound)."""
     grid, holds = np.asarray(grid, dtype=float), np.asarray(holds, dtype=bool)
-    if grid.ndim != 1 or len(grid) == 0 or grid.shape != holds.shape or not (np.diff(grid) > 0).all() or (
-            grid[0] <= 0):
+    if grid.ndim != 1 or len(grid) == 0 or grid.shape != holds.shape or not (np.diff(grid) > 0).all() or (grid[0] <= 0):
         raise ValueError("grid must be positive and increasing, with one `holds` value per grid point")
     failing = np.flatnonzero(~holds)
     if len(failing) == 0:
@@ -382,8 +409,9 @@ def grid_threshold(grid, holds) -> tuple[float, float]:
     return float(grid[last]), (float(grid[last + 1]) if last + 1 < len(grid) else math.inf)
 
 
-def rule_threshold_ratio(grid, reference_holds, claimed_holds, factor: float, *,
-                         names=("reference", "claimed")) -> tuple[str, str, float, float]:
+def rule_threshold_ratio(
+    grid, reference_holds, claimed_holds, factor: float, *, names=("reference", "claimed")
+) -> tuple[str, str, float, float]:
     """Two conditions computed exactly (not sampled) on one increasing grid, each holding from a threshold on
     (`grid_threshold`): the paper says the claimed condition's threshold lies more than `factor` times above
     the reference's. The grid brackets their ratio in [low, high] = [before_claimed / first_reference,
@@ -399,13 +427,19 @@ def rule_threshold_ratio(grid, reference_holds, claimed_holds, factor: float, *,
     claim_before, claim_first = grid_threshold(grid, claimed_holds)
     reference, claimed = names
     if math.isinf(ref_first):
-        return (INCONCLUSIVE, f"{reference} never holds to the grid's top: nothing to compare; a grid reaching "
-                f"further would decide it", math.nan, math.nan)
+        return (
+            INCONCLUSIVE,
+            f"{reference} never holds to the grid's top: nothing to compare; a grid reaching further would decide it",
+            math.nan,
+            math.nan,
+        )
     low = claim_before / ref_first
     high = claim_first / ref_before if ref_before > 0 else math.inf
-    where = (f"{reference} from {ref_first:g} (after {ref_before:g}), {claimed} from "
-             + (f"{claim_first:g}" if math.isfinite(claim_first) else f"above the grid's top {claim_before:g}")
-             + f": ratio in [{low:.3g}, {high:.3g}]")
+    where = (
+        f"{reference} from {ref_first:g} (after {ref_before:g}), {claimed} from "
+        + (f"{claim_first:g}" if math.isfinite(claim_first) else f"above the grid's top {claim_before:g}")
+        + f": ratio in [{low:.3g}, {high:.3g}]"
+    )
     if low > factor:
         return REPRODUCED, f"{where}, above the factor {factor:g}", low, high
     if claim_first <= ref_first:

@@ -68,16 +68,22 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64, 256])
     parser.add_argument("--steps", type=int, default=10, help="Glauber steps per timed run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--csv", type=Path, default=glauber.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",
-                        help="where to write the table (default: results/benchmarks/glauber_speed.csv)")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        default=glauber.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv",
+        help="where to write the table (default: results/benchmarks/glauber_speed.csv)",
+    )
     parser.add_argument("--note", default="", help="free text stored with the table (e.g. machine load)")
     args = parser.parse_args()
 
     cold = timed_once(lambda: glauber.load_mlm(args.model, device=args.device))
     started = time.perf_counter()
     cond = glauber.load_mlm(args.model, device=args.device)
-    print(f"load_mlm: {cold:.2f} s first call (with transformers' lazy imports), "
-          f"{time.perf_counter() - started:.2f} s after")
+    print(
+        f"load_mlm: {cold:.2f} s first call (with transformers' lazy imports), "
+        f"{time.perf_counter() - started:.2f} s after"
+    )
     passages = glauber.seed_passages(cond, args.seq_len, max(args.batches), split="all")
     x_all = passages.tokens.to(cond.device)
     print(f"model {cond.name_or_path} on {cond.device}, n = {args.seq_len}, torch threads {torch.get_num_threads()}")
@@ -90,20 +96,41 @@ def main() -> None:
     for batch in args.batches:
         x0 = x_all[:batch]
         positions = torch.randint(args.seq_len, (batch,), generator=torch.Generator().manual_seed(0)).to(cond.device)
-        step_time = timed(lambda: glauber.glauber(cond, x0, args.steps, record_every=args.steps, progress=False),
-                          args.repeats) / args.steps
-        bare_time = timed(lambda: bare_forward(cond, x0, positions), args.repeats * 3)
+        step_time = (
+            timed(
+                lambda: glauber.glauber(cond, x0, args.steps, record_every=args.steps, progress=False),  # noqa: B023
+                args.repeats,
+            )
+            / args.steps
+        )
+        bare_time = timed(lambda: bare_forward(cond, x0, positions), args.repeats * 3)  # noqa: B023
         summary[batch] = (batch / step_time / naive_rate, step_time / bare_time)
-        print(f"{batch:>6} {batch / step_time:>12.1f} {batch / bare_time:>12.1f} {summary[batch][0]:>17.2f} "
-              f"{summary[batch][1]:>18.3f}")
-        rows.append(dict(batch=batch, glauber_rate=batch / step_time, bare_rate=batch / bare_time,
-                         naive_rate=naive_rate, speedup_vs_naive=summary[batch][0],
-                         step_over_forward=summary[batch][1]))
+        print(
+            f"{batch:>6} {batch / step_time:>12.1f} {batch / bare_time:>12.1f} {summary[batch][0]:>17.2f} "
+            f"{summary[batch][1]:>18.3f}"
+        )
+        rows.append(
+            dict(
+                batch=batch,
+                glauber_rate=batch / step_time,
+                bare_rate=batch / bare_time,
+                naive_rate=naive_rate,
+                speedup_vs_naive=summary[batch][0],
+                step_over_forward=summary[batch][1],
+            )
+        )
     device = torch.cuda.get_device_name() if str(cond.device).startswith("cuda") else f"CPU, {os.cpu_count()} cores"
     table = pd.DataFrame(rows).assign(
-        model=str(cond.name_or_path).replace(str(glauber.REPO_ROOT) + "/", ""), device=device, seq_len=args.seq_len,
-        steps=args.steps, repeats=args.repeats, torch_threads=torch.get_num_threads(), torch=torch.__version__,
-        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), note=args.note)
+        model=str(cond.name_or_path).replace(str(glauber.REPO_ROOT) + "/", ""),
+        device=device,
+        seq_len=args.seq_len,
+        steps=args.steps,
+        repeats=args.repeats,
+        torch_threads=torch.get_num_threads(),
+        torch=torch.__version__,
+        measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        note=args.note,
+    )
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     table.round(4).to_csv(args.csv, index=False)
     print(f"wrote {args.csv}")

@@ -43,7 +43,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
@@ -60,12 +60,18 @@ bt.glue("across_minutes", f"{run['minutes']:.0f}")
 bt.glue_paper("01_incompatibility")
 bt.glue_paper("04_basins")
 changed = ", ".join(run["stale"])
-stale = (f"\n\n> **Warning:** the code of {changed} has changed since "
-         "this run: rerun `make across-models` and commit "
-         "`results/across_models/`." if changed else "")
-Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
-         f"profile `{run['profile']}`; commit `{run['commit']}`; finished "
-         f"{run['finished']}).{stale}")
+stale = (
+    f"\n\n> **Warning:** the code of {changed} has changed since "
+    "this run: rerun `make across-models` and commit "
+    "`results/across_models/`."
+    if changed
+    else ""
+)
+Markdown(
+    f"**This run:** `{run['command']}` (models {', '.join(models)}; "
+    f"profile `{run['profile']}`; commit `{run['commit']}`; finished "
+    f"{run['finished']}).{stale}"
+)
 
 # %% [markdown]
 # ## The family
@@ -75,9 +81,17 @@ Markdown(f"**This run:** `{run['command']}` (models {', '.join(models)}; "
 # pretrained layers. Each model card (`models/<name>/README.md`) gives its recipe.
 
 # %%
-bt.reading_table(family.drop(columns="tokens").reset_index(), {
-    "size_mb": "{:.1f}", "steps": "{:,}", "top1": "{:.3f}",
-    "baseline_top1": "{:.3f}", "pppl": "{:.1f}", "baseline_pppl": "{:.0f}"})
+bt.reading_table(
+    family.drop(columns="tokens").reset_index(),
+    {
+        "size_mb": "{:.1f}",
+        "steps": "{:,}",
+        "top1": "{:.3f}",
+        "baseline_top1": "{:.3f}",
+        "pppl": "{:.1f}",
+        "baseline_pppl": "{:.0f}",
+    },
+)
 
 # %% [markdown]
 # ## Incompatibility in every model (Table 1's shape)
@@ -92,8 +106,9 @@ bt.reading_table(family.drop(columns="tokens").reset_index(), {
 
 # %%
 table1 = bt.read_across("01_incompatibility", "table1")
-claims = pd.concat([bt.read_across(chapter, "claims")
-                    for chapter in bt.ACROSS_CHAPTERS])
+claims = pd.concat(
+    [bt.read_across(chapter, "claims") for chapter in bt.ACROSS_CHAPTERS]
+)
 bt.table1_across(table1, claims, models)
 
 # %% [markdown]
@@ -119,8 +134,11 @@ bt.table5_across(table3, claims, models, baseline=1 / 9)
 
 # %%
 alpha = bt.alpha_near(bt.read_across("02_mixing_bounds", "alpha"))
-bt.reading_table(alpha.loc[models, ["temperature", "alpha_mean", "low", "high",
-                                    "alpha_max"]].reset_index())
+bt.reading_table(
+    alpha.loc[
+        models, ["temperature", "alpha_mean", "low", "high", "alpha_max"]
+    ].reset_index()
+)
 
 # %% [markdown]
 # ## The general claims, model by model

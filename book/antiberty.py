@@ -51,10 +51,9 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["remove-input"]
-
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -66,14 +65,20 @@ root = bt.ANTIBERTY_RESULTS
 ran = (root / "run.csv").exists()  # a checkout without the committed results
 run = bt.across_run(root) if ran else {}
 changed = ", ".join(run.get("stale", []))
-stale = (f"\n\n> **Warning:** the code of {changed} has changed since "
-         "this run: rerun `make antiberty` and commit `results/antiberty/`."
-         if changed else "")
-Markdown(f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
-         f"commit `{run['commit']}`, finished {run['finished']}, "
-         f"{run['minutes']:.0f} minutes of notebook time).{stale}" if ran else
-         "> **Warning:** this checkout has no `results/antiberty/`: run "
-         "`make antiberty` to fill this page.")
+stale = (
+    f"\n\n> **Warning:** the code of {changed} has changed since "
+    "this run: rerun `make antiberty` and commit `results/antiberty/`."
+    if changed
+    else ""
+)
+Markdown(
+    f"**This run:** `{run['command']}` (profile `{run['profile']}`, "
+    f"commit `{run['commit']}`, finished {run['finished']}, "
+    f"{run['minutes']:.0f} minutes of notebook time).{stale}"
+    if ran
+    else "> **Warning:** this checkout has no `results/antiberty/`: run "
+    "`make antiberty` to fill this page."
+)
 
 # %% [markdown]
 # ## The general claims on both models
@@ -89,9 +94,12 @@ runs = {f"{label} (this build)": bt.read_claims(bt.results_root())}
 if ran:
     chapters = pd.read_csv(root / "run.csv").chapter.drop_duplicates()
     runs["antiberty"] = pd.concat(
-        [bt.read_across(c, "claims", root) for c in chapters])
+        [bt.read_across(c, "claims", root) for c in chapters]
+    )
 beside = bt.verdicts_beside(runs)
-bt.reading_table(beside.drop(columns=f"{label} (this build): what was measured"))
+bt.reading_table(
+    beside.drop(columns=f"{label} (this build): what was measured")
+)
 
 # %% [markdown]
 # ## Table 1's row
@@ -102,8 +110,15 @@ bt.reading_table(beside.drop(columns=f"{label} (this build): what was measured")
 # telescopes to 0, and two Potts models).
 
 # %%
-columns = ["role", "rectangles", "mean_abs_delta", "ci_low", "ci_high",
-           "above_floor", "floor"]
+columns = [
+    "role",
+    "rectangles",
+    "mean_abs_delta",
+    "ci_low",
+    "ci_high",
+    "above_floor",
+    "floor",
+]
 if ran:
     table1 = bt.read_across("01_incompatibility", "table1", root)
     display(bt.reading_table(table1[[c for c in columns if c in table1]]))

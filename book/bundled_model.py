@@ -42,7 +42,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -59,15 +59,20 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 
 run = bt.ChapterRun("bundled_model", profile, model)
-cfg = bt.profile_settings(profile, {
-    "smoke": dict(seq_len=16, steps=30, record_every=10),
-    "quick": dict(seq_len=32, steps=800, record_every=100),
-    "paper": dict(seq_len=32, steps=10_000, record_every=1_000),
-}, seq_len=seq_len, steps=steps)
+cfg = bt.profile_settings(
+    profile,
+    {
+        "smoke": dict(seq_len=16, steps=30, record_every=10),
+        "quick": dict(seq_len=32, steps=800, record_every=100),
+        "paper": dict(seq_len=32, steps=10_000, record_every=1_000),
+    },
+    seq_len=seq_len,
+    steps=steps,
+)
 MODEL_RESULTS = glauber.REPO_ROOT / "results" / "model"
 
 # %% [markdown]
@@ -81,8 +86,11 @@ MODEL_RESULTS = glauber.REPO_ROOT / "results" / "model"
 
 # %%
 metrics = pd.read_csv(MODEL_RESULTS / "metrics.csv")
-bt.reading_table(metrics.pivot_table(index="model", columns="metric",
-                                      values="value").reset_index())
+bt.reading_table(
+    metrics.pivot_table(
+        index="model", columns="metric", values="value"
+    ).reset_index()
+)
 
 # %%
 log = pd.read_csv(MODEL_RESULTS / "train_log.csv")
@@ -114,9 +122,16 @@ bt.fill_mask_table(fills[fills.model == run.model])
 # %%
 cond = run.cond
 passage = glauber.seed_passages(cond, cfg.seq_len, 1, seed=seed)
-chain = glauber.glauber(cond, passage.tokens, cfg.steps, temperature,
-                        seed=seed, record_every=cfg.record_every)
-excerpt = pd.DataFrame({"step": chain.steps.numpy(),
-                        "text": cond.decode_batch(chain.tokens[0])})
+chain = glauber.glauber(
+    cond,
+    passage.tokens,
+    cfg.steps,
+    temperature,
+    seed=seed,
+    record_every=cfg.record_every,
+)
+excerpt = pd.DataFrame(
+    {"step": chain.steps.numpy(), "text": cond.decode_batch(chain.tokens[0])}
+)
 excerpt = excerpt.assign(known_words=bt.known_word_share(excerpt.text))
 bt.reading_table(excerpt, {"known_words": "{:.0%}"})

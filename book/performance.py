@@ -43,20 +43,22 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
 
 import book_tools as bt
 
 bt.set_book_style()
 bench = bt.read_benchmark(
-    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv")
+    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed.csv"
+)
 first = bench.iloc[0]
-print(f"model {first.model} on {first['device']}, n = {first.seq_len}, "
-      f"{first.torch_threads} torch thread(s), torch {first.torch}")
+print(
+    f"model {first.model} on {first['device']}, n = {first.seq_len}, "
+    f"{first.torch_threads} torch thread(s), torch {first.torch}"
+)
 print(f"measured {first.measured}; note: {first.note or '(none)'}")
 
 # %%
@@ -72,13 +74,17 @@ bt.benchmark_table(bench)
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.plot(bench.batch, bench.glauber_rate, "o-", label="Glauber step")
 ax.plot(bench.batch, bench.bare_rate, "s--", label="bare forward + head")
-ax.axhline(first.naive_rate, color="grey", linestyle=":",
-           label="naive loop (1 chain)")
+ax.axhline(
+    first.naive_rate, color="grey", linestyle=":", label="naive loop (1 chain)"
+)
 ax.set_xscale("log", base=2)
 ax.set_xticks(bench.batch, labels=[str(b) for b in bench.batch])
 ax.set_ylim(bottom=0)
-ax.set(xlabel="chains per batch $B$", ylabel="chain-steps per second",
-       title=f"Glauber throughput, n = {first.seq_len}, {first['device']}")
+ax.set(
+    xlabel="chains per batch $B$",
+    ylabel="chain-steps per second",
+    title=f"Glauber throughput, n = {first.seq_len}, {first['device']}",
+)
 ax.legend()
 plt.show()
 
@@ -94,11 +100,14 @@ plt.show()
 
 # %%
 protein = bt.read_benchmark(
-    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed_antiberty.csv")
+    bt.REPO_ROOT / "results" / "benchmarks" / "glauber_speed_antiberty.csv"
+)
 row = protein.iloc[0]
-print(f"model {row.model} on {row['device']}, n = {row.seq_len}, "
-      f"{row.torch_threads} torch thread(s); measured {row.measured}; "
-      f"note: {row.note or '(none)'}")
+print(
+    f"model {row.model} on {row['device']}, n = {row.seq_len}, "
+    f"{row.torch_threads} torch thread(s); measured {row.measured}; "
+    f"note: {row.note or '(none)'}"
+)
 bt.benchmark_table(protein)
 
 # %% [markdown]
@@ -113,8 +122,10 @@ import os
 
 from IPython.display import Markdown
 
-Markdown(f"This build: profile **{os.environ.get('GLAUBER_PROFILE') or 'quick'}**, "
-         f"{os.cpu_count()} CPU core(s).")
+Markdown(
+    f"This build: profile **{os.environ.get('GLAUBER_PROFILE') or 'quick'}**, "
+    f"{os.cpu_count()} CPU core(s)."
+)
 
 # %% [markdown]
 # ```{nb-exec-table}

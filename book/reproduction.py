@@ -63,7 +63,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["remove-input"]
 import os
@@ -74,15 +74,18 @@ import book_tools as bt
 
 paper = bt.read_paper_claims()
 ours = bt.read_claims(bt.results_root())
-built = os.environ.get("GLAUBER_PROFILE")  # set by make book: one profile and model
+built = os.environ.get(
+    "GLAUBER_PROFILE"
+)  # set by make book: one profile and model
 run = bt.check_one_run(ours, built, bt.model_label() if built else None)
 unknown = bt.unknown_claims(paper, ours)
 if unknown:
     raise ValueError(f"results have claims paper_claims.csv lacks: {unknown}")
-tables = {name: bt.reproduction_table(paper, ours, name)
-          for name in bt.TABLES}
-Markdown(f"**This run:** model `{run['model']}`, profile `{run['profile']}`, "
-         f"commit `{run['commit']}`, {run['dates']}.")
+tables = {name: bt.reproduction_table(paper, ours, name) for name in bt.TABLES}
+Markdown(
+    f"**This run:** model `{run['model']}`, profile `{run['profile']}`, "
+    f"commit `{run['commit']}`, {run['dates']}."
+)
 
 # %% [markdown]
 # ## At a glance
@@ -129,8 +132,11 @@ HTML(bt.claims_html(tables["beyond"]))
 
 # %% tags=["remove-input", "full-width"]
 checks = bt.read_checks(bt.results_root())
-(HTML(bt.checks_html(checks)) if len(checks)
- else Markdown("No chapter wrote checks in this run."))
+(
+    HTML(bt.checks_html(checks))
+    if len(checks)
+    else Markdown("No chapter wrote checks in this run.")
+)
 
 # %% [markdown]
 # ## Seed to seed
@@ -152,22 +158,49 @@ checks = bt.read_checks(bt.results_root())
 # %% tags=["remove-input"]
 import pandas as pd
 
-seeds = pd.read_csv(bt.REPO_ROOT / "results" / "seeds" / "quick_seed0_vs_seed1.csv",
-                    dtype=str, keep_default_na=False)
+seeds = pd.read_csv(
+    bt.REPO_ROOT / "results" / "seeds" / "quick_seed0_vs_seed1.csv",
+    dtype=str,
+    keep_default_na=False,
+)
 seeds["flipped"] = seeds.flipped == "True"
 same_code = (seeds.code_base == seeds.code_other).all()
-moved = sorted(c for c, code in seeds.groupby("chapter").code_base.first().items()
-               if code != bt.code_version(c))
-unjudged = (seeds.verdict_base == bt.OTHER_SETUP) & (seeds.verdict_other == bt.OTHER_SETUP)
+moved = sorted(
+    c
+    for c, code in seeds.groupby("chapter").code_base.first().items()
+    if code != bt.code_version(c)
+)
+unjudged = (seeds.verdict_base == bt.OTHER_SETUP) & (
+    seeds.verdict_other == bt.OTHER_SETUP
+)
 counts = seeds[~unjudged].groupby("kind").flipped.agg(["sum", "size"])
-flips = seeds[seeds.flipped].rename(columns={"verdict_base": "seed 0", "verdict_other": "seed 1"})
-display(Markdown(
-    "At the quick profile on the bundled model: "
-    + "; ".join(f"{int(n)} of {total} {kind} rows changed" for kind, (n, total) in counts.iterrows())
-    + f" (the {unjudged.sum()} rows that are *other setup* on both seeds are not judged on "
-    "this model)."
-    + ("" if same_code else "\n\n> **Warning:** the two runs did not run the same code.")
-    + (f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this comparison "
-       "was made." if moved else "")))
-(bt.reading_table(flips[["chapter", "claim", "kind", "seed 0", "seed 1"]]) if len(flips)
- else Markdown("No verdict changed."))
+flips = seeds[seeds.flipped].rename(
+    columns={"verdict_base": "seed 0", "verdict_other": "seed 1"}
+)
+display(
+    Markdown(
+        "At the quick profile on the bundled model: "
+        + "; ".join(
+            f"{int(n)} of {total} {kind} rows changed"
+            for kind, (n, total) in counts.iterrows()
+        )
+        + f" (the {unjudged.sum()} rows that are *other setup* on both seeds are not judged on "
+        "this model)."
+        + (
+            ""
+            if same_code
+            else "\n\n> **Warning:** the two runs did not run the same code."
+        )
+        + (
+            f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this comparison "
+            "was made."
+            if moved
+            else ""
+        )
+    )
+)
+(
+    bt.reading_table(flips[["chapter", "claim", "kind", "seed 0", "seed 1"]])
+    if len(flips)
+    else Markdown("No verdict changed.")
+)

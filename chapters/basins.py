@@ -15,7 +15,6 @@ import pandas as pd
 import torch
 
 import book_tools as bt
-from verdicts import INCONCLUSIVE, finite, mean_interval, rule_every_part, rule_one_sided
 from glauber_core import (
     MaskedLMConditionals,
     Passages,
@@ -30,7 +29,7 @@ from glauber_core import (
     quiet_load,
     seed_passages,
 )
-
+from verdicts import INCONCLUSIVE, finite, mean_interval, rule_every_part, rule_one_sided
 
 # The paper's B.1 names eleven zero-shot labels, yet its baseline 1/9 implies nine. We keep nine and drop
 # 'science' (overlaps 'technology') and 'art' (overlaps 'pop culture'), the two closest to another label.
@@ -48,8 +47,13 @@ TOPIC_LABELS = {
 
 
 # The label that stands for each BBC News topic (for validation, calibration and the seed-topic score).
-BBC_TOPIC_LABELS = {"business": "finance", "entertainment": "pop culture", "politics": "politics",
-                    "sports": "sport", "tech": "technology"}
+BBC_TOPIC_LABELS = {
+    "business": "finance",
+    "entertainment": "pop culture",
+    "politics": "politics",
+    "sports": "sport",
+    "tech": "technology",
+}
 
 
 # softmax(scale * cos) over the nine labels: the scale is fitted by fit_topic_scale on BBC *training*
@@ -101,14 +105,19 @@ def label_similarities(texts, labels=tuple(TOPIC_LABELS), embedder=None, batch_s
 def _zero_shot_pipeline(name: str, device=None):
     from transformers import pipeline
 
-    with quiet_load("zero-shot model", name, "Use model=None (papermill: -p scorer \"\") for the bundled "
-                    "embedding scorer."):
-        return pipeline("zero-shot-classification", model=name,
-                        device=device if device is not None else (0 if torch.cuda.is_available() else -1))
+    with quiet_load(
+        "zero-shot model", name, 'Use model=None (papermill: -p scorer "") for the bundled embedding scorer.'
+    ):
+        return pipeline(
+            "zero-shot-classification",
+            model=name,
+            device=device if device is not None else (0 if torch.cuda.is_available() else -1),
+        )
 
 
-def topic_scores(texts, labels=tuple(TOPIC_LABELS), *, model=None, scale: float = TOPIC_SCALE,
-                 batch_size: int = 32) -> torch.Tensor:
+def topic_scores(
+    texts, labels=tuple(TOPIC_LABELS), *, model=None, scale: float = TOPIC_SCALE, batch_size: int = 32
+) -> torch.Tensor:
     """Zero-shot topic probabilities [N, L] over `labels` (columns in label order, rows sum to 1).
 
     model None or a sentence embedder: softmax(scale * cos(phi(text), phi(description))), the offline
@@ -142,7 +151,7 @@ FAMILY_TARGET = "IGHV3"
 # Seed families: the three largest heavy families, the largest kappa and the largest lambda family
 FAMILY_SEEDS = ("IGHV1", "IGHV3", "IGHV4", "IGKV1", "IGLV3")
 # What the prefix section (C.4) prints on a protein model
-NO_PREFIX = "protein model: no prefix runs (a spoken prefix such as \"X said that\" has no residue counterpart)"
+NO_PREFIX = 'protein model: no prefix runs (a spoken prefix such as "X said that" has no residue counterpart)'
 
 
 @functools.lru_cache(maxsize=8)
@@ -180,8 +189,9 @@ def family_identity(texts, labels=None, *, counts: bool = False) -> torch.Tensor
     states = np.ones((len(texts), length), np.uint8)  # 1 past a text's end matches no residue (nor the 0s)
     for k, text in enumerate(texts):
         states[k, : len(text)] = np.frombuffer(text.encode(), np.uint8)
-    matches = np.concatenate([(part[:, None, :] == codes[None]).sum(-1)
-                              for part in np.array_split(states, max(1, len(states) // 256))])
+    matches = np.concatenate(
+        [(part[:, None, :] == codes[None]).sum(-1) for part in np.array_split(states, max(1, len(states) // 256))]
+    )
     best = np.stack([matches[:, member == families.index(k)].max(1) for k in labels], 1).astype(float)
     sizes = np.array([len(t) for t in texts], dtype=float)[:, None]
     return torch.tensor(best if counts else best / sizes)
@@ -194,8 +204,7 @@ def family_scores(texts, labels=None) -> torch.Tensor:
     return torch.softmax(family_identity(texts, labels, counts=True), -1).float()
 
 
-def family_seeds(cond: MaskedLMConditionals, n: int, count: int, families=FAMILY_SEEDS, *,
-                 seed: int = 0) -> list:
+def family_seeds(cond: MaskedLMConditionals, n: int, count: int, families=FAMILY_SEEDS, *, seed: int = 0) -> list:
     """seed_passages per germline family: `count` distinct n-residue germline cuts, or all the family
     has when fewer (IGHV1 has 6 distinct 20-residue cuts)."""
     cuts = {f: {r[:n] for _, g, _, r in germline_v_genes("human") if g == f and len(r) >= n} for f in families}
@@ -221,22 +230,27 @@ def germline_check(n: int, labels, target: str = FAMILY_TARGET) -> tuple[pd.Data
     check["own identity"] = own[np.arange(len(texts)), [names.index(k) for k in check.label]]
     check = check.join(pd.DataFrame(scores, columns=names))
     others = check[check.label != target]
-    accuracy = check.assign(correct=check.predicted == check.label).groupby("chain").agg(
-        cuts=("correct", "size"), accuracy=("correct", "mean"))
-    accuracy[f"{target} above 1/L (other families)"] = (others[target] > 1 / len(names)).groupby(
-        others.chain).mean()
+    accuracy = (
+        check.assign(correct=check.predicted == check.label)
+        .groupby("chain")
+        .agg(cuts=("correct", "size"), accuracy=("correct", "mean"))
+    )
+    accuracy[f"{target} above 1/L (other families)"] = (others[target] > 1 / len(names)).groupby(others.chain).mean()
     return check, accuracy
 
 
 def protein_words(check: pd.DataFrame, target: str = FAMILY_TARGET) -> dict:
     """Glue values for the germline check of a protein model (the BBC scorer check's counterpart)."""
     wrong = check[check.predicted != check.label]
-    return {"acc_cut": f"{(check.predicted == check.label).mean():.0%}",
-            "acc_whole": "not measured (germline cuts only)",
-            "errors_to_politics": ("none (it made none)" if wrong.empty
-                                   else f"{(wrong.predicted == target).mean():.0%}"),
-            "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in wrong[wrong.label == target]
-                                             .predicted.value_counts().head(3).items()) or "none"}
+    return {
+        "acc_cut": f"{(check.predicted == check.label).mean():.0%}",
+        "acc_whole": "not measured (germline cuts only)",
+        "errors_to_politics": ("none (it made none)" if wrong.empty else f"{(wrong.predicted == target).mean():.0%}"),
+        "politics_misread_as": ", ".join(
+            f"{k} ({v})" for k, v in wrong[wrong.label == target].predicted.value_counts().head(3).items()
+        )
+        or "none",
+    }
 
 
 def fit_topic_scale(similarities: torch.Tensor, targets, low: float = 1e-3, high: float = 1e4) -> float:
@@ -245,8 +259,10 @@ def fit_topic_scale(similarities: torch.Tensor, targets, low: float = 1e-3, high
     similarities = torch.as_tensor(similarities, dtype=torch.float64)
     targets = torch.as_tensor(targets, dtype=torch.long)
     if similarities.dim() != 2 or targets.shape != (similarities.shape[0],) or len(targets) == 0:
-        raise ValueError(f"need similarities [N, L] and targets [N] with N >= 1, got {tuple(similarities.shape)} "
-                         f"and {tuple(targets.shape)}")
+        raise ValueError(
+            f"need similarities [N, L] and targets [N] with N >= 1, got {tuple(similarities.shape)} "
+            f"and {tuple(targets.shape)}"
+        )
     if ((targets < 0) | (targets >= similarities.shape[1])).any():
         raise ValueError(f"targets must be label indices in [0, {similarities.shape[1]})")
     true = similarities.gather(1, targets.unsqueeze(1)).squeeze(1)
@@ -263,8 +279,15 @@ def fit_topic_scale(similarities: torch.Tensor, targets, low: float = 1e-3, high
     return math.exp(0.5 * (lo + hi))
 
 
-def calibrate_topic_scale(cond: MaskedLMConditionals, count: int = 200, n: int = 20, *, seed: int = 0,
-                          labels=tuple(TOPIC_LABELS), embedder=None) -> float:
+def calibrate_topic_scale(
+    cond: MaskedLMConditionals,
+    count: int = 200,
+    n: int = 20,
+    *,
+    seed: int = 0,
+    labels=tuple(TOPIC_LABELS),
+    embedder=None,
+) -> float:
     """fit_topic_scale on `count` BBC *training* paragraphs per topic cut to n tokens (never held-out text)."""
     names = list(topic_descriptions(labels))
     if not set(BBC_TOPIC_LABELS.values()) <= set(names):
@@ -276,8 +299,15 @@ def calibrate_topic_scale(cond: MaskedLMConditionals, count: int = 200, n: int =
     return fit_topic_scale(label_similarities(texts, labels, embedder), targets)
 
 
-def trajectory_topic_scores(cond: MaskedLMConditionals, trajectory: Trajectory, labels=tuple(TOPIC_LABELS),
-                            every: int = 1, *, skip: int = 0, **scorer) -> tuple[torch.Tensor, torch.Tensor]:
+def trajectory_topic_scores(
+    cond: MaskedLMConditionals,
+    trajectory: Trajectory,
+    labels=tuple(TOPIC_LABELS),
+    every: int = 1,
+    *,
+    skip: int = 0,
+    **scorer,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Topic scores of every `every`-th record of every chain, all in one batched call:
     (scores [B, R', L], steps [R']). `skip` leaves out the first sites (a frozen prefix) from the text."""
     every = check_count(every, "every", 1)
@@ -315,8 +345,9 @@ def leading_label_shares(frame: pd.DataFrame, labels, by: str = "seed_topic") ->
     return shares.reindex(columns=names, fill_value=0.0).rename_axis(index=by, columns="leading label")
 
 
-def recurrence_table(frame: pd.DataFrame, target: str = "politics", baseline: float | None = None,
-                     seed_labels: dict | None = None) -> pd.DataFrame:
+def recurrence_table(
+    frame: pd.DataFrame, target: str = "politics", baseline: float | None = None, seed_labels: dict | None = None
+) -> pd.DataFrame:
     """Table 3 of the paper per seed topic, from a topic_frame with columns chain, step, seed_topic and
     the labels: mean target score at the first and last step, mean seed-topic score at both, chains
     whose target score exceeds `baseline` at some recorded step t > 0, and the peak target score at t > 0."""
@@ -336,11 +367,19 @@ def recurrence_table(frame: pd.DataFrame, target: str = "politics", baseline: fl
         label = seed_labels[topic]
         start, end, later = group[group.step == first], group[group.step == last], group[group.step > first]
         crossed = later.groupby("chain")[target].max() > baseline
-        rows.append({"seed topic": topic, "chains": group.chain.nunique(),
-                     f"{target} at start": start[target].mean(), f"{target} at end": end[target].mean(),
-                     "seed label": label, "seed score at start": start[label].mean(),
-                     "seed score at end": end[label].mean(), "chains crossing": int(crossed.sum()),
-                     f"peak {target}": later[target].max()})
+        rows.append(
+            {
+                "seed topic": topic,
+                "chains": group.chain.nunique(),
+                f"{target} at start": start[target].mean(),
+                f"{target} at end": end[target].mean(),
+                "seed label": label,
+                "seed score at start": start[label].mean(),
+                "seed score at end": end[label].mean(),
+                "chains crossing": int(crossed.sum()),
+                f"peak {target}": later[target].max(),
+            }
+        )
     return pd.DataFrame(rows).set_index("seed topic")
 
 
@@ -431,12 +470,23 @@ def control_labels(seed_labels, labels, target: str = "politics") -> list[str]:
     return picks
 
 
-CROSSING_COLUMNS = ["chain", "seed_topic", "control_label", "looks", "target_peak", "target_crossed",
-                    "control_crossed", "target_share", "control_share", "first_crossing"]
+CROSSING_COLUMNS = [
+    "chain",
+    "seed_topic",
+    "control_label",
+    "looks",
+    "target_peak",
+    "target_crossed",
+    "control_crossed",
+    "target_share",
+    "control_share",
+    "first_crossing",
+]
 
 
-def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "politics",
-                   seed_labels: dict | None = None) -> pd.DataFrame:
+def crossing_table(
+    frame: pd.DataFrame, labels, baseline: float, target: str = "politics", seed_labels: dict | None = None
+) -> pd.DataFrame:
     """Per chain seeded outside `target`'s topic, from a topic_frame, over its records after the start
     (`looks` of them): whether `target` scores above `baseline` at some record (target_crossed) and
     its peak, the share of records where it does (target_share, the per-chain statistic the verdict
@@ -448,8 +498,9 @@ def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "
     labels = list(topic_descriptions(labels))
     missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
     if missing or frame.empty:
-        raise ValueError(f"frame must be non-empty with columns chain, step, seed_topic and the labels; "
-                         f"missing {missing}")
+        raise ValueError(
+            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
+        )
     later = frame[(frame.step > frame.step.min()) & (frame.seed_topic.map(seed_labels) != target)]
     if later.empty:
         return pd.DataFrame(columns=CROSSING_COLUMNS)
@@ -460,12 +511,20 @@ def crossing_table(frame: pd.DataFrame, labels, baseline: float, target: str = "
     control_peak = np.array([peaks.loc[c, k] for c, k in zip(peaks.index, controls)])
     control_share = np.array([above.loc[c, k] for c, k in zip(peaks.index, controls)])
     first = later[later[target] > baseline].groupby("chain").step.min().reindex(peaks.index)
-    return pd.DataFrame({"chain": peaks.index, "seed_topic": topics.to_numpy(), "control_label": controls,
-                         "looks": chains.size().to_numpy(), "target_peak": peaks[target].to_numpy(),
-                         "target_crossed": peaks[target].to_numpy() > baseline,
-                         "control_crossed": control_peak > baseline,
-                         "target_share": above[target].to_numpy(), "control_share": control_share,
-                         "first_crossing": first.to_numpy(dtype=float)}).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "chain": peaks.index,
+            "seed_topic": topics.to_numpy(),
+            "control_label": controls,
+            "looks": chains.size().to_numpy(),
+            "target_peak": peaks[target].to_numpy(),
+            "target_crossed": peaks[target].to_numpy() > baseline,
+            "control_crossed": control_peak > baseline,
+            "target_share": above[target].to_numpy(),
+            "control_share": control_share,
+            "first_crossing": first.to_numpy(dtype=float),
+        }
+    ).reset_index(drop=True)
 
 
 def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
@@ -501,8 +560,13 @@ def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) 
     chance = np.asarray(chance_target, dtype=float) > baseline
     nothing = (math.nan,) * 3
     if len(crossings) < 2:
-        return {"verdict": INCONCLUSIVE, "reason": "fewer than two chains seeded outside politics: no interval",
-                "label": nothing, "chance": nothing, "chance_share": float(chance.mean()) if len(chance) else math.nan}
+        return {
+            "verdict": INCONCLUSIVE,
+            "reason": "fewer than two chains seeded outside politics: no interval",
+            "label": nothing,
+            "chance": nothing,
+            "chance_share": float(chance.mean()) if len(chance) else math.nan,
+        }
     share = crossings.target_share.to_numpy(dtype=float)
     label = mean_interval(share - crossings.control_share.to_numpy(dtype=float))
     against = welch_interval(share, chance.astype(float))
@@ -512,12 +576,18 @@ def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) 
         parts.append(verdict)
         reasons.append(f"{name}: {estimate:+.2f}, {reason}" if math.isfinite(estimate) else f"{name}: {reason}")
     verdict, tally = rule_every_part(parts, ["vs a control label", "vs basin-free text"])
-    return {"verdict": verdict, "reason": f"{tally}; " + "; ".join(reasons), "label": label, "chance": against,
-            "chance_share": float(chance.mean())}
+    return {
+        "verdict": verdict,
+        "reason": f"{tally}; " + "; ".join(reasons),
+        "label": label,
+        "chance": against,
+        "chance_share": float(chance.mean()),
+    }
 
 
-def rise_table(frame: pd.DataFrame, chance_target, target: str = "politics",
-               seed_labels: dict | None = None) -> pd.DataFrame:
+def rise_table(
+    frame: pd.DataFrame, chance_target, target: str = "politics", seed_labels: dict | None = None
+) -> pd.DataFrame:
     """Table 3a per seed topic outside `target`'s: the target score's mean rise from the first to the
     last step over the topic's chains (t interval) and its mean at the last step minus its mean on
     basin-free text (`chance_target`: the chance texts' target scores; Welch's interval). A part is
@@ -536,11 +606,21 @@ def rise_table(frame: pd.DataFrame, chance_target, target: str = "politics",
         rise, versus = mean_interval(end - start), welch_interval(end, chance_target)
         verdicts = [rule_one_sided(v[1], v[2], 0.0, "above", estimate=v[0]) for v in (rise, versus)]
         verdict, reason = rule_every_part([v for v, _ in verdicts], ["rise from the start", "end vs chance"])
-        rows.append({"seed topic": topic, "chains": len(start), "rise": rise[0], "rise_low": rise[1],
-                     "rise_high": rise[2], "end_vs_chance": versus[0], "end_low": versus[1], "end_high": versus[2],
-                     "verdict": verdict, "reason": reason})
-    columns = ["chains", "rise", "rise_low", "rise_high", "end_vs_chance", "end_low", "end_high", "verdict",
-               "reason"]
+        rows.append(
+            {
+                "seed topic": topic,
+                "chains": len(start),
+                "rise": rise[0],
+                "rise_low": rise[1],
+                "rise_high": rise[2],
+                "end_vs_chance": versus[0],
+                "end_low": versus[1],
+                "end_high": versus[2],
+                "verdict": verdict,
+                "reason": reason,
+            }
+        )
+    columns = ["chains", "rise", "rise_low", "rise_high", "end_vs_chance", "end_low", "end_high", "verdict", "reason"]
     return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
 
 
@@ -553,8 +633,10 @@ def seed_loss_intervals(start, end, chance_end) -> dict:
     scores)}, Student's t intervals over chains; NaNs with fewer than two chains or a non-finite score."""
     start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
     if start.ndim != 1 or start.shape != end.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(end):
-        raise ValueError(f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
-                         f"{end.shape}, {chance_end.shape}")
+        raise ValueError(
+            f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
+            f"{end.shape}, {chance_end.shape}"
+        )
     nothing = (math.nan, math.nan, math.nan)
     if len(start) < 2 or not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
         return {"fall": nothing, "beyond_chance": nothing}
@@ -571,7 +653,7 @@ def seed_loss_verdict(loss: dict) -> tuple[str, str]:
     estimate, low, high = loss["beyond_chance"]
     verdict, reason = rule_one_sided(low, high, 0.5, "above", estimate=estimate)
     fall = loss["fall"]
-    words = (f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; " if finite(*fall) else "")
+    words = f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; " if finite(*fall) else ""
     return verdict, words + f"chance texts scoring higher: {reason}"
 
 
@@ -583,19 +665,26 @@ def seed_loss_table(seed_topic, start, end, chance_end) -> pd.DataFrame:
     seed_topic = np.asarray(list(seed_topic), dtype=object)
     start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
     if seed_topic.shape != start.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(seed_topic):
-        raise ValueError(f"need seed_topic, start and end [C] and chance_end [M, C] of one length C, got "
-                         f"{seed_topic.shape}, {start.shape}, {chance_end.shape}")
+        raise ValueError(
+            f"need seed_topic, start and end [C] and chance_end [M, C] of one length C, got "
+            f"{seed_topic.shape}, {start.shape}, {chance_end.shape}"
+        )
     rows = []
     for topic in dict.fromkeys(seed_topic):
         at = seed_topic == topic
         loss = seed_loss_intervals(start[at], end[at], chance_end[:, at])
         verdict, reason = seed_loss_verdict(loss)
-        rows.append({"seed topic": topic, "chains": int(at.sum()),
-                     **dict(zip(("fall", "fall_low", "fall_high"), loss["fall"])),
-                     **dict(zip(("beyond", "beyond_low", "beyond_high"), loss["beyond_chance"])),
-                     "verdict": verdict, "reason": reason})
-    columns = ["chains", "fall", "fall_low", "fall_high", "beyond", "beyond_low", "beyond_high", "verdict",
-               "reason"]
+        rows.append(
+            {
+                "seed topic": topic,
+                "chains": int(at.sum()),
+                **dict(zip(("fall", "fall_low", "fall_high"), loss["fall"])),
+                **dict(zip(("beyond", "beyond_low", "beyond_high"), loss["beyond_chance"])),
+                "verdict": verdict,
+                "reason": reason,
+            }
+        )
+    columns = ["chains", "fall", "fall_low", "fall_high", "beyond", "beyond_low", "beyond_high", "verdict", "reason"]
     return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
 
 
@@ -612,17 +701,49 @@ def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
 
 # Per profile; paper follows section 6.2.1 (5 topics x 10 seeds, 10,000 steps, scores every 200, n = 20)
 SETTINGS = {
-    "smoke": dict(seq_len=20, n_seeds=2, steps=30, record_every=10, pca_every=5, n_check=5,
-                  chance_texts=20, prefix_chains=1, prefix_steps=10, passages="bbc"),
-    "quick": dict(seq_len=20, n_seeds=6, steps=1200, record_every=50, pca_every=10, n_check=60,
-                  chance_texts=300, prefix_chains=4, prefix_steps=250, passages="bbc"),
-    "paper": dict(seq_len=20, n_seeds=10, steps=10_000, record_every=200, pca_every=10, n_check=200,
-                  chance_texts=1000, prefix_chains=10, prefix_steps=3_500, passages="ms_marco"),
+    "smoke": dict(
+        seq_len=20,
+        n_seeds=2,
+        steps=30,
+        record_every=10,
+        pca_every=5,
+        n_check=5,
+        chance_texts=20,
+        prefix_chains=1,
+        prefix_steps=10,
+        passages="bbc",
+    ),
+    "quick": dict(
+        seq_len=20,
+        n_seeds=6,
+        steps=1200,
+        record_every=50,
+        pca_every=10,
+        n_check=60,
+        chance_texts=300,
+        prefix_chains=4,
+        prefix_steps=250,
+        passages="bbc",
+    ),
+    "paper": dict(
+        seq_len=20,
+        n_seeds=10,
+        steps=10_000,
+        record_every=200,
+        pca_every=10,
+        n_check=200,
+        chance_texts=1000,
+        prefix_chains=10,
+        prefix_steps=3_500,
+        passages="ms_marco",
+    ),
 }
 # A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
-PROTEIN_SETTINGS = {"smoke": {**SETTINGS["smoke"], "passages": "germline"},
-                    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
-                    "paper": {**SETTINGS["paper"], "passages": "germline"}}
+PROTEIN_SETTINGS = {
+    "smoke": {**SETTINGS["smoke"], "passages": "germline"},
+    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
+    "paper": {**SETTINGS["paper"], "passages": "germline"},
+}
 
 # MS MARCO passages carry no topic. The paper's five seed topics are not named beyond food, and every
 # one of them gains politics, so none is politics: we take five non-politics labels, and each MS MARCO
@@ -649,10 +770,16 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
         raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
     labels = germline_families() if protein else list(TOPIC_LABELS)
     return SimpleNamespace(
-        **vars(cfg), protein=protein, temperature=temperature,
-        scorer=FAMILY_SCORER if protein else (scorer or None), labels=labels,
-        target=FAMILY_TARGET if protein else "politics", seed_labels=seed_labels_for(cfg.passages),
-        baseline=1 / len(labels), score_every=max(1, round(cfg.record_every / cfg.pca_every)))
+        **vars(cfg),
+        protein=protein,
+        temperature=temperature,
+        scorer=FAMILY_SCORER if protein else (scorer or None),
+        labels=labels,
+        target=FAMILY_TARGET if protein else "politics",
+        seed_labels=seed_labels_for(cfg.passages),
+        baseline=1 / len(labels),
+        score_every=max(1, round(cfg.record_every / cfg.pca_every)),
+    )
 
 
 def seed_labels_for(passages: str) -> dict:
@@ -667,8 +794,9 @@ def seed_labels_for(passages: str) -> dict:
     raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {passages!r}")
 
 
-def leading_label_seeds(cond: MaskedLMConditionals, n: int, count: int, labels, topics, *, seed: int = 0,
-                        pool: int | None = None, **scorer) -> list[Passages]:
+def leading_label_seeds(
+    cond: MaskedLMConditionals, n: int, count: int, labels, topics, *, seed: int = 0, pool: int | None = None, **scorer
+) -> list[Passages]:
     """Per topic (a label), `count` MS MARCO seeds of n tokens whose leading label under the scorer
     (topic_scores) is that topic, from a pool of `pool` distinct passages (default MS_MARCO_POOL per
     chain), in pool order. Raises ValueError when the pool has too few for a topic."""
@@ -682,10 +810,18 @@ def leading_label_seeds(cond: MaskedLMConditionals, n: int, count: int, labels, 
     for topic in topics:
         picks = np.flatnonzero(leader == topic)[:count]
         if len(picks) < count:
-            raise ValueError(f"only {len(picks)} of {len(leader)} MS MARCO passages are led by {topic!r}; "
-                             f"asked for {count} (raise pool)")
-        seeds.append(Passages(drawn.tokens[picks], [drawn.texts[k] for k in picks], [topic] * count,
-                              [drawn.article_ids[k] for k in picks]))
+            raise ValueError(
+                f"only {len(picks)} of {len(leader)} MS MARCO passages are led by {topic!r}; "
+                f"asked for {count} (raise pool)"
+            )
+        seeds.append(
+            Passages(
+                drawn.tokens[picks],
+                [drawn.texts[k] for k in picks],
+                [topic] * count,
+                [drawn.article_ids[k] for k in picks],
+            )
+        )
     return seeds
 
 
@@ -695,8 +831,7 @@ def chain_seeds(cond: MaskedLMConditionals, cfg: SimpleNamespace, *, seed: int =
     if cfg.passages == "germline":
         return family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed)
     if cfg.passages == "ms_marco":
-        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, cfg.labels, topics, seed=seed,
-                                   model=cfg.scorer)
+        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, cfg.labels, topics, seed=seed, model=cfg.scorer)
     return [seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed, topic=t) for t in topics]
 
 
@@ -706,11 +841,23 @@ def run_setup(cfg: SimpleNamespace, seed_topic) -> dict:
     none of them politics: every topic gains politics); `scorer` names the scorer ("MiniLM embedding
     zero-shot" for the stand-in); `labels` their number."""
     chains = sum(cfg.seed_labels[t] != cfg.target for t in seed_topic)
-    scorer = (cfg.scorer if cfg.scorer == FAMILY_SCORER else
-              Path(cfg.scorer).name if cfg.scorer else "MiniLM embedding zero-shot")
-    return {"n": cfg.seq_len, "chains": int(chains), "steps": cfg.steps, "tau": f"{cfg.temperature:g}",
-            "record_every": cfg.score_every * cfg.pca_every, "scorer": scorer, "labels": len(cfg.labels),
-            "passages": bt.PASSAGE_NAMES[cfg.passages]}
+    scorer = (
+        cfg.scorer
+        if cfg.scorer == FAMILY_SCORER
+        else Path(cfg.scorer).name
+        if cfg.scorer
+        else "MiniLM embedding zero-shot"
+    )
+    return {
+        "n": cfg.seq_len,
+        "chains": int(chains),
+        "steps": cfg.steps,
+        "tau": f"{cfg.temperature:g}",
+        "record_every": cfg.score_every * cfg.pca_every,
+        "scorer": scorer,
+        "labels": len(cfg.labels),
+        "passages": bt.PASSAGE_NAMES[cfg.passages],
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -722,8 +869,9 @@ def _cut_name(n: int) -> str:
     return f"first {n} tokens"
 
 
-def bbc_check(cond: MaskedLMConditionals, n: int, count: int, labels=tuple(TOPIC_LABELS), *, seed: int = 0,
-              model=None) -> pd.DataFrame:
+def bbc_check(
+    cond: MaskedLMConditionals, n: int, count: int, labels=tuple(TOPIC_LABELS), *, seed: int = 0, model=None
+) -> pd.DataFrame:
     """The scorer check on text whose topic we know: per BBC topic, `count` held-out paragraphs cut to
     their first n tokens (what the chains look like) and `count` whole ones, scored by topic_scores
     (`model` as there). One row per text: length, topic, label, text, the labels' scores, predicted."""
@@ -745,8 +893,12 @@ def bbc_check(cond: MaskedLMConditionals, n: int, count: int, labels=tuple(TOPIC
 
 def check_accuracy(check: pd.DataFrame) -> pd.DataFrame:
     """Per text length of bbc_check: paragraphs scored and the share whose predicted label is right."""
-    return (check.assign(correct=check.predicted == check.label).groupby("length").correct
-            .agg(["count", "mean"]).rename(columns={"count": "paragraphs", "mean": "accuracy"}))
+    return (
+        check.assign(correct=check.predicted == check.label)
+        .groupby("length")
+        .correct.agg(["count", "mean"])
+        .rename(columns={"count": "paragraphs", "mean": "accuracy"})
+    )
 
 
 def accuracy_view(accuracy: pd.DataFrame):
@@ -760,56 +912,81 @@ def labels_view(labels=tuple(TOPIC_LABELS)):
     topic each stands for."""
     bbc = {label: topic for topic, label in BBC_TOPIC_LABELS.items()}
     descriptions = topic_descriptions(labels)
-    return bt.reading_table(pd.DataFrame({"label": list(descriptions), "description": descriptions.values(),
-                                          "BBC topic": [bbc.get(k, "—") for k in descriptions]}))
+    return bt.reading_table(
+        pd.DataFrame(
+            {
+                "label": list(descriptions),
+                "description": descriptions.values(),
+                "BBC topic": [bbc.get(k, "—") for k in descriptions],
+            }
+        )
+    )
 
 
 def table3_view(table3: pd.DataFrame, target: str = "politics"):
     """Table 3 (recurrence_table, with the seed label's score on basin-free text) for the page: per seed
     topic, the target's and the seed label's mean score from start to end, the chains crossing the
     baseline, the target's peak and the seed label's mean score on basin-free text."""
+
     def arrow(start, end):
         return [f"{a:.3f} → {b:.3f}" for a, b in zip(table3[start], table3[end])]
 
-    view = pd.DataFrame({
-        "seed topic (label)": [f"{t} ({k})" for t, k in zip(table3.index, table3["seed label"])],
-        f"{target}, start → end": arrow(f"{target} at start", f"{target} at end"),
-        "seed label, start → end": arrow("seed score at start", "seed score at end"),
-        "chains crossing": [f"{c} of {n}" for c, n in zip(table3["chains crossing"], table3.chains)],
-        f"peak {target}": table3[f"peak {target}"].to_numpy(),
-        "seed label, basin-free text": table3["seed score, basin-free text"].to_numpy()})
+    view = pd.DataFrame(
+        {
+            "seed topic (label)": [f"{t} ({k})" for t, k in zip(table3.index, table3["seed label"])],
+            f"{target}, start → end": arrow(f"{target} at start", f"{target} at end"),
+            "seed label, start → end": arrow("seed score at start", "seed score at end"),
+            "chains crossing": [f"{c} of {n}" for c, n in zip(table3["chains crossing"], table3.chains)],
+            f"peak {target}": table3[f"peak {target}"].to_numpy(),
+            "seed label, basin-free text": table3["seed score, basin-free text"].to_numpy(),
+        }
+    )
     return bt.reading_table(view, formats={"seed label, basin-free text": "{:.3f}", f"peak {target}": "{:.3f}"})
 
 
-def recurrence_view(crossings: pd.DataFrame, recurrence: dict, chance_texts: int, labels: int,
-                    target: str = "politics"):
+def recurrence_view(
+    crossings: pd.DataFrame, recurrence: dict, chance_texts: int, labels: int, target: str = "politics"
+):
     """The politics looks against chance: per row (the target on our chains, their control labels on the
     same looks, the target on basin-free text) how many chains or texts, the mean share of looks above
     1/L and the share ever above it (no such share for single texts)."""
     above = f"1/{labels}"
-    view = pd.DataFrame({
-        "": [f"{target}, our chains", "control label, same chains and looks", f"{target}, basin-free text"],
-        "chains or texts": [len(crossings)] * 2 + [chance_texts],
-        f"share of looks above {above}": [crossings.target_share.mean(), crossings.control_share.mean(),
-                                          recurrence["chance_share"]],
-        f"ever above {above}": [crossings.target_crossed.mean(), crossings.control_crossed.mean(), math.nan]})
+    view = pd.DataFrame(
+        {
+            "": [f"{target}, our chains", "control label, same chains and looks", f"{target}, basin-free text"],
+            "chains or texts": [len(crossings)] * 2 + [chance_texts],
+            f"share of looks above {above}": [
+                crossings.target_share.mean(),
+                crossings.control_share.mean(),
+                recurrence["chance_share"],
+            ],
+            f"ever above {above}": [crossings.target_crossed.mean(), crossings.control_crossed.mean(), math.nan],
+        }
+    )
     return bt.reading_table(view, formats={c: "{:.2f}" for c in view.columns[2:]})
 
 
-def _interval_column(frame: pd.DataFrame, estimate: str, low: str, high: str, digits: int,
-                     signed: bool = True) -> list[str]:
-    return [bt.interval_text(r[estimate], r[low], r[high], digits=digits, signed=signed,
-                             missing="fewer than two chains") for _, r in frame.iterrows()]
+def _interval_column(
+    frame: pd.DataFrame, estimate: str, low: str, high: str, digits: int, signed: bool = True
+) -> list[str]:
+    return [
+        bt.interval_text(r[estimate], r[low], r[high], digits=digits, signed=signed, missing="fewer than two chains")
+        for _, r in frame.iterrows()
+    ]
 
 
 def rises_view(rises: pd.DataFrame, target: str = "politics"):
     """Table 3a (rise_table) for the page: per seed topic, the target's rise and its end against
     basin-free text, each with its 95% interval, and the topic's verdict."""
-    view = pd.DataFrame({"seed topic": rises.index, "chains": rises.chains.to_numpy(),
-                         f"{target} rise": _interval_column(rises, "rise", "rise_low", "rise_high", 3),
-                         "end minus basin-free text": _interval_column(rises, "end_vs_chance", "end_low",
-                                                                       "end_high", 3),
-                         "verdict": rises.verdict.to_numpy()})
+    view = pd.DataFrame(
+        {
+            "seed topic": rises.index,
+            "chains": rises.chains.to_numpy(),
+            f"{target} rise": _interval_column(rises, "rise", "rise_low", "rise_high", 3),
+            "end minus basin-free text": _interval_column(rises, "end_vs_chance", "end_low", "end_high", 3),
+            "verdict": rises.verdict.to_numpy(),
+        }
+    )
     return bt.reading_table(view)
 
 
@@ -817,11 +994,17 @@ def loss_view(loss: pd.DataFrame):
     """seed_loss_table for the page: per seed topic, the seed label's fall from the start and the share of
     basin-free texts scoring it higher than the last state (null 0.5), each with its 95% interval, and
     the topic's verdict."""
-    view = pd.DataFrame({"seed topic": loss.index, "chains": loss.chains.to_numpy(),
-                         "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
-                         "basin-free texts scoring higher": _interval_column(loss, "beyond", "beyond_low",
-                                                                             "beyond_high", 2, signed=False),
-                         "verdict": loss.verdict.to_numpy()})
+    view = pd.DataFrame(
+        {
+            "seed topic": loss.index,
+            "chains": loss.chains.to_numpy(),
+            "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
+            "basin-free texts scoring higher": _interval_column(
+                loss, "beyond", "beyond_low", "beyond_high", 2, signed=False
+            ),
+            "verdict": loss.verdict.to_numpy(),
+        }
+    )
     return bt.reading_table(view)
 
 
@@ -862,10 +1045,21 @@ def leading_figure(shares: pd.DataFrame, cfg: SimpleNamespace):
     import seaborn as sns
 
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    sns.heatmap(shares, annot=True, fmt=".2f", cmap="rocket_r", vmin=0, vmax=1, ax=ax,
-                cbar_kws={"label": "share of recorded states"})
-    ax.set(xlabel="leading label", ylabel="seed topic",
-           title=f"Leading topic label along the chains (steps 1 to {cfg.steps:,}, tau = {cfg.temperature:g})")
+    sns.heatmap(
+        shares,
+        annot=True,
+        fmt=".2f",
+        cmap="rocket_r",
+        vmin=0,
+        vmax=1,
+        ax=ax,
+        cbar_kws={"label": "share of recorded states"},
+    )
+    ax.set(
+        xlabel="leading label",
+        ylabel="seed topic",
+        title=f"Leading topic label along the chains (steps 1 to {cfg.steps:,}, tau = {cfg.temperature:g})",
+    )
     return fig
 
 
@@ -876,8 +1070,7 @@ def mean_scores_figure(frame: pd.DataFrame, cfg: SimpleNamespace):
     import seaborn as sns
 
     shown = list(cfg.seed_labels.values()) if cfg.protein else cfg.labels
-    path = frame.melt(id_vars=["chain", "step", "seed_topic"], value_vars=shown, var_name="label",
-                      value_name="score")
+    path = frame.melt(id_vars=["chain", "step", "seed_topic"], value_vars=shown, var_name="label", value_name="score")
     fig, ax = plt.subplots(figsize=(9, 4))
     sns.lineplot(data=path, x="step", y="score", hue="label", palette="tab10", errorbar=None, ax=ax)
     ax.axhline(cfg.baseline, color="grey", ls="--", lw=1, label=f"baseline 1/{len(cfg.labels)}")
@@ -908,9 +1101,11 @@ def pca_figure(paths: dict, steps, seed_topic):
         xy = path.xy
         ax.plot(xy[:, 0], xy[:, 1], color="grey", lw=0.4, alpha=0.5)
         dots = ax.scatter(xy[:, 0], xy[:, 1], c=np.asarray(steps), cmap="coolwarm_r", s=14, alpha=0.6)
-        ax.set(xlabel=f"PC 1 ({path.explained[0]:.0%} of variance)", ylabel=f"PC 2 ({path.explained[1]:.0%})",
-               title=f"chain {chain} ({seed_topic[chain]}): {len(set(path.texts))} distinct of "
-                     f"{len(path.texts)} states")
+        ax.set(
+            xlabel=f"PC 1 ({path.explained[0]:.0%} of variance)",
+            ylabel=f"PC 2 ({path.explained[1]:.0%})",
+            title=f"chain {chain} ({seed_topic[chain]}): {len(set(path.texts))} distinct of {len(path.texts)} states",
+        )
         ax.scatter(*xy[0], marker="o", s=90, facecolor="none", color="k", label="first state")
         ax.scatter(*xy[-1], marker="X", s=90, color="k", label="last state")
         ax.legend(loc="best", fontsize=8)
@@ -927,8 +1122,7 @@ def prefix_figure(mix: pd.DataFrame):
 
     fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     sns.heatmap(mix, annot=True, fmt=".2f", cmap="rocket_r", vmin=0, ax=axes[0], cbar=False)
-    sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f", cmap="vlag", center=0, ax=axes[1],
-                cbar=False)
+    sns.heatmap(mix - mix.loc["(none)"], annot=True, fmt="+.2f", cmap="vlag", center=0, ax=axes[1], cbar=False)
     axes[0].set(title="mean topic score of the free part, second half", xlabel="", ylabel="frozen prefix")
     axes[1].set(title="change against no prefix", xlabel="label", ylabel="frozen prefix")
     fig.tight_layout()
@@ -951,11 +1145,14 @@ def scorer_check_words(check: pd.DataFrame, accuracy: pd.DataFrame, n: int, targ
     wrong = snips[snips.predicted != snips.label]
     others_wrong = wrong[wrong.label != target]
     misses = wrong[wrong.label == target].predicted.value_counts()
-    return {"acc_cut": f"{accuracy.accuracy[cut_name]:.0%}",
-            "acc_whole": f"{accuracy.accuracy['whole paragraph']:.0%}",
-            "errors_to_politics": ("none (it made none)" if others_wrong.empty
-                                   else f"{(others_wrong.predicted == target).mean():.0%}"),
-            "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none"}
+    return {
+        "acc_cut": f"{accuracy.accuracy[cut_name]:.0%}",
+        "acc_whole": f"{accuracy.accuracy['whole paragraph']:.0%}",
+        "errors_to_politics": (
+            "none (it made none)" if others_wrong.empty else f"{(others_wrong.predicted == target).mean():.0%}"
+        ),
+        "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none",
+    }
 
 
 def trajectory_words(paths: dict, every: int) -> dict:
@@ -964,11 +1161,16 @@ def trajectory_words(paths: dict, every: int) -> dict:
     records = sum(len(p.texts) for p in paths.values())
     distinct = sum(len(set(p.texts)) for p in paths.values())
     repeats = records - distinct
-    return {"pca_records": f"{records:,}", "pca_distinct": f"{distinct:,}", "pca_every": f"{every}",
-            "pca_repeats": ("no recorded state repeats: at this temperature the chains do not sit in exact "
-                            "traps between records") if not repeats else
-                           (f"{repeats} records repeat an earlier state of their chain: exact traps, drawn "
-                            "as dark, tight clusters")}
+    return {
+        "pca_records": f"{records:,}",
+        "pca_distinct": f"{distinct:,}",
+        "pca_every": f"{every}",
+        "pca_repeats": (
+            "no recorded state repeats: at this temperature the chains do not sit in exact traps between records"
+        )
+        if not repeats
+        else (f"{repeats} records repeat an earlier state of their chain: exact traps, drawn as dark, tight clusters"),
+    }
 
 
 def first_chains(frame: pd.DataFrame, per_topic: int, by: str = "seed_topic") -> pd.DataFrame:
@@ -992,8 +1194,7 @@ def endpoint_table(frame: pd.DataFrame, cfg: SimpleNamespace) -> pd.DataFrame | 
     return recurrence_table(first_chains(frame, endpoint_chains(cfg.n_seeds)), "politics", cfg.baseline)
 
 
-def _endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str,
-                  target: str = "politics") -> dict:
+def _endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: str, target: str = "politics") -> dict:
     """Table 5's endpoint comparison (B.5) as a model-specific claims row: how many seed topics other
     than the target end, on average over their chains, above the baseline. table3: endpoint_table;
     setup: our protocol items (chains per topic are read from table3)."""
@@ -1001,17 +1202,32 @@ def _endpoint_row(table3: pd.DataFrame, baseline: float, *, setup: dict, model: 
     chains = sorted(set(table3.chains.astype(int)))
     per_topic = str(chains[0]) if len(chains) == 1 else f"{chains[0]}-{chains[-1]}"
     # Table 5 counts chains per topic and reports endpoints only: no total, no recording interval
-    setup = {**{k: v for k, v in setup.items() if k not in ("chains", "record_every")},
-             "chains_per_topic": per_topic}
-    quantity = (f"seed topics other than {target} whose chains' mean {target} score at the last step is above "
-                f"{baseline:.3f} (Table 5)")
+    setup = {**{k: v for k, v in setup.items() if k not in ("chains", "record_every")}, "chains_per_topic": per_topic}
+    quantity = (
+        f"seed topics other than {target} whose chains' mean {target} score at the last step is above "
+        f"{baseline:.3f} (Table 5)"
+    )
     if ends.empty:
-        return bt.model_specific_row("endpoint_topics_crossing", quantity, math.nan,
-                                     f"no seed topic outside {target} in this run", model=model, setup=setup)
+        return bt.model_specific_row(
+            "endpoint_topics_crossing",
+            quantity,
+            math.nan,
+            f"no seed topic outside {target} in this run",
+            model=model,
+            setup=setup,
+        )
     marks = ", ".join(f"{topic} {value:.2f}{' ✓' if value > baseline else ''}" for topic, value in ends.items())
     above = int((ends > baseline).sum())
-    return bt.model_specific_row("endpoint_topics_crossing", quantity, above, f"{above} of {len(ends)} topics "
-                                 f"({marks})", model=model, setup=setup, low=above, high=above)
+    return bt.model_specific_row(
+        "endpoint_topics_crossing",
+        quantity,
+        above,
+        f"{above} of {len(ends)} topics ({marks})",
+        model=model,
+        setup=setup,
+        low=above,
+        high=above,
+    )
 
 
 def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
@@ -1022,38 +1238,52 @@ def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
 def _protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -> dict:
     """The general claims' quantity texts on a protein model: germline families as topics, `target` for
     politics, uniform random residues as basin-free text."""
-    scorer = (f"topic = nearest human germline family by identity, softmax over {labels or 'the'} families of "
-              "the identical-residue count")
-    return {"politics_recurrence": f"{target} minus a control family, and minus uniform random residues, in the share "
-                                   f"of a chain's looks with {target}'s score above 1/L (chains seeded outside "
-                                   f"{target}; {scorer}; the weaker difference)",
-            "politics_rises_every_topic": f"per seed family outside {target}: mean {target} score rise from start "
-                                          f"to end, and end minus uniform random residues ({scorer})",
-            "seed_topic_loss": "per seed family: share of uniform random residue strings scoring the seed family "
-                               f"higher than the chain's last state (mean over its chains; null 0.5; {scorer})"}
+    scorer = (
+        f"topic = nearest human germline family by identity, softmax over {labels or 'the'} families of "
+        "the identical-residue count"
+    )
+    return {
+        "politics_recurrence": f"{target} minus a control family, and minus uniform random residues, in the share "
+        f"of a chain's looks with {target}'s score above 1/L (chains seeded outside "
+        f"{target}; {scorer}; the weaker difference)",
+        "politics_rises_every_topic": f"per seed family outside {target}: mean {target} score rise from start "
+        f"to end, and end minus uniform random residues ({scorer})",
+        "seed_topic_loss": "per seed family: share of uniform random residue strings scoring the seed family "
+        f"higher than the chain's last state (mean over its chains; null 0.5; {scorer})",
+    }
 
 
 def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> str:
     if crossings.empty:
         return f"no chain seeded outside {target} in this run"
-    return (f"share of a chain's looks above 1/L: {target} {crossings.target_share.mean():.2f}, control label "
-            f"{crossings.control_share.mean():.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} "
-            f"minus control {bt.interval_text(*recurrence['label'], signed=True, missing=_MISSING)}, minus "
-            f"basin-free text {bt.interval_text(*recurrence['chance'], signed=True, missing=_MISSING)}")
+    return (
+        f"share of a chain's looks above 1/L: {target} {crossings.target_share.mean():.2f}, control label "
+        f"{crossings.control_share.mean():.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} "
+        f"minus control {bt.interval_text(*recurrence['label'], signed=True, missing=_MISSING)}, minus "
+        f"basin-free text {bt.interval_text(*recurrence['chance'], signed=True, missing=_MISSING)}"
+    )
 
 
 def _rises_text(rises: pd.DataFrame, target: str) -> str:
-    return "; ".join(
-        f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=_MISSING)}, "
-        f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=_MISSING)}"
-        for topic, r in rises.iterrows()) or f"no seed topic outside {target} in this run"
+    return (
+        "; ".join(
+            f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=_MISSING)}, "
+            f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=_MISSING)}"
+            for topic, r in rises.iterrows()
+        )
+        or f"no seed topic outside {target} in this run"
+    )
 
 
 def _loss_text(loss: pd.DataFrame) -> str:
-    return "; ".join(
-        f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=_MISSING)} (fall "
-        f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=_MISSING)})"
-        for topic, r in loss.iterrows()) or "no seed topic in this run"
+    return (
+        "; ".join(
+            f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=_MISSING)} (fall "
+            f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=_MISSING)})"
+            for topic, r in loss.iterrows()
+        )
+        or "no seed topic in this run"
+    )
 
 
 def _peak_text(crossings: pd.DataFrame, target: str) -> str:
@@ -1065,45 +1295,87 @@ def _peak_text(crossings: pd.DataFrame, target: str) -> str:
 def _recurrence_row(crossings: pd.DataFrame, recurrence: dict, target: str, quantity: str) -> dict:
     """politics_recurrence: the weaker of the two differences (recurrence_verdict) as the estimate."""
     weaker = min((recurrence["label"], recurrence["chance"]), key=lambda v: v[1] if finite(v[1]) else -math.inf)
-    return bt.claim_row("politics_recurrence", quantity, weaker[0], _recurrence_text(crossings, recurrence, target),
-                        recurrence["verdict"], recurrence["reason"], low=weaker[1], high=weaker[2], null=0.0)
+    return bt.claim_row(
+        "politics_recurrence",
+        quantity,
+        weaker[0],
+        _recurrence_text(crossings, recurrence, target),
+        recurrence["verdict"],
+        recurrence["reason"],
+        low=weaker[1],
+        high=weaker[2],
+        null=0.0,
+    )
 
 
 def _rises_row(rises: pd.DataFrame, target: str, quantity: str) -> dict:
     """politics_rises_every_topic: the number of seed topics reproduced, judged by rises_verdict."""
-    return bt.claim_row("politics_rises_every_topic", quantity, int((rises.verdict == bt.REPRODUCED).sum()),
-                        _rises_text(rises, target), *rises_verdict(rises))
+    return bt.claim_row(
+        "politics_rises_every_topic",
+        quantity,
+        int((rises.verdict == bt.REPRODUCED).sum()),
+        _rises_text(rises, target),
+        *rises_verdict(rises),
+    )
 
 
 def _loss_row(loss: pd.DataFrame, quantity: str) -> dict:
     """seed_topic_loss: the number of seed topics reproduced, judged by seed_loss_topics_verdict."""
-    return bt.claim_row("seed_topic_loss", quantity, int((loss.verdict == bt.REPRODUCED).sum()), _loss_text(loss),
-                        *seed_loss_topics_verdict(loss))
+    return bt.claim_row(
+        "seed_topic_loss",
+        quantity,
+        int((loss.verdict == bt.REPRODUCED).sum()),
+        _loss_text(loss),
+        *seed_loss_topics_verdict(loss),
+    )
 
 
 def _count_row(crossings: pd.DataFrame, recurrence: dict, *, setup: dict, model: str) -> dict:
     """politics_recurrence_count (BERT's 46 of 50): the share of non-politics chains ever above 1/9."""
     chains, crossed = len(crossings), int(crossings.target_crossed.sum()) if len(crossings) else 0
-    low, high = ((float(v[0]) for v in bt.share_intervals([crossed], [chains])) if chains
-                 else (math.nan, math.nan))
-    text = (f"{crossed} of {chains} non-politics chains" if chains
-            else _recurrence_text(crossings, recurrence, "politics"))
-    return bt.model_specific_row("politics_recurrence_count", "share of non-politics chains ever above 1/9 politics",
-                                 crossed / chains if chains else math.nan, text, model=model, setup=setup, low=low,
-                                 high=high)
+    low, high = (float(v[0]) for v in bt.share_intervals([crossed], [chains])) if chains else (math.nan, math.nan)
+    text = (
+        f"{crossed} of {chains} non-politics chains" if chains else _recurrence_text(crossings, recurrence, "politics")
+    )
+    return bt.model_specific_row(
+        "politics_recurrence_count",
+        "share of non-politics chains ever above 1/9 politics",
+        crossed / chains if chains else math.nan,
+        text,
+        model=model,
+        setup=setup,
+        low=low,
+        high=high,
+    )
 
 
 def _peak_row(crossings: pd.DataFrame, *, setup: dict, model: str) -> dict:
     """politics_peak (BERT's 0.979): the highest politics score after the start."""
     peak = float(crossings.target_peak.max()) if len(crossings) else math.nan
-    return bt.model_specific_row("politics_peak", "highest politics score after step 0, non-politics chains",
-                                 peak, _peak_text(crossings, "politics"), model=model, setup=setup, low=peak,
-                                 high=peak)
+    return bt.model_specific_row(
+        "politics_peak",
+        "highest politics score after step 0, non-politics chains",
+        peak,
+        _peak_text(crossings, "politics"),
+        model=model,
+        setup=setup,
+        low=peak,
+        high=peak,
+    )
 
 
-def claim_rows(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame,
-               table5: pd.DataFrame | None = None, *, setup: dict, model: str, target: str = "politics",
-               baseline: float | None = None) -> list[dict]:
+def claim_rows(
+    crossings: pd.DataFrame,
+    recurrence: dict,
+    rises: pd.DataFrame,
+    loss: pd.DataFrame,
+    table5: pd.DataFrame | None = None,
+    *,
+    setup: dict,
+    model: str,
+    target: str = "politics",
+    baseline: float | None = None,
+) -> list[dict]:
     """The chapter's claims rows (section 6.2): the three general claims, then, with politics as the
     target, BERT's politics count and peak and (given table5, endpoint_table, and the baseline 1/L)
     Table 5's endpoint row.
@@ -1114,27 +1386,47 @@ def claim_rows(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, l
     are BERT's politics numbers, with no counterpart there."""
     quantities = {} if target == "politics" else _protein_quantities(target, setup.get("labels"))
     rows = [
-        _recurrence_row(crossings, recurrence, target, quantities.get(
-            "politics_recurrence", "politics minus control label, and minus basin-free text, in the share of a "
-            "chain's looks above 1/L (chains seeded outside politics; the weaker difference)")),
-        _rises_row(rises, target, quantities.get(
-            "politics_rises_every_topic", "per seed topic outside politics: mean politics rise from start to end, "
-            "and end minus basin-free text")),
-        _loss_row(loss, quantities.get(
-            "seed_topic_loss", "per seed topic: share of basin-free texts scoring the seed label higher than the "
-            "chain's last state (mean over its chains; null 0.5)")),
+        _recurrence_row(
+            crossings,
+            recurrence,
+            target,
+            quantities.get(
+                "politics_recurrence",
+                "politics minus control label, and minus basin-free text, in the share of a "
+                "chain's looks above 1/L (chains seeded outside politics; the weaker difference)",
+            ),
+        ),
+        _rises_row(
+            rises,
+            target,
+            quantities.get(
+                "politics_rises_every_topic",
+                "per seed topic outside politics: mean politics rise from start to end, and end minus basin-free text",
+            ),
+        ),
+        _loss_row(
+            loss,
+            quantities.get(
+                "seed_topic_loss",
+                "per seed topic: share of basin-free texts scoring the seed label higher than the "
+                "chain's last state (mean over its chains; null 0.5)",
+            ),
+        ),
     ]
     if target != "politics":  # BERT's politics count, peak and Table 5: no protein counterpart
         return rows
-    rows += [_count_row(crossings, recurrence, setup=setup, model=model),
-             _peak_row(crossings, setup=setup, model=model)]
+    rows += [
+        _count_row(crossings, recurrence, setup=setup, model=model),
+        _peak_row(crossings, setup=setup, model=model),
+    ]
     if table5 is not None:
         rows.append(_endpoint_row(table5, baseline, setup=setup, model=model))
     return rows
 
 
-def verdict_words(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame,
-                  target: str = "politics") -> dict:
+def verdict_words(
+    crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame, target: str = "politics"
+) -> dict:
     """Glue values for the prose around the verdicts (the verdicts themselves are glued by the claims):
     chains crossing the baseline, the look shares, the peak, chains ever above 0.5 and the per-topic
     rise and loss texts."""
@@ -1142,16 +1434,34 @@ def verdict_words(crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame
     crossed = int(crossings.target_crossed.sum()) if chains else 0
     label_crossed = int(crossings.control_crossed.sum()) if chains else 0
     strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
-    politics, control = ((crossings.target_share.mean(), crossings.control_share.mean()) if chains
-                         else (math.nan, math.nan))
-    return {"crossed": f"{crossed} of {chains}", "label_crossed": f"{label_crossed} of {chains}",
-            "share_politics": f"{politics:.2f}", "share_control": f"{control:.2f}",
-            "share_chance": f"{recurrence['chance_share']:.2f}", "peak": _peak_text(crossings, target),
-            "strong": f"{strong} of {chains}", "rises": _rises_text(rises, target), "seed_loss": _loss_text(loss)}
+    politics, control = (
+        (crossings.target_share.mean(), crossings.control_share.mean()) if chains else (math.nan, math.nan)
+    )
+    return {
+        "crossed": f"{crossed} of {chains}",
+        "label_crossed": f"{label_crossed} of {chains}",
+        "share_politics": f"{politics:.2f}",
+        "share_control": f"{control:.2f}",
+        "share_chance": f"{recurrence['chance_share']:.2f}",
+        "peak": _peak_text(crossings, target),
+        "strong": f"{strong} of {chains}",
+        "rises": _rises_text(rises, target),
+        "seed_loss": _loss_text(loss),
+    }
 
 
-def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.DataFrame, *, q: float,
-                  looks: int, by_chance: float, run: str, target: str = "politics") -> dict:
+def summary_words(
+    table3: pd.DataFrame,
+    frame: pd.DataFrame,
+    labels,
+    mix: pd.DataFrame,
+    *,
+    q: float,
+    looks: int,
+    by_chance: float,
+    run: str,
+    target: str = "politics",
+) -> dict:
     """Glue values for the chapter's closing section: seed-topic falls, politics at the start, the
     chance of a crossing, the leading labels over all chains and the prefix shifts (mix None: no prefix
     runs, as on a protein model)."""
@@ -1160,25 +1470,31 @@ def summary_words(table3: pd.DataFrame, frame: pd.DataFrame, labels, mix: pd.Dat
     falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
     own_start = table3.loc[target, "seed score at start"] if target in table3.index else math.nan
     other_start = rest["seed score at start"].mean()
-    overall = leading_label_shares(frame[frame.step > frame.step.min()].assign(chains="all"), names,
-                                   by="chains").loc["all"].sort_values(ascending=False)
+    overall = (
+        leading_label_shares(frame[frame.step > frame.step.min()].assign(chains="all"), names, by="chains")
+        .loc["all"]
+        .sort_values(ascending=False)
+    )
     rank = list(overall.index).index(target) + 1
     shift = (mix - mix.loc["(none)"]).drop(index="(none)") if mix is not None else pd.DataFrame()
     kid = [p for p in shift.index if "little kid" in p.lower()]
     return {
         "run": run,
         "seed_falls": f"{len(falls)} of the {len(rest)} non-{target} seed topics ({', '.join(falls) or 'none'})",
-        "politics_seed": (f"no chain is seeded from {target} in this run" if not finite(own_start) else
-                          f"the {target} row starts from a mean seed-label score of {own_start:.2f}, against "
-                          f"{other_start:.2f} for the other topics' own labels "
-                          f"({'lower' if own_start < other_start else 'not lower'})"),
-        "false_alarm": f"{q:.0%}", "records": f"{looks}", "by_chance": f"{by_chance:.2f}",
+        "politics_seed": (
+            f"no chain is seeded from {target} in this run"
+            if not finite(own_start)
+            else f"the {target} row starts from a mean seed-label score of {own_start:.2f}, against "
+            f"{other_start:.2f} for the other topics' own labels "
+            f"({'lower' if own_start < other_start else 'not lower'})"
+        ),
+        "false_alarm": f"{q:.0%}",
+        "records": f"{looks}",
+        "by_chance": f"{by_chance:.2f}",
         "top_labels": ", ".join(f"{k} ({v:.0%})" for k, v in overall.head(3).items()),
         "politics_lead": f"{overall[target]:.0%}",
-        "politics_rank": "the label that leads most often" if rank == 1
-                         else f"number {rank} of {len(names)} labels",
-        "prefix_gains": "; ".join(f"\"{p}\": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})"
-                                  for p in shift.index) or "no prefix run",
-        "kid_politics": f"{shift.loc[kid[0], target]:+.2f}" if kid
-                        else "not measured (no such prefix in this run)",
+        "politics_rank": "the label that leads most often" if rank == 1 else f"number {rank} of {len(names)} labels",
+        "prefix_gains": "; ".join(f'"{p}": {shift.loc[p].idxmax()} ({shift.loc[p].max():+.2f})' for p in shift.index)
+        or "no prefix run",
+        "kid_politics": f"{shift.loc[kid[0], target]:+.2f}" if kid else "not measured (no such prefix in this run)",
     }

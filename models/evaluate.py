@@ -38,9 +38,55 @@ PLL_PASSAGES = 200
 PLL_LEN = 32
 FILL_MASK_EXAMPLES = 10
 STOPWORDS = frozenset(
-    "about after also been before being both could does each from have here into just many more "
-    "most much only other over said says some such than that their them then there these they "
-    "this those very were what when where which while will with would your".split()
+    [
+        "about",
+        "after",
+        "also",
+        "been",
+        "before",
+        "being",
+        "both",
+        "could",
+        "does",
+        "each",
+        "from",
+        "have",
+        "here",
+        "into",
+        "just",
+        "many",
+        "more",
+        "most",
+        "much",
+        "only",
+        "other",
+        "over",
+        "said",
+        "says",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "very",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "with",
+        "would",
+        "your",
+    ]
 )
 
 
@@ -112,12 +158,14 @@ def model_metrics(name: str, model, tokenizer, heldout, passages) -> list[dict]:
     masked = train.heldout_top1(model, heldout, tokenizer)
     pll = pseudo_log_likelihoods(model, passages, tokenizer)
     return [
-        {"model": name, "metric": "heldout_masked_top1", "value": masked["top1"],
-         "n_tokens": masked["n_tokens"]},
-        {"model": name, "metric": "heldout_masked_loss", "value": masked["loss"],
-         "n_tokens": masked["n_tokens"]},
-        {"model": name, "metric": "heldout_pseudo_perplexity",
-         "value": math.exp(-float(pll.mean())), "n_tokens": len(pll)},
+        {"model": name, "metric": "heldout_masked_top1", "value": masked["top1"], "n_tokens": masked["n_tokens"]},
+        {"model": name, "metric": "heldout_masked_loss", "value": masked["loss"], "n_tokens": masked["n_tokens"]},
+        {
+            "model": name,
+            "metric": "heldout_pseudo_perplexity",
+            "value": math.exp(-float(pll.mean())),
+            "n_tokens": len(pll),
+        },
     ]
 
 
@@ -128,8 +176,13 @@ def model_metrics(name: str, model, tokenizer, heldout, passages) -> list[dict]:
 
 def maskable(word: str, tokenizer) -> bool:
     """A lowercase content word of 4+ letters that is a single WordPiece token."""
-    return (word.isalpha() and word.islower() and len(word) >= 4 and word not in STOPWORDS
-            and tokenizer.tokenize(word) == [word])
+    return (
+        word.isalpha()
+        and word.islower()
+        and len(word) >= 4
+        and word not in STOPWORDS
+        and tokenizer.tokenize(word) == [word]
+    )
 
 
 def fill_mask_sentences(tokenizer) -> list[dict]:
@@ -171,8 +224,16 @@ def fill_mask_rows(name: str, model, tokenizer, examples, k: int = 5) -> list[di
         probs = model.cls(hidden[0, position]).softmax(-1)
         top = probs.topk(k)
         for rank, (p, token_id) in enumerate(zip(top.values.tolist(), top.indices.tolist()), 1):
-            rows.append({"example": number, **example, "model": name, "rank": rank,
-                         "token": tokenizer.convert_ids_to_tokens(token_id), "prob": round(p, 4)})
+            rows.append(
+                {
+                    "example": number,
+                    **example,
+                    "model": name,
+                    "rank": rank,
+                    "token": tokenizer.convert_ids_to_tokens(token_id),
+                    "prob": round(p, 4),
+                }
+            )
     return rows
 
 
@@ -196,9 +257,10 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     tokenizer = train.load_tokenizer()
     name = train.model_name(args.layers)
-    models = {name: load_fine_tuned(train.MODELS_DIR / name),
-              f"baseline-frozen-l{args.layers}": train_baseline(args.baseline_steps, args.seed, tokenizer,
-                                                                args.layers)}
+    models = {
+        name: load_fine_tuned(train.MODELS_DIR / name),
+        f"baseline-frozen-l{args.layers}": train_baseline(args.baseline_steps, args.seed, tokenizer, args.layers),
+    }
     heldout = train.paragraph_chunks("heldout", tokenizer)
     passages = pll_passages(tokenizer, args.seed)
     examples = fill_mask_sentences(tokenizer)

@@ -192,13 +192,9 @@ def heldout_top1(model, chunks, tokenizer, seed: int = 0, batch_size: int = 64) 
     for start in range(0, len(chunks), batch_size):
         ids, attention = collate(chunks[start : start + batch_size], tokenizer)
         gen = seeded(seed, start, stream=2)
-        corrupted, chosen = mask_tokens(
-            ids, content_mask(ids, tokenizer), tokenizer.mask_token_id, len(tokenizer), gen
-        )
+        corrupted, chosen = mask_tokens(ids, content_mask(ids, tokenizer), tokenizer.mask_token_id, len(tokenizer), gen)
         n = int(chosen.sum())
-        loss, hits = mlm_forward(
-            model, corrupted.to(device), attention.to(device), chosen.to(device), ids.to(device)
-        )
+        loss, hits = mlm_forward(model, corrupted.to(device), attention.to(device), chosen.to(device), ids.to(device))
         total_loss, correct, count = total_loss + float(loss) * n, correct + hits, count + n
     model.train(was_training)
     return {"loss": total_loss / count, "top1": correct / count, "n_tokens": count}
@@ -234,13 +230,14 @@ def train_step(model, optimizer, chunks, tokenizer, step: int, args, device) -> 
     idx = batch_indices(len(chunks), args.batch_size, step, args.seed)
     ids, attention = collate([chunks[i] for i in idx], tokenizer)
     corrupted, chosen = mask_tokens(
-        ids, content_mask(ids, tokenizer), tokenizer.mask_token_id, len(tokenizer),
+        ids,
+        content_mask(ids, tokenizer),
+        tokenizer.mask_token_id,
+        len(tokenizer),
         seeded(args.seed, step, stream=3),
     )
     torch.manual_seed(step_seed(args.seed, step, stream=4))  # dropout
-    loss, hits = mlm_forward(
-        model, corrupted.to(device), attention.to(device), chosen.to(device), ids.to(device)
-    )
+    loss, hits = mlm_forward(model, corrupted.to(device), attention.to(device), chosen.to(device), ids.to(device))
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -262,8 +259,13 @@ def save_checkpoint(path: Path, model, optimizer, step: int, log: list[dict], wa
     """Atomically write the training state (a kill mid-write keeps the previous checkpoint)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-             "log": log, "wall_s": wall_s}
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "log": log,
+        "wall_s": wall_s,
+    }
     torch.save(state, tmp)
     tmp.replace(path)
 
@@ -298,8 +300,10 @@ def train(args) -> BertForMaskedLM:
     model.train()
     optimizer = make_optimizer(model, args.lr)
     step, log, wall_s = load_checkpoint(args.checkpoint, model, optimizer)
-    tqdm.write(f"{len(chunks)} training chunks, {len(heldout)} held-out; device {device}; "
-               f"{torch.get_num_threads()} threads; starting at step {step}/{args.steps}")
+    tqdm.write(
+        f"{len(chunks)} training chunks, {len(heldout)} held-out; device {device}; "
+        f"{torch.get_num_threads()} threads; starting at step {step}/{args.steps}"
+    )
     started, window = time.perf_counter() - wall_s, []
     bar = tqdm(total=args.steps, initial=step, desc="MLM fine-tuning", unit="step")
     while step < args.steps:
@@ -309,19 +313,33 @@ def train(args) -> BertForMaskedLM:
         if step % args.log_every == 0 or step == args.steps:
             lr = optimizer.param_groups[0]["lr"]
             loss, acc = (sum(v) / len(window) for v in zip(*window))
-            log.append({"step": step, "split": "train", "loss": round(loss, 4), "top1": round(acc, 4),
-                        "lr": f"{lr:.3g}", "wall_s": round(time.perf_counter() - started, 1)})
+            log.append(
+                {
+                    "step": step,
+                    "split": "train",
+                    "loss": round(loss, 4),
+                    "top1": round(acc, 4),
+                    "lr": f"{lr:.3g}",
+                    "wall_s": round(time.perf_counter() - started, 1),
+                }
+            )
             bar.set_postfix(loss=f"{loss:.3f}", top1=f"{acc:.3f}")
             window = []
         if step % args.eval_every == 0 or step == args.steps:
             scores = heldout_top1(model, heldout, tokenizer)
-            log.append({"step": step, "split": "heldout", "loss": round(scores["loss"], 4),
-                        "top1": round(scores["top1"], 4), "lr": "",
-                        "wall_s": round(time.perf_counter() - started, 1)})
+            log.append(
+                {
+                    "step": step,
+                    "split": "heldout",
+                    "loss": round(scores["loss"], 4),
+                    "top1": round(scores["top1"], 4),
+                    "lr": "",
+                    "wall_s": round(time.perf_counter() - started, 1),
+                }
+            )
             tqdm.write(f"step {step}: held-out loss {scores['loss']:.3f}, top-1 {scores['top1']:.3f}")
         if step % args.checkpoint_every == 0 or step == args.steps:
-            save_checkpoint(args.checkpoint, model, optimizer, step, log,
-                            time.perf_counter() - started)
+            save_checkpoint(args.checkpoint, model, optimizer, step, log, time.perf_counter() - started)
             write_log(args.log, log)
     bar.close()
     return model
@@ -330,8 +348,9 @@ def train(args) -> BertForMaskedLM:
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options; the defaults reproduce the shipped weights."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--layers", type=int, default=N_LAYERS, choices=range(1, 7),
-                   help="encoder layers kept from all-MiniLM-L6-v2")
+    p.add_argument(
+        "--layers", type=int, default=N_LAYERS, choices=range(1, 7), help="encoder layers kept from all-MiniLM-L6-v2"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=3600, help="optimisation steps (fixed)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -341,12 +360,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--log-every", type=int, default=50)
     p.add_argument("--eval-every", type=int, default=400)
     p.add_argument("--checkpoint-every", type=int, default=100)
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="resumable state (default models/.cache/train[-l<N>]-steps<S>-seed<seed>.pt)")
-    p.add_argument("--log", type=Path, default=None,
-                   help="loss log (default results/model/train_log[_l<N>].csv)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="where the fp16 release goes (default models/minilm-l<N>-bbc-mlm)")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="resumable state (default models/.cache/train[-l<N>]-steps<S>-seed<seed>.pt)",
+    )
+    p.add_argument("--log", type=Path, default=None, help="loss log (default results/model/train_log[_l<N>].csv)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="where the fp16 release goes (default models/minilm-l<N>-bbc-mlm)"
+    )
     args = p.parse_args(argv)
     suffix = "" if args.layers == N_LAYERS else f"_l{args.layers}"
     if args.checkpoint is None:

@@ -33,7 +33,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -50,16 +50,23 @@ passages: str = ""  # "": the profile's (paper: "ms_marco", online; else "bbc")
 seed: int = 0
 
 # %%
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import incompatibility as ch
 
 run = bt.ChapterRun("01_incompatibility", profile, model)
 cond = run.cond
 cond.autocast = False  # fp32 on a GPU too: delta sums eight scores
-cfg = ch.settings(profile, cond, temperature=temperature, seq_len=seq_len,
-                  rectangles=rectangles, control_rectangles=control_rectangles,
-                  top_k=top_k, passages=passages)
+cfg = ch.settings(
+    profile,
+    cond,
+    temperature=temperature,
+    seq_len=seq_len,
+    rectangles=rectangles,
+    control_rectangles=control_rectangles,
+    top_k=top_k,
+    passages=passages,
+)
 bt.settings_view(cfg)
 
 # %% [markdown]
@@ -109,12 +116,15 @@ bt.settings_view(cfg)
 # (Proposition 4's identity), which needs no protein.
 
 # %%
-seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.seeds, seed=seed,
-                              passages=cfg.source)
-rects = ch.sample_rectangles(cond, seeds.tokens, cfg.rectangles,
-                             top_k=cfg.top_k, seed=seed)
-mlm = ch.rectangle_frame(cond, rects, cfg.temperature, top_k=cfg.top_k,
-                         seed=seed)
+seeds = glauber.seed_passages(
+    cond, cfg.seq_len, cfg.seeds, seed=seed, passages=cfg.source
+)
+rects = ch.sample_rectangles(
+    cond, seeds.tokens, cfg.rectangles, top_k=cfg.top_k, seed=seed
+)
+mlm = ch.rectangle_frame(
+    cond, rects, cfg.temperature, top_k=cfg.top_k, seed=seed
+)
 ch.rectangles_view(mlm.head())
 
 # %% [markdown]
@@ -143,24 +153,40 @@ ch.rectangles_view(mlm.head())
 # %%
 causal = ch.causal_control(causal_model)
 control_seeds = glauber.seed_passages(
-    causal, cfg.seq_len, cfg.control_rectangles, seed=seed,
-    passages=cfg.control_source)
+    causal,
+    cfg.seq_len,
+    cfg.control_rectangles,
+    seed=seed,
+    passages=cfg.control_source,
+)
 control_rects = ch.sample_rectangles(
-    causal, control_seeds.tokens, cfg.control_rectangles,
-    top_k=cfg.top_k, seed=seed)
+    causal,
+    control_seeds.tokens,
+    cfg.control_rectangles,
+    top_k=cfg.top_k,
+    seed=seed,
+)
 control = ch.rectangle_frame(causal, control_rects, cfg.temperature)
 references = ch.potts_references(cfg.seq_len, seed=seed)
-potts_rects = {name: ch.random_rectangles(m, cfg.seq_len, cfg.rectangles,
-                                          seed=seed)
-               for name, m in references.items()}
-potts = {name: ch.rectangle_frame(m, potts_rects[name], cfg.temperature,
-                                  top_k=m.vocab_size, seed=seed)
-         for name, m in references.items()}
+potts_rects = {
+    name: ch.random_rectangles(m, cfg.seq_len, cfg.rectangles, seed=seed)
+    for name, m in references.items()
+}
+potts = {
+    name: ch.rectangle_frame(
+        m, potts_rects[name], cfg.temperature, top_k=m.vocab_size, seed=seed
+    )
+    for name, m in references.items()
+}
 causal_name = causal_model or ch.CAUSAL_LABEL
-models = {run.model: (cond, rects, mlm),
-          causal_name: (causal, control_rects, control),
-          **{name: (m, potts_rects[name], potts[name])
-             for name, m in references.items()}}
+models = {
+    run.model: (cond, rects, mlm),
+    causal_name: (causal, control_rects, control),
+    **{
+        name: (m, potts_rects[name], potts[name])
+        for name, m in references.items()
+    },
+}
 ch.rectangles_view(control.head())
 
 # %% tags=["remove-input"]
@@ -193,8 +219,10 @@ run.save(ch.rectangle_table(models), "rectangles");
 # network on the first 32 rectangles.
 
 # %%
-floors = {name: ch.rounding_floor(m, r, f, cfg.temperature)
-          for name, (m, r, f) in models.items()}
+floors = {
+    name: ch.rounding_floor(m, r, f, cfg.temperature)
+    for name, (m, r, f) in models.items()
+}
 floor_table = ch.floor_table(floors, cfg.temperature)
 ch.floors_view(floor_table)
 
@@ -220,9 +248,11 @@ run.save(floor_table, "floors");
 
 # %%
 summaries = {
-    name: ch.incompatibility_summary(f, floors[name]["floor"],
-                                     resamples=cfg.resamples, seed=seed)
-    for name, (_, _, f) in models.items()}
+    name: ch.incompatibility_summary(
+        f, floors[name]["floor"], resamples=cfg.resamples, seed=seed
+    )
+    for name, (_, _, f) in models.items()
+}
 table = ch.table_one(summaries, models, cfg.temperature)
 ch.table_one_view(table)
 
@@ -261,10 +291,12 @@ ch.ecdf_figure(models, floors[run.model]["floor"]);
 # is constant (inconclusive). The paper's measure is shown beside it, not judged.
 
 # %%
-influence = ch.rank_correlation_ci(mlm.influence, mlm.abs_delta,
-                                   resamples=cfg.resamples // 5, seed=seed)
-shared = ch.rank_correlation_ci(mlm.paper_influence, mlm.abs_delta,
-                                resamples=cfg.resamples // 5, seed=seed)
+influence = ch.rank_correlation_ci(
+    mlm.influence, mlm.abs_delta, resamples=cfg.resamples // 5, seed=seed
+)
+shared = ch.rank_correlation_ci(
+    mlm.paper_influence, mlm.abs_delta, resamples=cfg.resamples // 5, seed=seed
+)
 ch.influence_figure(mlm, influence, shared);
 
 # %% [markdown]
@@ -274,15 +306,23 @@ ch.influence_figure(mlm, influence, shared);
 # more of it. Mean $|\delta|$ by the distance $|i - j|$ (bars: 95% bootstrap intervals):
 
 # %%
-distance = ch.rank_correlation_ci(mlm.distance, mlm.abs_delta,
-                                  resamples=cfg.resamples // 5, seed=seed)
+distance = ch.rank_correlation_ci(
+    mlm.distance, mlm.abs_delta, resamples=cfg.resamples // 5, seed=seed
+)
 ch.distance_figure(mlm, distance);
 
 # %% tags=["remove-input"]
-run.save(ch.correlation_table(cfg.temperature, **{
-    "influence (judged)": influence,
-    "paper's influence (shares delta's terms)": shared,
-    "distance |i-j|": distance}), "correlations");
+run.save(
+    ch.correlation_table(
+        cfg.temperature,
+        **{
+            "influence (judged)": influence,
+            "paper's influence (shares delta's terms)": shared,
+            "distance |i-j|": distance,
+        },
+    ),
+    "correlations",
+);
 
 # %% [markdown]
 # ## Beyond the paper: what temperature does
@@ -322,14 +362,23 @@ print(ch.most_incompatible(cond, rects, mlm, 3))
 # The rules stated above, applied to this run (the reproduction page collects these rows):
 
 # %%
-rows = ch.claim_rows(summaries[run.model], influence, model=run.model,
-                     setup=cfg.setup)
+rows = ch.claim_rows(
+    summaries[run.model], influence, model=run.model, setup=cfg.setup
+)
 run.claims(rows)
 
 # %% tags=["remove-input"]
-run.glue(ch.prose_words(rows, summaries[run.model], influence=influence,
-                       shared=shared, distance=distance, check=scaling,
-                       temperature=cfg.temperature))
+run.glue(
+    ch.prose_words(
+        rows,
+        summaries[run.model],
+        influence=influence,
+        shared=shared,
+        distance=distance,
+        check=scaling,
+        temperature=cfg.temperature,
+    )
+)
 
 # %% [markdown]
 # ## Checks
@@ -338,14 +387,23 @@ run.glue(ch.prose_words(rows, summaries[run.model], influence=influence,
 # counted as verdicts:
 
 # %%
-checks = run.checks(ch.check_rows(
-    summaries, floors, causal=causal_name,
-    temperature_gap=scaling.identity_gap.max()))
+checks = run.checks(
+    ch.check_rows(
+        summaries,
+        floors,
+        causal=causal_name,
+        temperature_gap=scaling.identity_gap.max(),
+    )
+)
 bt.checks_view(checks)
 
 # %% tags=["remove-input"]
-run.glue({"checks_passed": f"{(checks.result == 'pass').sum()} of {len(checks)}",
-          "causal_detail": checks.detail.iloc[0]})
+run.glue(
+    {
+        "checks_passed": f"{(checks.result == 'pass').sum()} of {len(checks)}",
+        "causal_detail": checks.detail.iloc[0],
+    }
+)
 
 # %% [markdown]
 # ## What this shows

@@ -44,7 +44,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -67,8 +67,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import bounds as ch
 
 run = bt.ChapterRun(ch.NOTEBOOK, profile, model)
@@ -76,10 +76,19 @@ cond = run.cond
 # cfg.passages: BBC News paragraphs (offline; the paper: MS MARCO), or
 # germline V genes for a protein MLM; cfg.full: the model has at most 32
 # tokens, so section 8's windows take every token
-cfg = ch.settings(profile, cond, seq_len=seq_len, n_contexts=n_contexts,
-                  top_k=top_k, drift_states=drift_states, windows=windows,
-                  window_tokens=window_tokens, temperatures=temperatures,
-                  full_windows=full_windows, full_k=full_k)
+cfg = ch.settings(
+    profile,
+    cond,
+    seq_len=seq_len,
+    n_contexts=n_contexts,
+    top_k=top_k,
+    drift_states=drift_states,
+    windows=windows,
+    window_tokens=window_tokens,
+    temperatures=temperatures,
+    full_windows=full_windows,
+    full_k=full_k,
+)
 bt.settings_view(cfg)
 
 # %% [markdown]
@@ -116,7 +125,8 @@ bt.settings_view(cfg)
 contexts = glauber.seed_passages(cond, cfg.seq_len, cfg.n_contexts, seed=seed)
 candidates = glauber.influence_candidates(cond, contexts.tokens, cfg.top_k)
 influence, oscillation = glauber.influence_and_oscillation(
-    cond, contexts.tokens, candidates, cfg.temperatures)
+    cond, contexts.tokens, candidates, cfg.temperatures
+)
 bt.reading_table(pd.DataFrame({"context": contexts.texts}).head(4))
 
 # %% tags=["remove-input"]
@@ -245,8 +255,10 @@ run.save(alpha, "alpha");
 rng = torch.Generator().manual_seed(seed)
 raw = torch.randn(5, 5, generator=rng, dtype=torch.float64)
 field = 0.5 * torch.randn(5, 3, generator=rng, dtype=torch.float64)
-chains = {"symmetric J": glauber.PottsConditionals((raw + raw.T) / 2, field, 3),
-          "asymmetric J": glauber.PottsConditionals(raw, field, 3)}
+chains = {
+    "symmetric J": glauber.PottsConditionals((raw + raw.T) / 2, field, 3),
+    "asymmetric J": glauber.PottsConditionals(raw, field, 3),
+}
 potts_mixing = ch.mixing_profiles(chains, 5, ch.POTTS_TEMPERATURES)
 ch.potts_mixing_figure(potts_mixing);
 
@@ -266,16 +278,21 @@ run.save(potts_mixing.assign(model=ch.POTTS_LABEL), "potts_mixing");
 # coupon-collector time at every $\tau$: the claim holds).
 
 # %%
-references = ch.mixing_profiles(ch.reference_chains(6), 6,
-                                ch.POTTS_TEMPERATURES)
-thresholds = pd.concat([
-    ch.threshold_table(potts_mixing).assign(n=5, role="judged"),
-    ch.threshold_table(references).assign(n=6, role="calibration")])
+references = ch.mixing_profiles(
+    ch.reference_chains(6), 6, ch.POTTS_TEMPERATURES
+)
+thresholds = pd.concat(
+    [
+        ch.threshold_table(potts_mixing).assign(n=5, role="judged"),
+        ch.threshold_table(references).assign(n=6, role="calibration"),
+    ]
+)
 ch.thresholds_view(thresholds)
 
 # %% tags=["remove-input"]
-run.save(thresholds.assign(model="Potts and reference chains"),
-         "theorem5_thresholds")
+run.save(
+    thresholds.assign(model="Potts and reference chains"), "theorem5_thresholds"
+)
 run.glue(ch.theorem5_texts(potts_mixing))
 
 # %% [markdown]
@@ -332,8 +349,9 @@ run.glue(ch.theorem8_texts(theorem8))
 # %%
 cold = 0.25
 seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
-ends = glauber.glauber(cond, seeds, cfg.chain_steps, cold, seed=seed,
-                       progress=False).final
+ends = glauber.glauber(
+    cond, seeds, cfg.chain_steps, cold, seed=seed, progress=False
+).final
 margins = ch.margin_table(cond, seeds, ends, cold)
 ch.margins_view(margins)
 
@@ -373,8 +391,9 @@ run.glue(ch.margin_texts(margins, cond, cfg.seq_len))
 bang, no_bang = ch.basin_token(cond, cfg.drift_n)
 drift = drift_table = None
 if bang is not None:
-    boundary = ch.drift_boundary_states(cond, bang, cfg.drift_n,
-                                        cfg.drift_states, seed=seed)
+    boundary = ch.drift_boundary_states(
+        cond, bang, cfg.drift_n, cfg.drift_states, seed=seed
+    )
     drift = glauber.basin_drifts(cond, boundary, bang, ch.DRIFT_TEMPERATURES)
     drift_table = ch.drift_summary(drift, ch.DRIFT_TEMPERATURES)
     print(cond.decode(boundary[0]))
@@ -439,12 +458,14 @@ run.glue(ch.drift_texts(drift_table, no_bang))
 free = [5, 6, 7]
 full_table = full_laws = None
 if cfg.full:  # full-vocabulary windows (section 8), computed here
-    full_table, full_laws = ch.full_windows(cond, cfg.full_plan, run.model,
-                                            seed=seed)
+    full_table, full_laws = ch.full_windows(
+        cond, cfg.full_plan, run.model, seed=seed
+    )
     windows_table, window_laws = ch.windows_at(full_table, full_laws, 1.0)
 else:
     windows_table, window_laws = ch.restricted_windows(
-        cond, cfg.seq_len, cfg.windows, free, cfg.window_tokens, seed=seed)
+        cond, cfg.seq_len, cfg.windows, free, cfg.window_tokens, seed=seed
+    )
 ch.windows_view(windows_table)
 
 # %% tags=["remove-input"]
@@ -516,9 +537,11 @@ if cfg.full:
     display(ch.full_windows_view(full_table))
     ch.full_windows_figure(full_table, full_laws)
 else:
-    print(f"{run.model} has {int(cond.allowed.sum()):,} allowed tokens: "
-          f"full-vocabulary windows need at most {ch.FULL_VOCABULARY_LIMIT},"
-          " so none are run.")
+    print(
+        f"{run.model} has {int(cond.allowed.sum()):,} allowed tokens: "
+        f"full-vocabulary windows need at most {ch.FULL_VOCABULARY_LIMIT},"
+        " so none are run."
+    )
 
 # %% tags=["remove-input"]
 run.glue(ch.full_window_texts(full_table, cfg.full_plan))
@@ -545,13 +568,21 @@ run.glue(ch.full_window_texts(full_table, cfg.full_plan))
 # checks table: they test our code, not the paper.
 
 # %%
-rows = ch.claim_rows(cfg, run.model, alpha, potts_mixing, drift,
-                     windows_table.pl_gap, no_drift=no_bang)
+rows = ch.claim_rows(
+    cfg,
+    run.model,
+    alpha,
+    potts_mixing,
+    drift,
+    windows_table.pl_gap,
+    no_drift=no_bang,
+)
 run.claims(rows)
 
 # %% tags=["remove-input"]
-run.checks(ch.check_rows(lemma6, potts_mixing, theorem8, asymmetry,
-                         full_table));
+run.checks(
+    ch.check_rows(lemma6, potts_mixing, theorem8, asymmetry, full_table)
+);
 
 # %% [markdown]
 # ## What this shows

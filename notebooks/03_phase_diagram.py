@@ -48,7 +48,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -68,22 +68,38 @@ import numpy as np
 import pandas as pd
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import phase as ch
 
 run = bt.ChapterRun("03_phase_diagram", profile, model)
 cond = run.cond  # a protein MLM (cfg.protein) runs free sites in a germline
-cfg = ch.settings(profile, cond, pairs=pairs, budget=budget,
-                  drift_chains=drift_chains, drift_steps=drift_steps,
-                  grid_temperatures=temperatures, passages=passages)
+cfg = ch.settings(
+    profile,
+    cond,
+    pairs=pairs,
+    budget=budget,
+    drift_chains=drift_chains,
+    drift_steps=drift_steps,
+    grid_temperatures=temperatures,
+    passages=passages,
+)
 embedder = None if cfg.protein else glauber.load_embedder()
 bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
-run.glue({f"protocol_{claim}": ch.protocol_text(claim) for claim in (
-    "coupling_boundary_tau", "distance_saturates", "nlogn_fit",
-    "crossover_fractions")} | {"model_note": ch.model_note(cond, cfg)})
+run.glue(
+    {
+        f"protocol_{claim}": ch.protocol_text(claim)
+        for claim in (
+            "coupling_boundary_tau",
+            "distance_saturates",
+            "nlogn_fit",
+            "crossover_fractions",
+        )
+    }
+    | {"model_note": ch.model_note(cond, cfg)}
+)
 
 # %% [markdown]
 # Each profile (`SETTINGS` in `chapters/phase.py`, `PROTEIN_SETTINGS` for
@@ -201,14 +217,18 @@ ch.coupling_figure(cells, cfg);
 # %% tags=["remove-input"]
 half_low, half_high = bt.share_intervals(cfg.pairs // 2, cfg.pairs)
 paper_budget = float(bt.paper_protocol("coupling_boundary_tau")["budget"])
-run.glue({
-    "overview": ch.coupling_overview(cells, cfg.budget),
-    "half_small": ch.boundary_text(cells, cfg.small),
-    "half_large": ch.boundary_text(cells, cfg.large),
-    "n_small": f"{cfg.small}", "n_large": f"{cfg.large}",
-    "budget_factor": f"{paper_budget / cfg.budget:g}",
-    "half_cell": f"{cfg.pairs // 2} of {cfg.pairs} has the interval "
-                 f"{half_low.item():.2f}-{half_high.item():.2f}"})
+run.glue(
+    {
+        "overview": ch.coupling_overview(cells, cfg.budget),
+        "half_small": ch.boundary_text(cells, cfg.small),
+        "half_large": ch.boundary_text(cells, cfg.large),
+        "n_small": f"{cfg.small}",
+        "n_large": f"{cfg.large}",
+        "budget_factor": f"{paper_budget / cfg.budget:g}",
+        "half_cell": f"{cfg.pairs // 2} of {cfg.pairs} has the interval "
+        f"{half_low.item():.2f}-{half_high.item():.2f}",
+    }
+)
 
 # %% [markdown]
 # {glue:text}`ch3_overview` In this run the coldest temperature at which
@@ -273,41 +293,66 @@ ch.comparison_table(fixed, budget_free)
 # %% tags=["remove-input"]
 small, large = cfg.small, cfg.large
 run.save(scaled_fits, "transition_fits_nlogn_budget")
-run.glue({
-    "midpoints": ", ".join(
-        f"{row.midpoint:.2f} at n = {n}" if np.isfinite(row.midpoint)
-        else f"outside the grid at n = {n}"
-        for n, row in fits.set_index("n").iterrows()),
-    "shift_fixed": bt.interval_text(
-        fixed["shift"], fixed["shift_low"], fixed["shift_high"],
-        signed=True, missing="not estimable (no transition at one end)"),
-    "shift_scaled": bt.interval_text(
-        budget_free["shift"], budget_free["shift_low"],
-        budget_free["shift_high"], signed=True,
-        missing="not estimable (no transition at one end)"),
-    "shift_phrase": ch.direction_text(
-        budget_free["shift_low"], budget_free["shift_high"], 0,
-        "upward, the direction the paper reports",
-        "downward, against the paper", "not distinguishable from zero"),
-    "ratio": bt.interval_text(
-        budget_free["relative"], budget_free["relative_low"],
-        budget_free["relative_high"],
-        missing="not estimable (no transition at one end)"),
-    "ratio_abs": bt.interval_text(
-        budget_free["ratio"], budget_free["ratio_low"],
-        budget_free["ratio_high"],
-        missing="not estimable (no transition at one end)"),
-    "ratio_fixed": bt.interval_text(
-        fixed["relative"], fixed["relative_low"], fixed["relative_high"],
-        missing="not estimable (no transition at one end)"),
-    "ising_ratio": f"{np.sqrt(small / large):.2f}",
-    "width_null": f"{ch.width_null(small, large):.2f}",
-    "width_phrase": ch.direction_text(
-        budget_free["relative_low"], budget_free["relative_high"],
-        ch.width_null(small, large),
-        "does not sharpen (or sharpens more slowly than n^-1/4)",
-        "sharpens at least like n^-1/4",
-        "cannot be told apart from n^-1/4 sharpening at this size")})
+run.glue(
+    {
+        "midpoints": ", ".join(
+            f"{row.midpoint:.2f} at n = {n}"
+            if np.isfinite(row.midpoint)
+            else f"outside the grid at n = {n}"
+            for n, row in fits.set_index("n").iterrows()
+        ),
+        "shift_fixed": bt.interval_text(
+            fixed["shift"],
+            fixed["shift_low"],
+            fixed["shift_high"],
+            signed=True,
+            missing="not estimable (no transition at one end)",
+        ),
+        "shift_scaled": bt.interval_text(
+            budget_free["shift"],
+            budget_free["shift_low"],
+            budget_free["shift_high"],
+            signed=True,
+            missing="not estimable (no transition at one end)",
+        ),
+        "shift_phrase": ch.direction_text(
+            budget_free["shift_low"],
+            budget_free["shift_high"],
+            0,
+            "upward, the direction the paper reports",
+            "downward, against the paper",
+            "not distinguishable from zero",
+        ),
+        "ratio": bt.interval_text(
+            budget_free["relative"],
+            budget_free["relative_low"],
+            budget_free["relative_high"],
+            missing="not estimable (no transition at one end)",
+        ),
+        "ratio_abs": bt.interval_text(
+            budget_free["ratio"],
+            budget_free["ratio_low"],
+            budget_free["ratio_high"],
+            missing="not estimable (no transition at one end)",
+        ),
+        "ratio_fixed": bt.interval_text(
+            fixed["relative"],
+            fixed["relative_low"],
+            fixed["relative_high"],
+            missing="not estimable (no transition at one end)",
+        ),
+        "ising_ratio": f"{np.sqrt(small / large):.2f}",
+        "width_null": f"{ch.width_null(small, large):.2f}",
+        "width_phrase": ch.direction_text(
+            budget_free["relative_low"],
+            budget_free["relative_high"],
+            ch.width_null(small, large),
+            "does not sharpen (or sharpens more slowly than n^-1/4)",
+            "sharpens at least like n^-1/4",
+            "cannot be told apart from n^-1/4 sharpening at this size",
+        ),
+    }
+)
 
 # %% [markdown]
 # In this run the boundary $\tau_{1/2}$ lies at {glue:text}`ch3_midpoints`.
@@ -340,8 +385,15 @@ frames, runs, frozen_at = [], {}, {}
 for n in cfg.drift_lengths:
     starts, frozen_at[n] = ch.drift_starts(cond, n, cfg, seed=seed + 1)
     chains, rows = ch.multi_temperature_glauber(
-        cond, starts.tokens, cfg.drift_taus, cfg.drift_steps, seed=seed,
-        record_every=cfg.record_every, progress=False, frozen=frozen_at[n])
+        cond,
+        starts.tokens,
+        cfg.drift_taus,
+        cfg.drift_steps,
+        seed=seed,
+        record_every=cfg.record_every,
+        progress=False,
+        frozen=frozen_at[n],
+    )
     distance = ch.drift_distances(cond, embedder, chains, frozen_at[n])
     runs[n] = (chains, rows.assign(n=n), distance)
     frame = bt.trajectory_frame(distance, chains.steps, n=n)
@@ -363,30 +415,42 @@ run.save(drift, "drift");
 
 # %%
 sat_steps = drift.step[drift.step <= cfg.saturation_steps].max()
-last = drift[(drift.step == sat_steps)
-             & (drift.start < cfg.saturation_chains)]
+last = drift[(drift.step == sat_steps) & (drift.start < cfg.saturation_chains)]
 ch.saturation_figure(last, cfg);
 
 # %%
 at_unit = last[last.temperature == cfg.saturation_tau]
-trend = ch.saturation_trend(at_unit.n, at_unit.distance,
-                            n_boot=cfg.n_boot, seed=seed)
+trend = ch.saturation_trend(
+    at_unit.n, at_unit.distance, n_boot=cfg.n_boot, seed=seed
+)
 ch.saturation_table(trend)
 
 # %% tags=["remove-input"]
 final = last.groupby(["temperature", "n"]).distance.mean()
 cold = min(cfg.drift_taus)
-run.glue({
-    "drift_unit": bt.range_text(final[cfg.saturation_tau]),
-    "drift_cold": ", ".join(
-        f"{d:.2f} at n = {n}" for n, d in final[cold].items()),
-    "cold_tau": f"{cold:g}", "sat_steps": f"{sat_steps}",
-    "sat_slope": bt.interval_text(
-        trend["slope"], trend["slope_low"], trend["slope_high"], signed=True,
-        missing="not estimable (fewer than three lengths)"),
-    "sat_exponent": bt.interval_text(
-        trend["exponent"], trend["exponent_low"], trend["exponent_high"],
-        missing="not estimable (a median distance of 0)")})
+run.glue(
+    {
+        "drift_unit": bt.range_text(final[cfg.saturation_tau]),
+        "drift_cold": ", ".join(
+            f"{d:.2f} at n = {n}" for n, d in final[cold].items()
+        ),
+        "cold_tau": f"{cold:g}",
+        "sat_steps": f"{sat_steps}",
+        "sat_slope": bt.interval_text(
+            trend["slope"],
+            trend["slope_low"],
+            trend["slope_high"],
+            signed=True,
+            missing="not estimable (fewer than three lengths)",
+        ),
+        "sat_exponent": bt.interval_text(
+            trend["exponent"],
+            trend["exponent_low"],
+            trend["exponent_high"],
+            missing="not estimable (a median distance of 0)",
+        ),
+    }
+)
 
 # %% [markdown]
 # The mean distance after {glue:text}`ch3_sat_steps` steps at $\tau = 1$
@@ -416,16 +480,19 @@ run.glue({
 
 # %%
 hits = []
-for n, (chains, rows, distance) in runs.items():
-    keep, records = ch.protocol_slice(rows, chains.steps, cfg.hit_chains,
-                                      cfg.hit_steps)
-    times = ch.hitting_times(distance[keep][:, records],
-                             chains.steps[records], cfg.hit_radius)
+for chains, rows, distance in runs.values():
+    keep, records = ch.protocol_slice(
+        rows, chains.steps, cfg.hit_chains, cfg.hit_steps
+    )
+    times = ch.hitting_times(
+        distance[keep][:, records], chains.steps[records], cfg.hit_radius
+    )
     hits.append(rows[keep.numpy()].assign(hitting_time=times.numpy()))
 hits = pd.concat(hits, ignore_index=True)
 at_tau = hits[hits.temperature == cfg.hit_tau]
-scaling = ch.scaling_fits(at_tau.n, at_tau.hitting_time,
-                          n_boot=cfg.n_boot, seed=seed)
+scaling = ch.scaling_fits(
+    at_tau.n, at_tau.hitting_time, n_boot=cfg.n_boot, seed=seed
+)
 ch.scaling_table(scaling)
 
 # %% tags=["remove-input"]
@@ -439,17 +506,24 @@ ch.hitting_figure(hits, scaling, cfg);
 medians = scaling.attrs["medians"]
 fitted = scaling.dropna(subset=["aic"])
 beta = scaling.attrs["power_law"]["beta"]
-run.glue({
-    "hit_medians": ", ".join(
-        f"{t:.0f} at n = {n:.0f}" if np.isfinite(t)
-        else f"not reached by half the chains at n = {n:.0f}"
-        for n, t in zip(medians.n, medians.median_time)),
-    "best_aic": fitted.form[fitted.aic.idxmin()] if len(fitted)
-    else "none (fewer than three lengths reached R)",
-    "best_loo": fitted.form[fitted.loo_mse_log.idxmin()] if len(fitted)
-    else "none",
-    "beta": f"{beta:.2f}" if np.isfinite(beta) else "not estimable",
-    "radius": f"{cfg.hit_radius:g}"})
+run.glue(
+    {
+        "hit_medians": ", ".join(
+            f"{t:.0f} at n = {n:.0f}"
+            if np.isfinite(t)
+            else f"not reached by half the chains at n = {n:.0f}"
+            for n, t in zip(medians.n, medians.median_time)
+        ),
+        "best_aic": fitted.form[fitted.aic.idxmin()]
+        if len(fitted)
+        else "none (fewer than three lengths reached R)",
+        "best_loo": fitted.form[fitted.loo_mse_log.idxmin()]
+        if len(fitted)
+        else "none",
+        "beta": f"{beta:.2f}" if np.isfinite(beta) else "not estimable",
+        "radius": f"{cfg.hit_radius:g}",
+    }
+)
 
 # %% [markdown]
 # In this run the median hitting time is {glue:text}`ch3_hit_medians`
@@ -472,28 +546,35 @@ run.glue({
 
 # %%
 peaks, started = [], []
-for n, (chains, rows, distance) in runs.items():
-    keep, records = ch.protocol_slice(rows, chains.steps,
-                                      cfg.crossover_chains,
-                                      cfg.crossover_steps)
+for chains, rows, distance in runs.values():
+    keep, records = ch.protocol_slice(
+        rows, chains.steps, cfg.crossover_chains, cfg.crossover_steps
+    )
     peaks.append(distance[keep][:, records])
     started.append(rows[keep.numpy()])
 peaks, started = torch.cat(peaks), pd.concat(started, ignore_index=True)
 shares = ch.threshold_shares(peaks, started, radii=ch.crossover_radii())
-rise = ch.rise_with_temperature(peaks, started, ch.crossover_radii(),
-                                seed=seed)
+rise = ch.rise_with_temperature(peaks, started, ch.crossover_radii(), seed=seed)
 ch.threshold_figure(shares, records=peaks.shape[1]);
 
 # %% tags=["remove-input"]
 run.save(shares, "threshold_shares")
 run.save(rise, "threshold_trends")
 radii = ch.crossover_radii()
-run.glue({"rise_parts": ch.rise_text(rise)} | {
-    f"shares_r{k}": ", ".join(
-        f"{s:.2f} at tau = {t:g}" for t, s in
-        shares[shares.radius == r].groupby("temperature").share.mean().items())
-    for k, r in enumerate(radii)} | {
-    f"radius_{k}": f"{r:g}" for k, r in enumerate(radii)})
+run.glue(
+    {"rise_parts": ch.rise_text(rise)}
+    | {
+        f"shares_r{k}": ", ".join(
+            f"{s:.2f} at tau = {t:g}"
+            for t, s in shares[shares.radius == r]
+            .groupby("temperature")
+            .share.mean()
+            .items()
+        )
+        for k, r in enumerate(radii)
+    }
+    | {f"radius_{k}": f"{r:g}" for k, r in enumerate(radii)}
+)
 
 # %% [markdown]
 # Averaged over lengths, the share of chains reaching
@@ -518,11 +599,12 @@ run.glue({"rise_parts": ch.rise_text(rise)} | {
 
 # %%
 diagnostics = []
-for n, (chains, rows, distance) in runs.items():
+for n, (_chains, rows, distance) in runs.items():
     for tau in cfg.drift_taus:
         traces = distance[torch.as_tensor(rows.temperature.values == tau)]
-        diagnostics.append(dict(
-            n=n, temperature=tau, **ch.convergence_diagnostics(traces)))
+        diagnostics.append(
+            dict(n=n, temperature=tau, **ch.convergence_diagnostics(traces))
+        )
 diagnostics = pd.DataFrame(diagnostics)
 ch.diagnostics_table(diagnostics, "rhat")
 
@@ -532,14 +614,22 @@ ch.diagnostics_table(diagnostics, "ess_bulk")
 # %% tags=["remove-input"]
 run.save(diagnostics, "diagnostics")
 defined = diagnostics.rhat.notna()
-run.glue({
-    "rhat": bt.range_text(diagnostics.rhat, missing="undefined in every cell"),
-    "ess": bt.range_text(diagnostics.ess_bulk, digits=0, missing="undefined"),
-    "ess_of": f"{diagnostics.chains.iloc[0]} chains of "
-              f"{diagnostics.draws.iloc[0]}",
-    "converged": f"{(diagnostics.rhat[defined] < 1.01).mean():.0%} of "
-                 f"the {defined.sum()} cells with a defined value"
-    if defined.any() else "none of the cells (no defined value)"})
+run.glue(
+    {
+        "rhat": bt.range_text(
+            diagnostics.rhat, missing="undefined in every cell"
+        ),
+        "ess": bt.range_text(
+            diagnostics.ess_bulk, digits=0, missing="undefined"
+        ),
+        "ess_of": f"{diagnostics.chains.iloc[0]} chains of "
+        f"{diagnostics.draws.iloc[0]}",
+        "converged": f"{(diagnostics.rhat[defined] < 1.01).mean():.0%} of "
+        f"the {defined.sum()} cells with a defined value"
+        if defined.any()
+        else "none of the cells (no defined value)",
+    }
+)
 
 # %% [markdown]
 # In this run split $\hat R$ ranges from {glue:text}`ch3_rhat` and the bulk
@@ -560,10 +650,17 @@ run.glue({
 regime_taus = [0.01, 0.1, 1.0, 10.0, 100.0]
 start = glauber.seed_passages(cond, ch.PAPER_SEED_LENGTH, 1, seed=seed).tokens
 regimes, _ = ch.multi_temperature_glauber(
-    cond, start, regime_taus, cfg.regime_steps, seed=seed,
-    record_every=max(1, cfg.regime_steps // 4), progress=False)
-excerpts = ch.chain_excerpts(cond, regimes, [f"tau = {t:g}" for t in
-                                             regime_taus], count=3)
+    cond,
+    start,
+    regime_taus,
+    cfg.regime_steps,
+    seed=seed,
+    record_every=max(1, cfg.regime_steps // 4),
+    progress=False,
+)
+excerpts = ch.chain_excerpts(
+    cond, regimes, [f"tau = {t:g}" for t in regime_taus], count=3
+)
 ch.regimes_table(excerpts)
 
 # %% tags=["remove-input"]
@@ -605,11 +702,14 @@ ch.alpha_figure(alpha, cfg);
 
 # %% tags=["remove-input"]
 run.save(alpha, "context_alpha")
-run.glue({
-    "alpha_means": ch.alpha_means_text(alpha),
-    "alpha_sizes": f"top-{cfg.top_k} alternatives per site on "
-                   f"{cfg.alpha_contexts} contexts of length "
-                   f"{cfg.alpha_length}"})
+run.glue(
+    {
+        "alpha_means": ch.alpha_means_text(alpha),
+        "alpha_sizes": f"top-{cfg.top_k} alternatives per site on "
+        f"{cfg.alpha_contexts} contexts of length "
+        f"{cfg.alpha_length}",
+    }
+)
 
 # %% [markdown]
 # The mean $\hat\alpha$ per temperature in this run:
@@ -631,21 +731,37 @@ run.glue({
 # **inconclusive**, with the reason in words.
 
 # %%
-rows = ch.claim_rows(cfg, run.model, fits=fits, scaled=scaled, fixed=fixed,
-                     budget_free=budget_free, hits=hits, scaling=scaling,
-                     trend=trend, saturation_steps=sat_steps, rise=rise,
-                     alpha=alpha)
+rows = ch.claim_rows(
+    cfg,
+    run.model,
+    fits=fits,
+    scaled=scaled,
+    fixed=fixed,
+    budget_free=budget_free,
+    hits=hits,
+    scaling=scaling,
+    trend=trend,
+    saturation_steps=sat_steps,
+    rise=rise,
+    alpha=alpha,
+)
 run.claims(rows)
 
 # %% tags=["remove-input"]
-sizes = (f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
-         f"{cfg.drift_chains} chains per drift cell and lengths up to "
-         f"{max(cfg.large, *cfg.drift_lengths)} (profile `{cfg.profile}`)")
+sizes = (
+    f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
+    f"{cfg.drift_chains} chains per drift cell and lengths up to "
+    f"{max(cfg.large, *cfg.drift_lengths)} (profile `{cfg.profile}`)"
+)
 setups = {row["claim"]: row["setup"] for row in rows}
-run.glue({"n_near": f"{cfg.near}", "sizes": sizes,
-          "boundary_setup": setups.get("coupling_boundary_tau")
-          or "not recorded"}
-         | {row["claim"]: row["ours_text"] for row in rows})
+run.glue(
+    {
+        "n_near": f"{cfg.near}",
+        "sizes": sizes,
+        "boundary_setup": setups.get("coupling_boundary_tau") or "not recorded",
+    }
+    | {row["claim"]: row["ours_text"] for row in rows}
+)
 
 # %% [markdown]
 # ## What this shows

@@ -42,7 +42,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -56,8 +56,12 @@ n_seeds: int = 0  # chains per seed topic; 0: the profile's value
 steps: int = 0  # Glauber steps per chain; 0: the profile's value
 record_every: int = 0  # topic scores every m steps; 0: the profile's
 passages: str = ""  # seeds: bbc | ms_marco (online); "": the profile's
-prefixes: list = ["Albert Einstein said that", "Elvis Presley said that",
-                  "LeBron James said that", "The little kid said that"]
+prefixes: list = [
+    "Albert Einstein said that",
+    "Elvis Presley said that",
+    "LeBron James said that",
+    "The little kid said that",
+]
 extra_prefixes: list = []  # ours, shown as "(ours)" beside the paper's
 seed: int = 0
 
@@ -66,16 +70,24 @@ import numpy as np
 import pandas as pd
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import basins as ch
 
 run = bt.ChapterRun("04_basins", profile, model)
 cond = run.cond
 # the profiles (ch.SETTINGS); a protein model always takes germline seeds
-cfg = ch.settings(profile, cond, temperature=temperature, scorer=scorer,
-                  seq_len=seq_len, n_seeds=n_seeds, steps=steps,
-                  record_every=record_every, passages=passages)
+cfg = ch.settings(
+    profile,
+    cond,
+    temperature=temperature,
+    scorer=scorer,
+    seq_len=seq_len,
+    n_seeds=n_seeds,
+    steps=steps,
+    record_every=record_every,
+    passages=passages,
+)
 embedder = None if cfg.protein else glauber.load_embedder()
 bt.settings_view(cfg)
 
@@ -162,10 +174,13 @@ else:
 if cfg.protein:
     print("protein model: no scale to refit (the family scorer has none)")
 else:
-    refit = ch.calibrate_topic_scale(cond, cfg.n_check, cfg.seq_len,
-                                     seed=seed + 1, embedder=embedder)
-    print(f"stored scale {ch.TOPIC_SCALE:.2f}; refitted on "
-          f"{5 * cfg.n_check} training snippets: {refit:.2f}")
+    refit = ch.calibrate_topic_scale(
+        cond, cfg.n_check, cfg.seq_len, seed=seed + 1, embedder=embedder
+    )
+    print(
+        f"stored scale {ch.TOPIC_SCALE:.2f}; refitted on "
+        f"{5 * cfg.n_check} training snippets: {refit:.2f}"
+    )
 
 # %% [markdown]
 # ## Does the scorer read BBC topics?
@@ -180,8 +195,9 @@ else:
 if cfg.protein:
     check, accuracy = ch.germline_check(cfg.seq_len, cfg.labels, cfg.target)
 else:
-    check = ch.bbc_check(cond, cfg.seq_len, cfg.n_check, cfg.labels,
-                         seed=seed, model=cfg.scorer)
+    check = ch.bbc_check(
+        cond, cfg.seq_len, cfg.n_check, cfg.labels, seed=seed, model=cfg.scorer
+    )
     accuracy = ch.check_accuracy(check)
 ch.accuracy_view(accuracy)
 
@@ -191,8 +207,11 @@ if not cfg.protein:  # a protein model's check is the table above
 
 # %% tags=["remove-input"]
 run.save(check.drop(columns="text", errors="ignore"), "validation")
-run.glue(ch.protein_words(check) if cfg.protein else
-         ch.scorer_check_words(check, accuracy, cfg.seq_len));
+run.glue(
+    ch.protein_words(check)
+    if cfg.protein
+    else ch.scorer_check_words(check, accuracy, cfg.seq_len)
+);
 
 # %% [markdown]
 # The scorer names the right label for {glue:text}`ch4_acc_cut` of the
@@ -267,10 +286,12 @@ run.glue(ch.protein_words(check) if cfg.protein else
 seeds = ch.chain_seeds(cond, cfg, seed=seed)
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
-trajectory = glauber.glauber(cond, x0, cfg.steps, cfg.temperature, seed=seed,
-                             record_every=cfg.pca_every)
+trajectory = glauber.glauber(
+    cond, x0, cfg.steps, cfg.temperature, seed=seed, record_every=cfg.pca_every
+)
 scores, score_steps = ch.trajectory_topic_scores(
-    cond, trajectory, cfg.labels, cfg.score_every, model=cfg.scorer)
+    cond, trajectory, cfg.labels, cfg.score_every, model=cfg.scorer
+)
 frame = ch.topic_frame(scores, score_steps, cfg.labels, seed_topic=seed_topic)
 
 # %% [markdown]
@@ -279,11 +300,16 @@ frame = ch.topic_frame(scores, score_steps, cfg.labels, seed_topic=seed_topic)
 
 # %%
 chance = ch.state_topic_scores(
-    cond, ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len,
-                           seed=seed + 11), cfg.labels, model=cfg.scorer)
+    cond,
+    ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len, seed=seed + 11),
+    cfg.labels,
+    model=cfg.scorer,
+)
 chance_target = chance[:, cfg.labels.index(cfg.target)].numpy()
-print("a basin-free text:", cond.decode(
-    ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]))
+print(
+    "a basin-free text:",
+    cond.decode(ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]),
+)
 
 # %% tags=["remove-input"]
 run.save(frame, "scores")
@@ -303,7 +329,8 @@ run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores");
 table3 = ch.recurrence_table(frame, cfg.target, cfg.baseline, cfg.seed_labels)
 table3["seed score, basin-free text"] = [
     chance[:, cfg.labels.index(label)].mean().item()
-    for label in table3["seed label"]]
+    for label in table3["seed label"]
+]
 ch.table3_view(table3, cfg.target)
 
 # %% [markdown]
@@ -315,11 +342,13 @@ ch.table3_view(table3, cfg.target)
 # on the same looks; basin-free text gives the chance share:
 
 # %%
-crossings = ch.crossing_table(frame, cfg.labels, cfg.baseline, cfg.target,
-                              cfg.seed_labels)
+crossings = ch.crossing_table(
+    frame, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
+)
 recurrence = ch.recurrence_verdict(crossings, chance_target, cfg.baseline)
-ch.recurrence_view(crossings, recurrence, cfg.chance_texts, len(cfg.labels),
-                   cfg.target)
+ch.recurrence_view(
+    crossings, recurrence, cfg.chance_texts, len(cfg.labels), cfg.target
+)
 
 # %% [markdown]
 # Table 3a, topic by topic: the rise of the mean politics score from the
@@ -337,14 +366,17 @@ ch.rises_view(rises, cfg.target)
 # model: the share of other families' germline cuts above $1/L$ for IGHV3.)
 
 # %%
-snippets = check[(check.get("length") != "whole paragraph")
-                 & (check.label != cfg.target)]
+snippets = check[
+    (check.get("length") != "whole paragraph") & (check.label != cfg.target)
+]
 q = (snippets[cfg.target] > cfg.baseline).mean()
 looks = len(score_steps) - 1
 by_chance = 1 - (1 - q) ** looks
 kind = "germline cuts" if cfg.protein else "held-out snippets"
-print(f"non-{cfg.target} {kind} above 1/L: {q:.2f}; "
-      f"1 - (1 - q)^{looks} = {by_chance:.2f}")
+print(
+    f"non-{cfg.target} {kind} above 1/L: {q:.2f}; "
+    f"1 - (1 - q)^{looks} = {by_chance:.2f}"
+)
 
 # %% [markdown]
 # Loss of the seed topic against basin-free text, topic by topic (the share
@@ -356,8 +388,9 @@ own = [cfg.labels.index(cfg.seed_labels[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
-loss = ch.seed_loss_table(seed_topic, start_score, end_score,
-                          chance[:, own].numpy())
+loss = ch.seed_loss_table(
+    seed_topic, start_score, end_score, chance[:, own].numpy()
+)
 ch.loss_view(loss)
 
 # %% tags=["remove-input"]
@@ -386,10 +419,13 @@ ch.mean_scores_figure(frame, cfg);
 # %%
 leader = shares.idxmax(axis=1)
 for topic in shares.index:
-    print(f"seeded from {topic:>13}: leading label most often "
-          f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})")
+    print(
+        f"seeded from {topic:>13}: leading label most often "
+        f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})"
+    )
 overall = ch.leading_label_shares(
-    frame[frame.step > 0].assign(chains="all chains"), cfg.labels, by="chains")
+    frame[frame.step > 0].assign(chains="all chains"), cfg.labels, by="chains"
+)
 ch.overall_view(overall, cfg.target)
 
 # %% [markdown]
@@ -433,26 +469,44 @@ run.glue(ch.trajectory_words(paths, cfg.pca_every))
 if cfg.protein:
     print(ch.NO_PREFIX)
 else:
-    base = glauber.seed_passages(cond, cfg.seq_len, cfg.prefix_chains,
-                                 seed=seed + 7, passages=cfg.passages)
-    prefix_runs = {"(none)": ""} | {p: p for p in prefixes} | {
-        f"{p} (ours)": p for p in extra_prefixes}
+    base = glauber.seed_passages(
+        cond,
+        cfg.seq_len,
+        cfg.prefix_chains,
+        seed=seed + 7,
+        passages=cfg.passages,
+    )
+    prefix_runs = (
+        {"(none)": ""}
+        | {p: p for p in prefixes}
+        | {f"{p} (ours)": p for p in extra_prefixes}
+    )
     prefix_rows, endpoints = [], []
     for name, prefix in prefix_runs.items():
         if prefix:
             start, k = ch.with_prefix(cond, prefix, base.tokens)
         else:
             start, k = base.tokens, 0
-        chains_k = glauber.glauber(cond, start, cfg.prefix_steps,
-                                   cfg.temperature, frozen=k, seed=seed,
-                                   progress=False,
-                                   record_every=max(1, cfg.prefix_steps // 10))
+        chains_k = glauber.glauber(
+            cond,
+            start,
+            cfg.prefix_steps,
+            cfg.temperature,
+            frozen=k,
+            seed=seed,
+            progress=False,
+            record_every=max(1, cfg.prefix_steps // 10),
+        )
         pscores, psteps = ch.trajectory_topic_scores(
-            cond, chains_k, cfg.labels, skip=k, model=cfg.scorer)
-        prefix_rows.append(ch.topic_frame(pscores, psteps, cfg.labels,
-                                          prefix=name))
-        endpoints += [dict(prefix=name, chain=c, endpoint=text) for c, text
-                      in enumerate(cond.decode_batch(chains_k.final))]
+            cond, chains_k, cfg.labels, skip=k, model=cfg.scorer
+        )
+        prefix_rows.append(
+            ch.topic_frame(pscores, psteps, cfg.labels, prefix=name)
+        )
+        endpoints += [
+            dict(prefix=name, chain=c, endpoint=text)
+            for c, text in enumerate(cond.decode_batch(chains_k.final))
+        ]
     prefix_frame = pd.concat(prefix_rows, ignore_index=True)
     endpoints = pd.DataFrame(endpoints)
 
@@ -498,18 +552,37 @@ else:
 
 # %%
 setup = ch.run_setup(cfg, seed_topic)  # chains: those outside the target
-rows = ch.claim_rows(crossings, recurrence, rises, loss,
-                     ch.endpoint_table(frame, cfg), setup=setup,
-                     model=run.model, target=cfg.target, baseline=cfg.baseline)
+rows = ch.claim_rows(
+    crossings,
+    recurrence,
+    rises,
+    loss,
+    ch.endpoint_table(frame, cfg),
+    setup=setup,
+    model=run.model,
+    target=cfg.target,
+    baseline=cfg.baseline,
+)
 run.claims(rows)
 
 # %% tags=["remove-input"]
-run.glue({**ch.verdict_words(crossings, recurrence, rises, loss, cfg.target),
-          **ch.summary_words(
-              table3, frame, cfg.labels, mix, q=q, looks=looks,
-              by_chance=by_chance, target=cfg.target,
-              run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
-                  f"profile {cfg.profile}")})
+run.glue(
+    {
+        **ch.verdict_words(crossings, recurrence, rises, loss, cfg.target),
+        **ch.summary_words(
+            table3,
+            frame,
+            cfg.labels,
+            mix,
+            q=q,
+            looks=looks,
+            by_chance=by_chance,
+            target=cfg.target,
+            run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
+            f"profile {cfg.profile}",
+        ),
+    }
+)
 
 # %% [markdown]
 # ## What this shows

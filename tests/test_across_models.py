@@ -18,10 +18,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import across_models  # noqa: E402
 
-
 # ---------------------------------------------------------------------------------------------------------
 # depth_trend: every outcome
 # ---------------------------------------------------------------------------------------------------------
+
 
 def test_depth_trend_reaches_every_outcome():
     assert bt.depth_trend([(1.0, 0.9, 1.1), (2.0, 1.8, 2.2), (3.0, 2.9, 3.1)]) == "rises"
@@ -38,15 +38,20 @@ def test_depth_trend_reaches_every_outcome():
 # verdict_grid
 # ---------------------------------------------------------------------------------------------------------
 
+
 def _claims(rows):
     return pd.DataFrame(rows, columns=["claim", "kind", "model", "verdict"])
 
 
 def test_verdict_grid_keeps_general_claims_in_the_papers_order_and_marks_missing_runs():
-    claims = _claims([("seed_topic_loss", "general", "b", bt.DIFFERS),
-                      ("incompatibility_detected", "general", "a", bt.REPRODUCED),
-                      ("incompatibility_detected", "general", "b", bt.INCONCLUSIVE),
-                      ("politics_peak", "model-specific", "a", bt.OTHER_SETUP)])
+    claims = _claims(
+        [
+            ("seed_topic_loss", "general", "b", bt.DIFFERS),
+            ("incompatibility_detected", "general", "a", bt.REPRODUCED),
+            ("incompatibility_detected", "general", "b", bt.INCONCLUSIVE),
+            ("politics_peak", "model-specific", "a", bt.OTHER_SETUP),
+        ]
+    )
     grid = bt.verdict_grid(claims, ["a", "b", "c"], chapters=["01_incompatibility", "04_basins"])
     paper = bt.read_paper_claims()
     general = paper[(paper.kind == "general") & paper.chapter.isin(["01_incompatibility", "04_basins"])]
@@ -61,6 +66,7 @@ def test_verdict_grid_keeps_general_claims_in_the_papers_order_and_marks_missing
 # family_table
 # ---------------------------------------------------------------------------------------------------------
 
+
 def _model_folder(root, name, layers, size):
     folder = root / name
     folder.mkdir(parents=True)
@@ -73,15 +79,21 @@ def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_pat
     metrics.mkdir()
     _model_folder(models, glauber.DEFAULT_MODEL_DIR.name, 4, 3_000_000)
     _model_folder(models, "other-l2", 2, 1_000_000)
-    rows = [(glauber.DEFAULT_MODEL_DIR.name, "heldout_masked_top1", 0.4), ("baseline-frozen-l4", "heldout_masked_top1", 0.2),
-            (glauber.DEFAULT_MODEL_DIR.name, "heldout_pseudo_perplexity", 40.0),
-            ("baseline-frozen-l4", "heldout_pseudo_perplexity", 700.0)]
+    rows = [
+        (glauber.DEFAULT_MODEL_DIR.name, "heldout_masked_top1", 0.4),
+        ("baseline-frozen-l4", "heldout_masked_top1", 0.2),
+        (glauber.DEFAULT_MODEL_DIR.name, "heldout_pseudo_perplexity", 40.0),
+        ("baseline-frozen-l4", "heldout_pseudo_perplexity", 700.0),
+    ]
     pd.DataFrame(rows, columns=["model", "metric", "value"]).assign(n_tokens=100).to_csv(
-        metrics / "metrics.csv", index=False)
-    pd.DataFrame([("other-l2", "heldout_masked_top1", 0.3, 50)],
-                 columns=["model", "metric", "value", "n_tokens"]).to_csv(metrics / "metrics_l2.csv", index=False)
+        metrics / "metrics.csv", index=False
+    )
+    pd.DataFrame(
+        [("other-l2", "heldout_masked_top1", 0.3, 50)], columns=["model", "metric", "value", "n_tokens"]
+    ).to_csv(metrics / "metrics_l2.csv", index=False)
     pd.DataFrame({"step": [50, 3600, 3600], "split": ["train", "train", "heldout"]}).to_csv(
-        metrics / "train_log.csv", index=False)
+        metrics / "train_log.csv", index=False
+    )
     pd.DataFrame({"step": [50, 1500]}).to_csv(metrics / "train_log_l2.csv", index=False)
     table = bt.family_table(models, metrics).set_index("model")
     assert table.index.tolist() == ["other-l2", glauber.DEFAULT_MODEL_DIR.name]  # shallowest first
@@ -97,18 +109,29 @@ def test_family_table_joins_each_model_with_its_metrics_baseline_and_log(tmp_pat
 # tools/across_models.py: collecting a sweep, and across_run reading it back
 # ---------------------------------------------------------------------------------------------------------
 
+
 def _fake_sweeps(root, models, status="done"):
     for chapter, tables in across_models.KEPT.items():
         folder = across_models.sweep_folder(root, chapter)
         (folder / "merged").mkdir(parents=True)
-        pd.DataFrame({"cell": [f"model={m}" for m in models], "model": models, "status": status,
-                      "seconds": 60.0, "error": ""}).to_csv(folder / "index.csv", index=False)
+        pd.DataFrame(
+            {"cell": [f"model={m}" for m in models], "model": models, "status": status, "seconds": 60.0, "error": ""}
+        ).to_csv(folder / "index.csv", index=False)
         for table in tables:
-            frame = pd.DataFrame({"cell": [f"model={m}" for m in models], "model_param": models, "model": models,
-                                  "value": range(len(models))})
+            frame = pd.DataFrame(
+                {
+                    "cell": [f"model={m}" for m in models],
+                    "model_param": models,
+                    "model": models,
+                    "value": range(len(models)),
+                }
+            )
             if table == "claims":
-                frame = frame.assign(code=bt.code_version(chapter), commit="abc1234",
-                                     run_date=[f"2026-11-30 1{i}:00 UTC" for i in range(len(models))])
+                frame = frame.assign(
+                    code=bt.code_version(chapter),
+                    commit="abc1234",
+                    run_date=[f"2026-11-30 1{i}:00 UTC" for i in range(len(models))],
+                )
             frame.to_csv(folder / "merged" / f"{table}.csv", index=False)
         (folder / "merged" / "unused.csv").write_text("a\n1\n")
 
@@ -188,6 +211,7 @@ def test_the_sweep_command_runs_every_model_at_the_profile():
 # What is committed: every bundled model in every chapter, and the README's family table
 # ---------------------------------------------------------------------------------------------------------
 
+
 def test_committed_results_cover_every_bundled_model_in_every_chapter():
     run = pd.read_csv(bt.ACROSS_MODELS / "run.csv", dtype=str)
     assert set(run.status) == {"done"} and set(run.profile) == {"quick"}
@@ -219,21 +243,38 @@ def test_the_page_is_in_the_book_and_always_reexecuted():
 
 
 def test_table_builders_on_constructed_sweep_tables():
-    table1 = pd.DataFrame({
-        "role": ["masked LM under test", "compatible (control)", "masked LM under test", "compatible (control)"],
-        "rectangles": 300, "mean_abs_delta": [0.5, 0.0, 0.25, 0.0], "ci_low": [0.4, 0.0, 0.2, 0.0],
-        "ci_high": [0.6, 0.0, 0.3, 0.0], "share_above": [1.0, 0.0, 0.9, 0.0], "max_abs_delta": [4.0, 0.0, 2.0, 0.0],
-        "model": ["b", "causal", "a", "causal"], "model_param": ["b", "b", "a", "a"]})
+    table1 = pd.DataFrame(
+        {
+            "role": ["masked LM under test", "compatible (control)", "masked LM under test", "compatible (control)"],
+            "rectangles": 300,
+            "mean_abs_delta": [0.5, 0.0, 0.25, 0.0],
+            "ci_low": [0.4, 0.0, 0.2, 0.0],
+            "ci_high": [0.6, 0.0, 0.3, 0.0],
+            "share_above": [1.0, 0.0, 0.9, 0.0],
+            "max_abs_delta": [4.0, 0.0, 2.0, 0.0],
+            "model": ["b", "causal", "a", "causal"],
+            "model_param": ["b", "b", "a", "a"],
+        }
+    )
     claims = _claims([("incompatibility_detected", "general", "a", bt.REPRODUCED)])
     shaped = bt.table1_across(table1, claims, ["a", "b"])
     assert shaped.index.tolist() == ["a", "b", "causal"]
     assert shaped.loc["a", "mean |δ| [95% CI]"] == "0.25 [0.20, 0.30]" and shaped.loc["a", "verdict"] == bt.REPRODUCED
     assert shaped.loc["b", "verdict"] == bt.NOT_RUN and shaped.loc["causal", "role"] == "compatible (control)"
 
-    table3 = pd.DataFrame({"seed topic": ["politics", "tech", "politics", "tech"], "politics at end": [0.5, 0.1, 0.4, 0.2],
-                           "model": ["a", "a", "b", "b"]})
-    claims = _claims([("endpoint_topics_crossing", "model-specific", "b", bt.OTHER_SETUP),
-                      ("politics_recurrence", "general", "b", bt.INCONCLUSIVE)]).assign(ours=[1.0, 0.5])
+    table3 = pd.DataFrame(
+        {
+            "seed topic": ["politics", "tech", "politics", "tech"],
+            "politics at end": [0.5, 0.1, 0.4, 0.2],
+            "model": ["a", "a", "b", "b"],
+        }
+    )
+    claims = _claims(
+        [
+            ("endpoint_topics_crossing", "model-specific", "b", bt.OTHER_SETUP),
+            ("politics_recurrence", "general", "b", bt.INCONCLUSIVE),
+        ]
+    ).assign(ours=[1.0, 0.5])
     five = bt.table5_across(table3, claims, ["b", "a"], baseline=1 / 9)
     assert five.columns.tolist() == ["b", "a"]
     assert five.index.tolist() == ["politics (seed)", "tech", "topics crossing", "recurrence verdict (chapter 4)"]
@@ -241,24 +282,38 @@ def test_table_builders_on_constructed_sweep_tables():
     assert five.loc["topics crossing"].tolist() == ["1 of 1", "—"]
     assert five.loc["recurrence verdict (chapter 4)"].tolist() == [bt.INCONCLUSIVE, bt.NOT_RUN]
 
-    alpha = pd.DataFrame({"temperature": [0.5, 0.989, 2.0, 0.5, 1.2], "alpha_mean": [4, 3, 1, 5, 2], "model": list("aaabb")})
+    alpha = pd.DataFrame(
+        {"temperature": [0.5, 0.989, 2.0, 0.5, 1.2], "alpha_mean": [4, 3, 1, 5, 2], "model": list("aaabb")}
+    )
     near = bt.alpha_near(alpha)
     assert near.loc["a", "temperature"] == 0.989 and near.loc["b", "alpha_mean"] == 2
 
 
 def test_depth_words_apply_the_trend_rule_to_each_quantity_and_name_changing_verdicts():
     family = pd.DataFrame({"layers": [2, 4], "top1": [0.3, 0.4], "tokens": [10_000, 10_000]}, index=["a", "b"])
-    table1 = pd.DataFrame({"role": "masked LM under test", "model": ["a", "b"], "mean_abs_delta": [0.5, 0.45],
-                           "ci_low": [0.4, 0.35], "ci_high": [0.6, 0.55]})
-    alpha = pd.DataFrame({"temperature": [0.989, 0.989], "alpha_mean": [4.0, 2.0], "low": [3.8, 1.9],
-                          "high": [4.2, 2.1]}, index=["a", "b"])
-    grid = pd.DataFrame({"a": [bt.REPRODUCED, bt.REPRODUCED], "b": [bt.REPRODUCED, bt.DIFFERS]},
-                        index=["incompatibility_detected", "seed_topic_loss"])
+    table1 = pd.DataFrame(
+        {
+            "role": "masked LM under test",
+            "model": ["a", "b"],
+            "mean_abs_delta": [0.5, 0.45],
+            "ci_low": [0.4, 0.35],
+            "ci_high": [0.6, 0.55],
+        }
+    )
+    alpha = pd.DataFrame(
+        {"temperature": [0.989, 0.989], "alpha_mean": [4.0, 2.0], "low": [3.8, 1.9], "high": [4.2, 2.1]},
+        index=["a", "b"],
+    )
+    grid = pd.DataFrame(
+        {"a": [bt.REPRODUCED, bt.REPRODUCED], "b": [bt.REPRODUCED, bt.DIFFERS]},
+        index=["incompatibility_detected", "seed_topic_loss"],
+    )
     words = bt.depth_words(family, table1, alpha, grid)
     assert words.startswith("From 2 to 4 layers: held-out top-1 **rises** (0.3, 0.4)")
     assert "mean |δ| **does not change clearly** (0.5, 0.45)" in words
     assert "α(τ ≈ 0.989) **falls** (4, 2)" in words
-    assert words.endswith("1 of 2 general claims get the same verdict at every depth; seed_topic_loss "
-                          "change(s) with the model.")
+    assert words.endswith(
+        "1 of 2 general claims get the same verdict at every depth; seed_topic_loss change(s) with the model."
+    )
     same = bt.depth_words(family, table1, alpha, grid.assign(b=bt.REPRODUCED))
     assert same.endswith("every general claim gets the same verdict at every depth (2 claims).")

@@ -10,8 +10,9 @@ import torch
 import glauber_core as glauber
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
-    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
-                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("antiberty"), reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"
+    ),
 ]
 
 
@@ -115,8 +116,11 @@ def test_exact_window_chain_over_the_full_vocabulary(antiberty):
 
 def test_missing_packages_give_one_sentence(monkeypatch):
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *rest: None if name in ("antiberty", "anarci") else find_spec(name, *rest))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name in ("antiberty", "anarci") else find_spec(name, *rest),
+    )
     with pytest.raises(ValueError, match=r"`pip install antiberty==0\.1\.3`") as error:
         glauber.load_mlm("antiberty")
     assert str(error.value).count(". ") == 0

@@ -13,10 +13,12 @@ import verdicts as vd
 from chapters import basins as ch
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
-    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
-                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
-    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
-                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("antiberty"), reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"
+    ),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("anarci"), reason="germline seeds need the PyPI package anarci (requirements.txt)"
+    ),
 ]
 
 
@@ -74,8 +76,9 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     start = scores[:, 0].argmax(1).tolist()
     assert [labels[k] for k in start] == seed_topic  # each chain starts at a germline of its family
     frame = ch.topic_frame(scores, steps, labels, seed_topic=seed_topic)
-    chance = ch.state_topic_scores(antiberty, ch.chance_tokens(antiberty, 40, n, seed=1), labels,
-                                   model=ch.FAMILY_SCORER)
+    chance = ch.state_topic_scores(
+        antiberty, ch.chance_tokens(antiberty, 40, n, seed=1), labels, model=ch.FAMILY_SCORER
+    )
     chance_target = chance[:, labels.index(target)].numpy()
     crossings = ch.crossing_table(frame, labels, baseline, target, seed_labels)
     assert len(crossings) == 8 and target not in set(crossings.seed_topic)
@@ -84,18 +87,20 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     assert list(rises.index) == [f for f in ch.FAMILY_SEEDS if f != target]
     own = [labels.index(t) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_table(seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(),
-                              chance[:, own].numpy())
+    loss = ch.seed_loss_table(
+        seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy()
+    )
     assert list(loss.index) == list(ch.FAMILY_SEEDS) and (loss.chains == 2).all()
     table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
     assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
-    rows = ch.claim_rows(crossings, recurrence, rises, loss, setup={"n": n, "labels": len(labels)},
-                         model="antiberty", target=target)
+    rows = ch.claim_rows(
+        crossings, recurrence, rises, loss, setup={"n": n, "labels": len(labels)}, model="antiberty", target=target
+    )
     assert [r["claim"] for r in rows] == ["politics_recurrence", "politics_rises_every_topic", "seed_topic_loss"]
-    assert all(r["verdict"] in vd.VERDICTS and ("IGHV3" in r["quantity"] or "seed family" in r["quantity"])
-               for r in rows)
+    assert all(
+        r["verdict"] in vd.VERDICTS and ("IGHV3" in r["quantity"] or "seed family" in r["quantity"]) for r in rows
+    )
     assert all("politics" not in r["ours_text"] for r in rows)
     assert "softmax over 22 families" in rows[0]["quantity"]
-    summary = ch.summary_words(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test",
-                               target=target)
+    summary = ch.summary_words(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test", target=target)
     assert summary["prefix_gains"] == "no prefix run"

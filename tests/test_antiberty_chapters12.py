@@ -13,8 +13,9 @@ from chapters import bounds as ch2
 from chapters import incompatibility as ch1
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
-    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
-                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("antiberty"), reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"
+    ),
 ]
 
 
@@ -28,7 +29,7 @@ def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antib
     rects = ch1.sample_rectangles(antiberty, seeds.tokens, 6, top_k=50, seed=0)
     frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
     assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
-    assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A != frame.A_new).all()
+    assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A_new != frame.A).all()
     texts = ch1.rectangle_texts(antiberty, rects, [0])[0]
     assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
     floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
@@ -41,8 +42,18 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     assert contexts.family.nunique() == 2 and set(contexts.chain) <= {"heavy", "kappa", "lambda"}
     assert ch2.full_vocabulary(antiberty)
     table, laws = ch2.full_window_table(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
-    assert list(table.columns[:10]) == ["model", "germline", "family", "k", "temperature", "states", "t_mix",
-                                        "alpha", "bound", "pl_gap"]
+    assert list(table.columns[:10]) == [
+        "model",
+        "germline",
+        "family",
+        "k",
+        "temperature",
+        "states",
+        "t_mix",
+        "alpha",
+        "bound",
+        "pl_gap",
+    ]
     assert (table.states == 400).all() and (table.forwards == 40).all()
     assert (table.row_error <= 1e-12).all() and (table.stationarity <= 1e-12).all()
     assert np.isfinite(table.t_mix).all()

@@ -11,10 +11,12 @@ import glauber_core as glauber
 from chapters import phase as ch
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
-    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
-                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
-    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
-                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("antiberty"), reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"
+    ),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("anarci"), reason="germline seeds need the PyPI package anarci (requirements.txt)"
+    ),
 ]
 
 CONTEXT = 12
@@ -41,16 +43,16 @@ def test_window_conditionals_are_the_models_own(antiberty, contexts):
 
 
 def test_two_free_sites_couple_within_the_budget(antiberty, contexts):
-    grid = ch.window_coupling_grid(antiberty, contexts[:1], 2, [2.0], pairs=2, max_steps=60, seed=0,
-                                   progress=False)
+    grid = ch.window_coupling_grid(antiberty, contexts[:1], 2, [2.0], pairs=2, max_steps=60, seed=0, progress=False)
     assert len(grid) == 2 and (grid.n == 2).all() and (grid.context_length == CONTEXT).all()
     assert grid.coupled.all() and (grid.time >= 0).all() and (grid.time <= 60).all()
 
 
 def test_hamming_distance_to_the_start(antiberty, contexts):
     frozen = ch.window_mask(CONTEXT, 2)
-    run, rows = ch.multi_temperature_glauber(antiberty, contexts[:1], [1.0, 4.0], 6, seed=0, progress=False,
-                                             frozen=frozen)
+    run, rows = ch.multi_temperature_glauber(
+        antiberty, contexts[:1], [1.0, 4.0], 6, seed=0, progress=False, frozen=frozen
+    )
     assert torch.equal(run.tokens[:, :, frozen], run.tokens[:, :1, frozen].expand(-1, run.tokens.shape[1], -1))
     distance = ch.hamming_distances(run, frozen)
     assert distance.shape == (2, 7) and (distance[:, 0] == 0).all()

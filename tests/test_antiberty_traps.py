@@ -13,10 +13,12 @@ import glauber_core as glauber
 from chapters import traps as ch
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
-    pytest.mark.skipif(not importlib.util.find_spec("antiberty"),
-                       reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"),
-    pytest.mark.skipif(not importlib.util.find_spec("anarci"),
-                       reason="germline seeds need the PyPI package anarci (requirements.txt)"),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("antiberty"), reason="needs the PyPI package antiberty==0.1.3 (requirements.txt)"
+    ),
+    pytest.mark.skipif(
+        not importlib.util.find_spec("anarci"), reason="germline seeds need the PyPI package anarci (requirements.txt)"
+    ),
 ]
 
 N = 8
@@ -77,8 +79,9 @@ def test_the_hamming_embedding_reads_as_a_cosine_distance(antiberty):
     torch.testing.assert_close(ch.start_distances(antiberty, None, run), hamming)
     torch.testing.assert_close(ch.distance_at(vectors, run.steps, 16), hamming[:, -1], atol=1e-6, rtol=0)
     distances = ch.window_distances(vectors, run.steps, 8)
-    torch.testing.assert_close(distances[:, :, 2], (run.tokens[:, :-2] != run.tokens[:, 2:]).float().mean(-1),
-                               atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        distances[:, :, 2], (run.tokens[:, :-2] != run.tokens[:, 2:]).float().mean(-1), atol=1e-6, rtol=0
+    )
 
 
 def test_a_cold_chain_on_germlines_is_flagged_and_catalogued(antiberty):

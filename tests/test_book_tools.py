@@ -12,8 +12,9 @@ R, D, I, O = bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE, bt.OTHER_SETUP
 
 
 def test_model_specific_claim_on_another_model_is_other_setup_with_each_difference_named():
-    verdict, reason, setup = bt.judge_on_paper_setup("politics_peak", "minilm-l4-bbc-mlm",
-                                                      {"chains": 16, "steps": 10000}, 0.5, 0.9)
+    verdict, reason, setup = bt.judge_on_paper_setup(
+        "politics_peak", "minilm-l4-bbc-mlm", {"chains": 16, "steps": 10000}, 0.5, 0.9
+    )
     assert verdict == O
     assert "minilm-l4-bbc-mlm" in setup and "chains 16 (paper: 50)" in setup and "steps" not in setup
 
@@ -103,7 +104,8 @@ def test_chapter_run_saves_stamps_and_glues_with_one_prefix(tmp_path, monkeypatc
     run.save(pd.DataFrame({"a": [1]}), "t")
     run.save(pd.DataFrame({"a": [1], "model": ["Ising"]}), "u")
     assert pd.read_csv(tmp_path / "05_traps" / "t.csv").to_dict("records") == [
-        {"a": 1, "model": run.model, "profile": "smoke"}]
+        {"a": 1, "model": run.model, "profile": "smoke"}
+    ]
     assert pd.read_csv(tmp_path / "05_traps" / "u.csv").model.tolist() == ["Ising"]
     run.glue({"steps": "12"})
     row = bt.claim_row("trap_split", "q", 0.5, "0.50", bt.INCONCLUSIVE, "too few")
@@ -176,8 +178,10 @@ def test_checks_are_written_and_read_outside_the_claims(tmp_path, monkeypatch):
 
 def test_claim_rows_carry_the_interval_and_null_for_the_forest_plot(tmp_path, monkeypatch):
     monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
-    rows = [bt.claim_row("nlogn_fit", "q", 1.0, "1.0 [0.5, 1.5]", R, "why", low=0.5, high=1.5, null=0.0),
-            bt.claim_row("distance_saturates", "q", math.nan, "no estimate", I, "why")]
+    rows = [
+        bt.claim_row("nlogn_fit", "q", 1.0, "1.0 [0.5, 1.5]", R, "why", low=0.5, high=1.5, null=0.0),
+        bt.claim_row("distance_saturates", "q", math.nan, "no estimate", I, "why"),
+    ]
     bt.write_claims(rows, "03_phase_diagram", "tiny", "smoke")
     ours = bt.read_claims(tmp_path)
     assert ours.low.tolist()[0] == 0.5 and math.isnan(ours.low.tolist()[1])
@@ -200,11 +204,15 @@ def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
         model = bt.paper_claim(claim)["paper_models"].split(";")[0].strip()
         return bt.judge_on_paper_setup(claim, model, bt.paper_protocol(claim), low, high)[0]
 
-    poisson = chi2.ppf(0.025, 34) / 2, chi2.ppf(0.975, 36) / 2     # 17 traps
+    poisson = chi2.ppf(0.025, 34) / 2, chi2.ppf(0.975, 36) / 2  # 17 traps
     assert judged("trap_count", *poisson) == R
-    assert judged("trap_count", 0.0, 3.7) == D                     # 1 trap
-    for claim, (k, m) in {"perfect_trap_share": (4, 17), "delta_star_below_lnv": (17, 17),
-                          "politics_recurrence_count": (46, 50), "basin_drift_positive": (200, 200)}.items():
+    assert judged("trap_count", 0.0, 3.7) == D  # 1 trap
+    for claim, (k, m) in {
+        "perfect_trap_share": (4, 17),
+        "delta_star_below_lnv": (17, 17),
+        "politics_recurrence_count": (46, 50),
+        "basin_drift_positive": (200, 200),
+    }.items():
         low, high = (float(v[0]) for v in vd.share_intervals([k], [m]))
         assert judged(claim, low, high) == R, claim
         low, high = (float(v[0]) for v in vd.share_intervals([0], [100]))

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import bounds as ch
 
 
@@ -104,8 +104,10 @@ def test_score_gaps_by_hand():
     gaps = glauber.score_gaps(cond, states, max_rows=4)
     expected = torch.zeros(2, 3, dtype=torch.float64)
     for b, i in itertools.product(range(2), range(3)):
-        s = [float(field[i, a]) + sum(float(coupling[i, j]) * (int(states[b, j]) == a) for j in range(3) if j != i)
-             for a in range(3)]
+        s = [
+            float(field[i, a]) + sum(float(coupling[i, j]) * (int(states[b, j]) == a) for j in range(3) if j != i)
+            for a in range(3)
+        ]
         own = int(states[b, i])
         expected[b, i] = s[own] - max(s[a] for a in range(3) if a != own)
     torch.testing.assert_close(gaps, expected)
@@ -131,8 +133,12 @@ def test_bad_input_raises_one_value_error():
 
 
 def test_tiny_bert_shapes_and_direct_tv(tiny_bert):
-    tokens = torch.stack([tiny_bert.encode("the market rose again today after the talks")[:7],
-                          tiny_bert.encode("the film won an award for the best music")[:7]])
+    tokens = torch.stack(
+        [
+            tiny_bert.encode("the market rose again today after the talks")[:7],
+            tiny_bert.encode("the film won an award for the best music")[:7],
+        ]
+    )
     contexts, n = tokens.shape
     candidates = glauber.influence_candidates(tiny_bert, tokens, 2)
     assert candidates.shape == (contexts, n, 3)
@@ -182,8 +188,9 @@ def brute_mixing_time(kernel, stationary, eps):
     raise AssertionError("did not mix")
 
 
-@pytest.mark.parametrize("symmetric,tau,eps", [(True, 1.0, 0.25), (False, 0.5, 0.25), (False, 2.0, 0.1),
-                                               (True, 0.3, 0.05)])
+@pytest.mark.parametrize(
+    "symmetric,tau,eps", [(True, 1.0, 0.25), (False, 0.5, 0.25), (False, 2.0, 0.1), (True, 0.3, 0.05)]
+)
 def test_exact_mixing_time_against_direct_powers(symmetric, tau, eps):
     cond = potts(3, 3, seed=6, symmetric=symmetric, scale=2.0)
     kernel = glauber.glauber_kernel(cond, 3, tau)
@@ -322,12 +329,15 @@ def test_alpha_table_mean_max_and_bootstrap_over_contexts():
         ch.alpha_table(influence, [1.0, 2.0])
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([2.0, 1.5, 0.9, 0.5], 3.0),           # crosses between the 2nd and 3rd grid points
-    ([2.0, 0.9, 1.1, 0.5], 4.0),           # dips below 1 and back: the crossing is where it stays below
-    ([0.5, 0.4, 0.3, 0.2], 1.0),           # below 1 on the whole grid
-    ([3.0, 2.0, 1.5, 1.2], math.inf),      # never below 1 on the grid
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([2.0, 1.5, 0.9, 0.5], 3.0),  # crosses between the 2nd and 3rd grid points
+        ([2.0, 0.9, 1.1, 0.5], 4.0),  # dips below 1 and back: the crossing is where it stays below
+        ([0.5, 0.4, 0.3, 0.2], 1.0),  # below 1 on the whole grid
+        ([3.0, 2.0, 1.5, 1.2], math.inf),  # never below 1 on the grid
+    ],
+)
 def test_crossing_temperature(values, expected):
     table = pd.DataFrame({"temperature": [1.0, 2.0, 3.0, 4.0], "alpha_mean": values})
     assert ch.crossing_temperature(table) == expected
@@ -338,8 +348,15 @@ ALPHA_SETUP = dict(seed_tokens=14, contexts=20, candidates=16, passages="bbc")  
 
 
 def test_alpha_rows_are_judged_on_the_paper_setup_and_other_setup_elsewhere():
-    table = pd.DataFrame({"temperature": [10.0, 11.0], "alpha_mean": [1.2, 0.9], "alpha_max": [1.5, 1.1],
-                          "low": [1.1, 0.8], "high": [1.3, 1.0]})
+    table = pd.DataFrame(
+        {
+            "temperature": [10.0, 11.0],
+            "alpha_mean": [1.2, 0.9],
+            "alpha_max": [1.5, 1.1],
+            "low": [1.1, 0.8],
+            "high": [1.3, 1.0],
+        }
+    )
     rows = ch._alpha_rows(table, "bundled", ALPHA_SETUP)
     assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11"]
     assert [r["ours"] for r in rows] == [1.2, 0.9] and rows[0]["ours_text"] != rows[1]["ours_text"]
@@ -373,8 +390,16 @@ def test_mixing_profile_is_exact_and_the_bound_holds_where_alpha_is_below_one():
 
 def test_theorem5_row_reaches_every_outcome():
     def profile(alpha, t_mix):
-        return pd.DataFrame({"temperature": [0.5, 1.0, 2.0, 4.0, 8.0], "alpha": alpha, "t_mix": t_mix,
-                             "t_independent": 10, "chain": "c"})
+        return pd.DataFrame(
+            {
+                "temperature": [0.5, 1.0, 2.0, 4.0, 8.0],
+                "alpha": alpha,
+                "t_mix": t_mix,
+                "t_independent": 10,
+                "chain": "c",
+            }
+        )
+
     fast = [10] * 5
     assert ch._theorem5_row(profile([3, 2, 1.5, 0.9, 0.5], fast))["verdict"] == bt.REPRODUCED
     assert ch._theorem5_row(profile([0.5] * 5, fast))["verdict"] == bt.DIFFERS
@@ -398,21 +423,25 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
         ch.pseudo_likelihood_from_joint(torch.ones(5), 3, 4)
 
 
-@pytest.mark.parametrize("gaps, verdict", [
-    ([0.02, 0.03, 0.05, 0.01, 0.04, 0.03], bt.REPRODUCED),
-    ([1e-13, 2e-14, 0.0, 5e-13], bt.DIFFERS),          # every window at the rounding floor
-    ([0.0, 0.0, 0.0, 0.2], bt.INCONCLUSIVE),           # the exact windows disagree
-    ([0.02], bt.REPRODUCED),                            # one exact window above the floor shows it
-    ([], bt.INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "gaps, verdict",
+    [
+        ([0.02, 0.03, 0.05, 0.01, 0.04, 0.03], bt.REPRODUCED),
+        ([1e-13, 2e-14, 0.0, 5e-13], bt.DIFFERS),  # every window at the rounding floor
+        ([0.0, 0.0, 0.0, 0.2], bt.INCONCLUSIVE),  # the exact windows disagree
+        ([0.02], bt.REPRODUCED),  # one exact window above the floor shows it
+        ([], bt.INCONCLUSIVE),
+    ],
+)
 def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
     row = ch._pseudo_likelihood_row(gaps)
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
 
 
-DRIFT_SETUP = dict(N=100, inside=0.9, states=200, tau="1 and 2", filler="first tokens of held-out BBC paragraphs",
-                   passages="bbc")
+DRIFT_SETUP = dict(
+    N=100, inside=0.9, states=200, tau="1 and 2", filler="first tokens of held-out BBC paragraphs", passages="bbc"
+)
 
 
 def test_drift_row_is_a_share_judged_on_the_paper_setup_only():
@@ -446,7 +475,8 @@ def test_lemma6_table_and_sentences():
     assert (table.violations == 0).all() and (table.median_ratio <= 1).all() and (table.pairs == 24).all()
     corollary7 = ch.corollary7_table(oscillation)
     assert corollary7.corollary7_temperature.tolist() == pytest.approx(
-        [glauber.alpha_from_influence(reduce).item() / 4 for reduce in (oscillation.mean(0), oscillation.amax(0))])
+        [glauber.alpha_from_influence(reduce).item() / 4 for reduce in (oscillation.mean(0), oscillation.amax(0))]
+    )
     assert "not comparable" in ch.corollary7_texts(corollary7, math.inf)["tau7_factor"]
     assert ch.corollary7_texts(corollary7, 2.0)["tau7"] == f"{corollary7.corollary7_temperature[0]:.1f}"
     assert ch.theorem_phrase(False).startswith("FAILS")
@@ -483,8 +513,14 @@ def test_influence_frame_lists_every_off_diagonal_estimate_in_order():
     influence = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     frame = ch.influence_frame(influence, [0.5, 2.0])
     assert list(frame.columns) == ["temperature", "context", "i", "j", "c_ij"] and len(frame) == 2 * 3 * 4 * 3
-    expected = [(tau, c, i, j, influence[t, c, i, j].item()) for t, tau in enumerate([0.5, 2.0])
-                for c in range(3) for i in range(4) for j in range(4) if i != j]
+    expected = [
+        (tau, c, i, j, influence[t, c, i, j].item())
+        for t, tau in enumerate([0.5, 2.0])
+        for c in range(3)
+        for i in range(4)
+        for j in range(4)
+        if i != j
+    ]
     assert list(frame.itertuples(index=False, name=None)) == expected
 
 
@@ -503,8 +539,13 @@ def small_chapter(violations: bool = False):
     theorem8 = ch.theorem8_table(ising, 6, (glauber.all_states(2, 6) == 0).sum(1) >= 4, [1.0, 2.0])
     raw = torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     asymmetry = ch.asymmetry_table(raw, 0.5 * torch.ones(3, 2, dtype=torch.float64), [0.0, 1.0], q=2)
-    return SimpleNamespace(lemma6=ch.lemma6_table(influence, oscillation, temperatures), alpha=alpha,
-                           profiles=profiles, theorem8=theorem8, asymmetry=asymmetry)
+    return SimpleNamespace(
+        lemma6=ch.lemma6_table(influence, oscillation, temperatures),
+        alpha=alpha,
+        profiles=profiles,
+        theorem8=theorem8,
+        asymmetry=asymmetry,
+    )
 
 
 def test_claim_rows_are_the_chapters_claims_in_order():
@@ -512,8 +553,13 @@ def test_claim_rows_are_the_chapters_claims_in_order():
     cfg = ch.settings("smoke")
     drift = torch.tensor([[0.1, -0.2], [0.2, 0.1]])
     rows = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, drift, [0.02, 0.03])
-    assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11", "basin_drift_positive",
-                                          "theorem5_bound_loose", "mu_vs_pseudolikelihood_tv"]
+    assert [r["claim"] for r in rows] == [
+        "alpha_tau10",
+        "alpha_tau11",
+        "basin_drift_positive",
+        "theorem5_bound_loose",
+        "mu_vs_pseudolikelihood_tv",
+    ]
     assert rows[3] == ch._theorem5_row(run.profiles) and rows[4] == ch._pseudo_likelihood_row([0.02, 0.03])
     assert "contexts 2" in rows[0]["setup"] and "tau 1 and 2" in rows[2]["setup"]
     assert rows[2]["ours"] == pytest.approx(0.5)
@@ -562,17 +608,33 @@ def test_reading_tables_and_figures_draw_without_missing_values():
 
     run = small_chapter()
     thresholds = ch.threshold_table(run.profiles).assign(role="judged")
-    margins = pd.DataFrame({"state": ["seed 0"], "text": ["a b"], "delta_star": [-1.0], "positive_sites": [1],
-                            "bound_tau_1": [math.nan], "bound_tau_0.25": [math.nan]})
-    for view in (ch.lemma6_view(run.lemma6), ch.thresholds_view(thresholds), ch.theorem8_view(run.theorem8),
-                 ch.margins_view(margins)):
+    margins = pd.DataFrame(
+        {
+            "state": ["seed 0"],
+            "text": ["a b"],
+            "delta_star": [-1.0],
+            "positive_sites": [1],
+            "bound_tau_1": [math.nan],
+            "bound_tau_0.25": [math.nan],
+        }
+    )
+    for view in (
+        ch.lemma6_view(run.lemma6),
+        ch.thresholds_view(thresholds),
+        ch.theorem8_view(run.theorem8),
+        ch.margins_view(margins),
+    ):
         assert "nan" not in view.to_html().lower()
     alpha = ch.theorem5_bounds(run.alpha, 3)
     assert alpha.bound_mean.tolist() == [glauber.mixing_time_bound(a, 3) for a in alpha.alpha_mean]
     influence = torch.rand(3, 2, 3, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    figures = [ch.alpha_figure(alpha, ch.crossing_temperature(alpha), "bundled", 3),
-               ch.influence_figure(influence, [1.0, 10.0, 11.0]), ch.bound_figure(alpha, 3),
-               ch.potts_mixing_figure(run.profiles), ch.asymmetry_figure(run.asymmetry)]
+    figures = [
+        ch.alpha_figure(alpha, ch.crossing_temperature(alpha), "bundled", 3),
+        ch.influence_figure(influence, [1.0, 10.0, 11.0]),
+        ch.bound_figure(alpha, 3),
+        ch.potts_mixing_figure(run.profiles),
+        ch.asymmetry_figure(run.asymmetry),
+    ]
     assert all(isinstance(fig, matplotlib.figure.Figure) for fig in figures)
     plt.close("all")
 
@@ -584,8 +646,12 @@ def test_full_vocabulary_windows_at_one_temperature_their_texts_table_and_figure
     import matplotlib.pyplot as plt
 
     cond = potts(4, 3, seed=7, symmetric=False, scale=1.0)
-    contexts = pd.DataFrame([dict(label=f"w{k}", family="f", chain="", text="", tokens=torch.tensor(tokens))
-                             for k, tokens in enumerate([[0, 1, 2, 0], [2, 2, 1, 0]])])
+    contexts = pd.DataFrame(
+        [
+            dict(label=f"w{k}", family="f", chain="", text="", tokens=torch.tensor(tokens))
+            for k, tokens in enumerate([[0, 1, 2, 0], [2, 2, 1, 0]])
+        ]
+    )
     table, laws = ch.full_window_table(cond, contexts, 2, [1.0, 2.0], 1, "potts")
     assert "tau" not in table.columns and (table.states == 9).all()
     windows, window_laws = ch.windows_at(table, laws, 1.0)

@@ -23,8 +23,7 @@ needs_weights = pytest.mark.skipif(
 # learned English news passes; a random or untrained head does not.
 FILL_MASK_CHECKS = [
     ("the prime [MASK] said the plans would go ahead.", {"minister"}),
-    ("prime minister tony [MASK] said on monday that the election would be fought on the economy.",
-     {"blair"}),
+    ("prime minister tony [MASK] said on monday that the election would be fought on the economy.", {"blair"}),
     ("he scored two [MASK] in the second half.", {"goals", "tries"}),
     ("the company said its profits [MASK] by 10% last year.", {"rose", "fell", "increased"}),
     ("the [MASK] of england raised interest rates to 4.75%.", {"bank"}),
@@ -40,7 +39,7 @@ def load_train_module():
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_bundled(name):
     """A bundled model (float32, eval mode) and its tokenizer, loaded once per run (the tests only read them)."""
     from transformers import AutoTokenizer, BertForMaskedLM
@@ -49,7 +48,7 @@ def load_bundled(name):
     return model, AutoTokenizer.from_pretrained(MODELS_DIR / name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_offline(name):
     """glauber.load_mlm(name) by its bundled name with the hub offline, once per run."""
     with pytest.MonkeyPatch.context() as patch:
@@ -70,7 +69,7 @@ def test_folder_has_fp16_weights_card_and_tokenizer(name):
     weights = folder / "model.safetensors"
     assert weights.stat().st_size <= 45 * 2**20
     with safe_open(weights, framework="pt") as f:
-        dtypes = {f.get_slice(key).get_dtype() for key in f.keys()}
+        dtypes = {f.get_slice(key).get_dtype() for key in f.keys()}  # noqa: SIM118 (safetensors' handle is not a dict)
     assert dtypes == {"F16"}
     config = json.loads((folder / "config.json").read_text())
     assert f"minilm-l{config['num_hidden_layers']}-bbc-mlm" == name and config["vocab_size"] == 30522
@@ -142,13 +141,15 @@ def test_masking_never_proposes_special_or_unused_tokens():
     ids, attention = train.collate(chunks, tokenizer)
     content = train.content_mask(ids, tokenizer)
     assert int(content.sum()) == sum(len(c) for c in chunks)
-    corrupted, chosen = train.mask_tokens(ids, content, tokenizer.mask_token_id, len(tokenizer),
-                                          torch.Generator().manual_seed(1), prob=0.5)
+    corrupted, chosen = train.mask_tokens(
+        ids, content, tokenizer.mask_token_id, len(tokenizer), torch.Generator().manual_seed(1), prob=0.5
+    )
     changed = corrupted != ids
     assert not (changed & ~chosen).any() and not (chosen & ~content).any()
     replaced = corrupted[changed & (corrupted != tokenizer.mask_token_id)]
     assert len(replaced) > 0 and (replaced >= train.FIRST_WORD_ID).all()
     assert (corrupted[chosen] == tokenizer.mask_token_id).float().mean().item() == pytest.approx(0.8, abs=0.05)
-    again, _ = train.mask_tokens(ids, content, tokenizer.mask_token_id, len(tokenizer),
-                                 torch.Generator().manual_seed(1), prob=0.5)
+    again, _ = train.mask_tokens(
+        ids, content, tokenizer.mask_token_id, len(tokenizer), torch.Generator().manual_seed(1), prob=0.5
+    )
     assert torch.equal(again, corrupted)

@@ -69,8 +69,11 @@ def topic_tokens(tiny_bert):
     for topic, own in counts.items():
         rest = sum((c for t, c in counts.items() if t != topic), collections.Counter())
         total, other = sum(own.values()), sum(rest.values())
-        odds = {k: np.log((v + 1) / total) - np.log((rest.get(k, 0) + 1) / other)
-                for k, v in own.items() if v >= 20 and allowed[k]}
+        odds = {
+            k: np.log((v + 1) / total) - np.log((rest.get(k, 0) + 1) / other)
+            for k, v in own.items()
+            if v >= 20 and allowed[k]
+        }
         picks[topic] = sorted(odds, key=odds.get, reverse=True)[:200]
     return picks
 
@@ -89,31 +92,103 @@ def chapter_run(cond, chance: torch.Tensor, seeds_per_topic: int = SEEDS_PER_TOP
     rises = ch.rise_table(frame, chance[:, 0].numpy())
     own = [LABELS.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_table(seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(),
-                              chance[:, own].numpy())
-    return {"politics_recurrence": recurrence["verdict"], "politics_rises_every_topic": ch.rises_verdict(rises)[0],
-            "seed_topic_loss": ch.seed_loss_topics_verdict(loss)[0], "recurrence": recurrence,
-            "crossings": crossings, "rises": rises, "loss": loss}
+    loss = ch.seed_loss_table(
+        seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy()
+    )
+    return {
+        "politics_recurrence": recurrence["verdict"],
+        "politics_rises_every_topic": ch.rises_verdict(rises)[0],
+        "seed_topic_loss": ch.seed_loss_topics_verdict(loss)[0],
+        "recurrence": recurrence,
+        "crossings": crossings,
+        "rises": rises,
+        "loss": loss,
+    }
 
 
 # Food is no BBC topic, so a food tilt pulls chains from every seed topic away from their seed.
-FOOD_WORDS = ("food cooking cook recipe recipes kitchen chef restaurant meal meals dinner lunch breakfast bread "
-              "cheese chicken beef pork meat fish rice pasta pizza soup salad sauce butter sugar salt pepper "
-              "garlic onion tomato potato potatoes vegetables fruit apple cake chocolate cream milk eggs egg "
-              "flour baking bake roast fried oven dessert delicious tasty menu wine coffee tea").split()
+FOOD_WORDS = [
+    "food",
+    "cooking",
+    "cook",
+    "recipe",
+    "recipes",
+    "kitchen",
+    "chef",
+    "restaurant",
+    "meal",
+    "meals",
+    "dinner",
+    "lunch",
+    "breakfast",
+    "bread",
+    "cheese",
+    "chicken",
+    "beef",
+    "pork",
+    "meat",
+    "fish",
+    "rice",
+    "pasta",
+    "pizza",
+    "soup",
+    "salad",
+    "sauce",
+    "butter",
+    "sugar",
+    "salt",
+    "pepper",
+    "garlic",
+    "onion",
+    "tomato",
+    "potato",
+    "potatoes",
+    "vegetables",
+    "fruit",
+    "apple",
+    "cake",
+    "chocolate",
+    "cream",
+    "milk",
+    "eggs",
+    "egg",
+    "flour",
+    "baking",
+    "bake",
+    "roast",
+    "fried",
+    "oven",
+    "dessert",
+    "delicious",
+    "tasty",
+    "menu",
+    "wine",
+    "coffee",
+    "tea",
+]
 
 
 @pytest.fixture(scope="module")
 def runs(tiny_bert, topic_tokens):
-    food = [i for i in tiny_bert.tokenizer.convert_tokens_to_ids(list(FOOD_WORDS))
-            if i != tiny_bert.tokenizer.unk_token_id and bool(tiny_bert.allowed[i])]
+    food = [
+        i
+        for i in tiny_bert.tokenizer.convert_tokens_to_ids(list(FOOD_WORDS))
+        if i != tiny_bert.tokenizer.unk_token_id and bool(tiny_bert.allowed[i])
+    ]
     assert len(food) > 40
-    models = {"random": tiny_bert, "politics tilt": Tilted(tiny_bert, topic_tokens["politics"], 7.0),
-              "food tilt": Tilted(tiny_bert, food, 8.0), "keeper": Keeper(tiny_bert)}
+    models = {
+        "random": tiny_bert,
+        "politics tilt": Tilted(tiny_bert, topic_tokens["politics"], 7.0),
+        "food tilt": Tilted(tiny_bert, food, 8.0),
+        "keeper": Keeper(tiny_bert),
+    }
     # the wrappers share the random model's tokenizer and allowed tokens, hence its chance text and scores
     text = ch.chance_tokens(tiny_bert, CHANCE_TEXTS, N, seed=1)
-    assert all(torch.equal(ch.chance_tokens(m, CHANCE_TEXTS, N, seed=1), text)
-               and m.decode_batch(text) == tiny_bert.decode_batch(text) for m in models.values())
+    assert all(
+        torch.equal(ch.chance_tokens(m, CHANCE_TEXTS, N, seed=1), text)
+        and m.decode_batch(text) == tiny_bert.decode_batch(text)
+        for m in models.values()
+    )
     chance = ch.state_topic_scores(tiny_bert, text, LABELS)
     built = {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m, chance)) for name, m in models.items()}
     # per seed topic, few chains leave a topic whose seeds the scorer half-reads undecided: 8 for the trap
@@ -155,9 +230,14 @@ def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
     """Through the chapter's claims rows: no row of a random-weight MLM is reproduced (the model-specific
     ones are other setup: not the paper's model)."""
     random = runs["random"]()
-    frame_rows = ch.claim_rows(random["crossings"], random["recurrence"], random["rises"], random["loss"],
-                               setup={"n": N}, model="tiny-random-bert")
+    frame_rows = ch.claim_rows(
+        random["crossings"],
+        random["recurrence"],
+        random["rises"],
+        random["loss"],
+        setup={"n": N},
+        model="tiny-random-bert",
+    )
     verdicts = {row["claim"]: row["verdict"] for row in frame_rows}
     assert vd.REPRODUCED not in verdicts.values()
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == vd.OTHER_SETUP
-

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import bounds as ch
 
 GRID = np.geomspace(0.1, 30, 25)  # the notebook's exact-chain grid, at a small n
@@ -32,7 +32,9 @@ def test_coupon_collector_time_is_the_independent_sites_mixing_time_with_concent
         independent = glauber.PottsConditionals(torch.zeros(n, n), field, q=2)
         assert glauber.exact_mixing_time(independent, n, 1.0) == ch.coupon_collector_time(n)
         # uniform marginals mix faster, never slower
-        assert glauber.exact_mixing_time(glauber.PottsConditionals(torch.zeros(n, n), q=2), n, 1.0) <= ch.coupon_collector_time(n)
+        assert glauber.exact_mixing_time(
+            glauber.PottsConditionals(torch.zeros(n, n), q=2), n, 1.0
+        ) <= ch.coupon_collector_time(n)
 
 
 def test_theorem5_condition_differs_on_independent_sites(references):

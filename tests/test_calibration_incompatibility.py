@@ -11,17 +11,16 @@ positive there by construction).
 """
 
 import numpy as np
-import pytest
 import torch
 
 import glauber_core as glauber
 import verdicts as vd
 from chapters import incompatibility as ch
 
-
 # ---------------------------------------------------------------------------------------------
 # Ground-truth chains
 # ---------------------------------------------------------------------------------------------
+
 
 class JointConditionals:
     """Conditionals (masked-LM branch: no `log_joint`) read off an explicit joint on {0..q-1}^n, log pi(x) = sum_i h_i(x_i) + sum_{i<j}
@@ -34,7 +33,8 @@ class JointConditionals:
         self.n, self.q, self.tilt = n, q, tilt
         self.h = torch.randn(n, q, generator=g, dtype=torch.float64)
         self.pair = torch.triu(torch.ones(n, n, dtype=torch.float64), 1)[:, :, None, None] * torch.randn(
-            n, n, q, q, generator=g, dtype=torch.float64)
+            n, n, q, q, generator=g, dtype=torch.float64
+        )
         self.three = torch.randn(n, q, q, q, generator=g, dtype=torch.float64)
         self.extra = torch.randn(n, q, q, generator=g, dtype=torch.float64)
         self.vocab_size, self.allowed, self.device, self.max_sites = q, torch.ones(q, dtype=torch.bool), "cpu", n
@@ -74,8 +74,11 @@ def influence_chain(kind, n=8, q=4, seed=0):
     symmetric = symmetric + symmetric.T
     sigma = torch.triu(torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double(), 1)
     sigma = sigma - sigma.T
-    asymmetry = {"scales": 0.3 * symmetric.abs(), "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
-                 "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6}[kind]
+    asymmetry = {
+        "scales": 0.3 * symmetric.abs(),
+        "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
+        "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6,
+    }[kind]
     field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
     return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
 
@@ -100,6 +103,7 @@ def influence(cond, count=300, seed=1):
 # ---------------------------------------------------------------------------------------------
 # incompatibility_detected
 # ---------------------------------------------------------------------------------------------
+
 
 def test_detected_differs_on_symmetric_potts_and_reproduces_on_asymmetric():
     references = ch.potts_references(12, q=3, seed=3)
@@ -152,6 +156,7 @@ def test_detected_verdict_is_the_same_at_every_temperature():
 # ---------------------------------------------------------------------------------------------
 # influence_amplifies_delta
 # ---------------------------------------------------------------------------------------------
+
 
 def test_influence_reproduces_when_asymmetry_grows_with_the_coupling():
     (verdict, reason), estimate, _ = influence(influence_chain("scales"))

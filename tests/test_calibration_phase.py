@@ -33,8 +33,8 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import phase as ch
 
 TAUS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
@@ -64,8 +64,11 @@ def coupling_comparison(make, taus=COARSE, pairs: int = 160, budget_per_nlogn: f
     scaled = ch.scaled_budget_grid(grid, budget)
     scaled_fits = ch.transition_fits(scaled, n_boot=n_boot, seed=0)
     fixed_fits = ch.transition_fits(grid, n_boot=n_boot, seed=0)
-    return (ch.compare_lengths(scaled_fits, SMALL, LARGE), ch.compare_lengths(fixed_fits, SMALL, LARGE),
-            int(scaled.coupled.sum()))
+    return (
+        ch.compare_lengths(scaled_fits, SMALL, LARGE),
+        ch.compare_lengths(fixed_fits, SMALL, LARGE),
+        int(scaled.coupled.sum()),
+    )
 
 
 def switch(n: int, coupling: float = 6.0) -> glauber.PottsConditionals:
@@ -172,8 +175,14 @@ def test_nlogn_fit_fails_when_half_the_sites_suffice(coupon_hits):
 def fixed_time_distances(steps: int, normalised: bool, lengths=(8, 16, 32, 64, 128), chains: int = 30):
     n_all, d_all = [], []
     for n in lengths:
-        run = glauber.glauber(leaving_sites(n), torch.zeros(chains, n, dtype=torch.long), steps, seed=n,
-                         record_every=steps, progress=False)
+        run = glauber.glauber(
+            leaving_sites(n),
+            torch.zeros(chains, n, dtype=torch.long),
+            steps,
+            seed=n,
+            record_every=steps,
+            progress=False,
+        )
         n_all += [n] * chains
         d_all += hamming(run, normalised)[:, -1].tolist()
     return np.array(n_all), np.array(d_all)
@@ -195,8 +204,7 @@ def test_distance_saturates_is_not_reproduced_by_linear_growth():
     n_all, d_all = [], []  # uniform sites at T >> n log n: the count changed is Binomial(n, 1/2), linear in n
     for n in (8, 16, 32):
         cond = glauber.PottsConditionals(torch.zeros(n, n), q=2)
-        run = glauber.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400,
-                         progress=False)
+        run = glauber.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400, progress=False)
         n_all += [n] * 30
         d_all += hamming(run, normalised=False)[:, -1].tolist()
     row = ch._saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
@@ -211,8 +219,9 @@ def fig7_rise(field_on_start: float, steps: int, radii):
     for n in (8, 16):
         field = torch.tensor([[field_on_start, 0.0, 0.0]] * n)
         cond = glauber.PottsConditionals(torch.zeros(n, n), field, q=3)
-        run, table = ch.multi_temperature_glauber(cond, torch.zeros(12, n, dtype=torch.long),
-                                                  [0.5, 1.0, 2.0, 4.0], steps, seed=n, progress=False)
+        run, table = ch.multi_temperature_glauber(
+            cond, torch.zeros(12, n, dtype=torch.long), [0.5, 1.0, 2.0, 4.0], steps, seed=n, progress=False
+        )
         peaks.append(hamming(run))
         rows.append(table.assign(n=n))
     peaks, rows = torch.cat(peaks), pd.concat(rows, ignore_index=True)

@@ -37,8 +37,18 @@ class ProfileFields:
         return self.scores[tokens[:, -1], positions]
 
 
-def run_profiles(fields, chains_per: int, steps: int, window: int, threshold: float, tau: float = 1.0, *,
-                 record_every: int = 1, seed: int = 0, judge_with=None):
+def run_profiles(
+    fields,
+    chains_per: int,
+    steps: int,
+    window: int,
+    threshold: float,
+    tau: float = 1.0,
+    *,
+    record_every: int = 1,
+    seed: int = 0,
+    judge_with=None,
+):
     """Glauber chains from the all-0 state, `chains_per` per profile; traps detected on site embeddings and
     catalogued (gaps, departures, the kernel's share) under `judge_with` (default: the chain's own model)."""
     cond = ProfileFields(fields)
@@ -174,7 +184,7 @@ def gap_profiles(kind: str, profiles: int = 8, n: int = 8, seed: int = 0):
     return fields
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def first_departure_traps(kind: str):
     """Traps that end at their first departure: a threshold below one flipped site in one recorded state of
     the 8-step window."""
@@ -284,5 +294,5 @@ def test_cold_chains_at_a_ground_state_stay_and_uniform_chains_move():
 def test_near_start_is_the_papers_drift_threshold():
     import book_tools as bt
 
-    assert ch.NEAR_START == float(bt.paper_protocol("trap_split")["threshold"])
+    assert float(bt.paper_protocol("trap_split")["threshold"]) == ch.NEAR_START
     assert not math.isnan(ch.NEAR_START)

@@ -15,10 +15,18 @@ import compare_verdicts  # noqa: E402
 def write_run(folder: Path, verdicts: dict[str, str], check: str, chapter: str = "05_traps") -> Path:
     chapter = folder / chapter
     chapter.mkdir(parents=True)
-    pd.DataFrame({"claim": list(verdicts), "table": "paper", "kind": "general", "verdict": list(verdicts.values()),
-                  "ours_text": [f"{v} text" for v in verdicts.values()]}).to_csv(chapter / "claims.csv", index=False)
+    pd.DataFrame(
+        {
+            "claim": list(verdicts),
+            "table": "paper",
+            "kind": "general",
+            "verdict": list(verdicts.values()),
+            "ours_text": [f"{v} text" for v in verdicts.values()],
+        }
+    ).to_csv(chapter / "claims.csv", index=False)
     pd.DataFrame({"check": ["identity"], "proves": ["x"], "result": [check], "detail": ["NA"]}).to_csv(
-        chapter / "checks.csv", index=False)
+        chapter / "checks.csv", index=False
+    )
     return folder
 
 
@@ -29,11 +37,18 @@ def test_flips_absent_rows_and_checks_are_reported(tmp_path, capsys):
     table = compare_verdicts.compare(base, other).set_index(["chapter", "claim"])
     traps = table.loc["05_traps"]
     assert traps.loc["trap_split", ["verdict_base", "verdict_other", "flipped"]].tolist() == [
-        "inconclusive", "differs", True]
+        "inconclusive",
+        "differs",
+        True,
+    ]
     assert traps.loc["cold_chains_stay", "verdict_other"] == "absent" and traps.loc["cold_chains_stay", "flipped"]
     assert traps.loc["escape_weakest_site", "verdict_base"] == "absent"
     assert traps.loc["identity", ["kind", "verdict_base", "verdict_other", "flipped"]].tolist() == [
-        "check", "pass", "fail", True]
+        "check",
+        "pass",
+        "fail",
+        True,
+    ]
     assert traps.loc["identity", "ours_text_base"] == "NA"  # text read as text, not as a missing value
     # a chapter that ran only in the base run: its claims and its checks are absent from the other
     first = table.loc["01_incompatibility"]
@@ -74,8 +89,9 @@ def test_replace_swaps_only_the_chapters_compared(tmp_path, capsys):
     assert list(after.columns) == list(before.columns) and len(after) == len(before)
     traps = after.chapter == "05_traps"
     assert after[traps & (after.claim == "trap_split")].verdict_other.tolist() == ["differs"]
-    pd.testing.assert_frame_equal(after[~traps].reset_index(drop=True),
-                                  before[before.chapter != "05_traps"].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        after[~traps].reset_index(drop=True), before[before.chapter != "05_traps"].reset_index(drop=True)
+    )
     first = tmp_path / "first.csv"
     compare_verdicts.main([str(base), str(other), "--out", str(first)])
     text = first.read_text()

@@ -2,12 +2,11 @@
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 
 
 def reference_splitmix64(state: int) -> int:
@@ -52,8 +51,9 @@ def spiky_weights(vocab: int, seed: int, empty_tail: int = 0) -> torch.Tensor:
     return weights
 
 
-@pytest.mark.parametrize("vocab,empty_tail", [(3, 0), (127, 0), (128, 0), (129, 0), (30522, 0), (30522, 300),
-                                              (50368, 100)])
+@pytest.mark.parametrize(
+    "vocab,empty_tail", [(3, 0), (127, 0), (128, 0), (129, 0), (30522, 0), (30522, 300), (50368, 100)]
+)
 def test_inverse_cdf_sampler_is_the_exact_inverse_cdf(vocab, empty_tail):
     """The two-level sampler returns the first token whose fp64 cumulative mass exceeds u * total."""
     weights = spiky_weights(vocab, vocab, empty_tail).expand(400, -1)
@@ -73,7 +73,9 @@ def test_inverse_cdf_sampler_draws_the_law(vocab):
 
     weights = spiky_weights(vocab, 7)
     draws = 50_000  # the exact inverse CDF is checked above; this checks the law the uniforms give
-    sample = glauber._inverse_cdf(weights.expand(draws, -1), glauber._uniforms(glauber._chain_keys(1, draws, "cpu"), 1, 1))
+    sample = glauber._inverse_cdf(
+        weights.expand(draws, -1), glauber._uniforms(glauber._chain_keys(1, draws, "cpu"), 1, 1)
+    )
     counts = torch.bincount(sample, minlength=vocab).double()
     assert counts[weights == 0].sum() == 0
     expected = weights.double() / weights.double().sum() * draws
@@ -190,8 +192,9 @@ def test_kernel_takes_one_forward_per_rest_of_the_state(q, n):
     """The site-i conditional (site masked) ignores x_i, so the kernel needs n q^(n-1) forwards, not n q^n,
     and equals the kernel built from the definition."""
     g = torch.Generator().manual_seed(q)
-    model = glauber.PottsConditionals(torch.randn(n, n, generator=g, dtype=torch.float64),
-                                 torch.randn(n, q, generator=g, dtype=torch.float64), q=q)
+    model = glauber.PottsConditionals(
+        torch.randn(n, n, generator=g, dtype=torch.float64), torch.randn(n, q, generator=g, dtype=torch.float64), q=q
+    )
     for temperature in (0.4, 1.0, 2.5):
         counting = CountingConditionals(model)
         kernel = glauber.glauber_kernel(counting, n, temperature)
@@ -243,8 +246,9 @@ def test_maximal_coupling_vocab_sized_pairs():
     g = torch.Generator().manual_seed(1)
     vocab, rows = 30522, 250  # 5 sigma is 0.14 here: twice the TV (0.54) or an independent draw (~1) fail
     logp = random_log_probs(rows, vocab, g, scale=3.0)
-    logq = torch.log_softmax(logp.nan_to_num(neginf=-50.0) + 0.7 * torch.randn(rows, vocab, generator=g,
-                                                                                 dtype=torch.float64), -1)
+    logq = torch.log_softmax(
+        logp.nan_to_num(neginf=-50.0) + 0.7 * torch.randn(rows, vocab, generator=g, dtype=torch.float64), -1
+    )
     distance = glauber.total_variation(logp, logq)
     assert 0.1 < distance.mean() < 0.9
     a, b = glauber.maximal_coupling(logp, logq, generator=g)
@@ -296,8 +300,11 @@ def test_rectangle_delta_closed_form_for_asymmetric_potts(temperature):
     rows = torch.arange(len(tokens))
     a_old, b_old = tokens[rows, i], tokens[rows, j]
     same = lambda u, v: (u == v).double()  # noqa: E731
-    expected = (model.coupling[j, i] - model.coupling[i, j]) * (
-        same(a_new, b_new) + same(a_old, b_old) - same(a_new, b_old) - same(a_old, b_new)) / temperature
+    expected = (
+        (model.coupling[j, i] - model.coupling[i, j])
+        * (same(a_new, b_new) + same(a_old, b_old) - same(a_new, b_old) - same(a_old, b_new))
+        / temperature
+    )
     delta = glauber.rectangle_delta(model, tokens, i, j, a_new, b_new, temperature=temperature)
     assert torch.allclose(delta, expected, atol=1e-9)
     assert expected.abs().max() > 0.1  # the rectangles do probe the asymmetry
@@ -386,7 +393,8 @@ def coupled_kernel(model, n, temperature):
                 for a in range(q):
                     for b in range(q):
                         kernel[x * count + y, (base_x + a * place[site]) * count + base_y + b * place[site]] += (
-                            joint[a, b] / n)
+                            joint[a, b] / n
+                        )
     return kernel
 
 
@@ -430,8 +438,9 @@ def test_coupled_disagreement_equals_tv_exactly_per_step():
     logp = glauber.conditional_log_probs(model, x, site)
     logq = glauber.conditional_log_probs(model, y, site)
     draws = 100_000
-    a, b = glauber.maximal_coupling(logp.expand(draws, -1), logq.expand(draws, -1),
-                               generator=torch.Generator().manual_seed(5))
+    a, b = glauber.maximal_coupling(
+        logp.expand(draws, -1), logq.expand(draws, -1), generator=torch.Generator().manual_seed(5)
+    )
     distance = glauber.total_variation(logp, logq).item()
     assert distance > 0.05
     assert abs((a != b).double().mean().item() - distance) < 5 * math.sqrt(distance / draws)

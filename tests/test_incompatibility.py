@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import incompatibility as ch
 
 
@@ -21,8 +21,11 @@ def random_states(cond, count, n, seed):
 
 def asymmetric_potts(n=5, q=4, seed=0):
     generator = torch.Generator().manual_seed(seed)
-    return glauber.PottsConditionals(torch.randn(n, n, generator=generator, dtype=torch.float64),
-                                torch.randn(n, q, generator=generator, dtype=torch.float64), q=q)
+    return glauber.PottsConditionals(
+        torch.randn(n, n, generator=generator, dtype=torch.float64),
+        torch.randn(n, q, generator=generator, dtype=torch.float64),
+        q=q,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,8 +72,9 @@ def test_next_token_scores_are_the_logits_given_the_prefix(tiny_gpt2):
         for b, sites in enumerate([[0, 4], [5, 2]]):
             for m, site in enumerate(sites):
                 prefix = torch.tensor([[tiny_gpt2.start_id] + states[b, :site].tolist()])
-                torch.testing.assert_close(scores[b, m], tiny_gpt2.model(input_ids=prefix).logits[0, -1],
-                                           rtol=0, atol=1e-4)
+                torch.testing.assert_close(
+                    scores[b, m], tiny_gpt2.model(input_ids=prefix).logits[0, -1], rtol=0, atol=1e-4
+                )
 
 
 def test_causal_lm_never_allows_special_tokens(tiny_gpt2):
@@ -168,12 +172,15 @@ def test_sampler_positions_cover_every_ordered_pair_and_top_k_larger_than_the_vo
     assert torch.equal(again.a_new, rectangles.a_new)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(tokens=torch.tensor([[1]])), "at least 2 sites"),
-    (dict(top_k=0), "top_k"),
-    (dict(top_k=2.5), "top_k"),
-    (dict(count=0), "count"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(tokens=torch.tensor([[1]])), "at least 2 sites"),
+        (dict(top_k=0), "top_k"),
+        (dict(top_k=2.5), "top_k"),
+        (dict(count=0), "count"),
+    ],
+)
 def test_sampler_bad_input_raises_one_value_error(bad, message):
     args = dict(tokens=torch.tensor([[1, 2, 3]]), count=4, top_k=3)
     args.update(bad)
@@ -193,25 +200,33 @@ def test_delta_at_tau_is_delta_at_one_over_tau(tiny_bert, temperature):
     literal = ch.rectangle_delta_normalized(tiny_bert, *rectangles.args(), temperature=temperature)
     assert at_one.abs().max() > 1e-4  # a random MLM is incompatible: the check is not 0 == 0
     torch.testing.assert_close(literal, at_one / temperature, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(glauber.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
-                               at_one / temperature, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        glauber.rectangle_delta(tiny_bert, *rectangles.args(), temperature=temperature),
+        at_one / temperature,
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_literal_delta_matches_the_potts_closed_form():
     model = asymmetric_potts()
-    rectangles = ch.sample_rectangles(model, torch.randint(4, (10, 5), generator=torch.Generator().manual_seed(0)),
-                                      50, top_k=3, seed=0)
+    rectangles = ch.sample_rectangles(
+        model, torch.randint(4, (10, 5), generator=torch.Generator().manual_seed(0)), 50, top_k=3, seed=0
+    )
     x, i, j, a_new, b_new = rectangles.args()
     rows = torch.arange(50)
     a_old, b_old = x[rows, i], x[rows, j]
     coupling = model.coupling
     # from s_i(a) = h_i(a) + sum_k J_ik [x_k = a]: delta = (J_ji - J_ij) ([A'=B'] - [A'=B] - [A=B'] + [A=B])
-    same = ((a_new == b_new).double() - (a_new == b_old).double() - (a_old == b_new).double()
-            + (a_old == b_old).double())
+    same = (a_new == b_new).double() - (a_new == b_old).double() - (a_old == b_new).double() + (a_old == b_old).double()
     expected = (coupling[j, i] - coupling[i, j]) * same
     for temperature in (1.0, 0.5):
-        torch.testing.assert_close(ch.rectangle_delta_normalized(model, *rectangles.args(), temperature=temperature),
-                                   expected / temperature, rtol=0, atol=1e-12)
+        torch.testing.assert_close(
+            ch.rectangle_delta_normalized(model, *rectangles.args(), temperature=temperature),
+            expected / temperature,
+            rtol=0,
+            atol=1e-12,
+        )
 
 
 def test_influence_matches_a_direct_computation(tiny_bert):
@@ -219,6 +234,7 @@ def test_influence_matches_a_direct_computation(tiny_bert):
     x, i, j, a_new, b_new = rectangles.args()
     expected = torch.zeros(15, 2, dtype=torch.float64)
     for r in range(15):
+
         def log_p(state, site):
             scores = tiny_bert.log_scores(state.unsqueeze(0), torch.tensor([site])).cpu().double()[0]
             scores[~tiny_bert.allowed.cpu()] = float("-inf")
@@ -230,10 +246,8 @@ def test_influence_matches_a_direct_computation(tiny_bert):
         expected[r, 1] = (log_p(x[r], int(j[r])) - log_p(y, int(j[r]))).abs()
     # one sequence at a time vs batched: fp32 forwards differ by rounding (~1e-7) only
     assert expected.max() > 1e-5
-    torch.testing.assert_close(ch.rectangle_influences(tiny_bert, *rectangles.args()), expected,
-                               rtol=0, atol=5e-7)
-    torch.testing.assert_close(ch.token_influence(tiny_bert, *rectangles.args()), expected.amax(1),
-                               rtol=0, atol=5e-7)
+    torch.testing.assert_close(ch.rectangle_influences(tiny_bert, *rectangles.args()), expected, rtol=0, atol=5e-7)
+    torch.testing.assert_close(ch.token_influence(tiny_bert, *rectangles.args()), expected.amax(1), rtol=0, atol=5e-7)
     frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
     np.testing.assert_allclose(frame.paper_influence, expected.amax(1).numpy(), atol=5e-7)
     np.testing.assert_allclose(frame.delta, glauber.rectangle_delta(tiny_bert, *rectangles.args()).numpy(), atol=5e-7)
@@ -282,17 +296,21 @@ def test_influence_matches_the_potts_closed_form():
     x, i, j, a_new, b_new = rectangles.args()
     expected = []
     for r in range(30):
+
         def log_p(state, site):
-            scores = model.field[site] + torch.stack([sum(model.coupling[site, k] * float(state[k] == a)
-                                                          for k in range(4) if k != site) for a in range(3)])
+            scores = model.field[site] + torch.stack(
+                [sum(model.coupling[site, k] * float(state[k] == a) for k in range(4) if k != site) for a in range(3)]
+            )
             return torch.log_softmax(scores, -1)[state[site]]
 
         w, y = x[r].clone(), x[r].clone()
         w[j[r]], y[i[r]] = b_new[r], a_new[r]
-        expected.append(max(abs(log_p(x[r], int(i[r])) - log_p(w, int(i[r]))),
-                            abs(log_p(x[r], int(j[r])) - log_p(y, int(j[r])))))
-    torch.testing.assert_close(ch.token_influence(model, *rectangles.args()),
-                               torch.stack(expected).double(), rtol=0, atol=1e-12)
+        expected.append(
+            max(abs(log_p(x[r], int(i[r])) - log_p(w, int(i[r]))), abs(log_p(x[r], int(j[r])) - log_p(y, int(j[r]))))
+        )
+    torch.testing.assert_close(
+        ch.token_influence(model, *rectangles.args()), torch.stack(expected).double(), rtol=0, atol=1e-12
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,8 +357,9 @@ def test_incompatibility_summary_row(tiny_bert):
 
 
 def test_summary_with_nan_or_zero_deltas_says_so_without_warnings():
-    import pandas as pd
     import warnings
+
+    import pandas as pd
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -409,21 +428,32 @@ def test_checks_pass_through_one_path_with_tiny_models(tiny_bert, tiny_gpt2):
     broken = {**summaries, "causal": dict(summaries["causal"], max_abs_delta=1.0)}
     rows = ch.check_rows(broken, floors, causal="causal", temperature_gap=1e-3)
     assert [row["result"] for row in rows] == ["fail", "pass", "pass", "fail"]
-    swapped = ch.check_rows(summaries, floors, causal="causal", symmetric=ch.ASYMMETRIC,
-                            asymmetric=ch.SYMMETRIC)
+    swapped = ch.check_rows(summaries, floors, causal="causal", symmetric=ch.ASYMMETRIC, asymmetric=ch.SYMMETRIC)
     assert swapped[1]["result"] == "fail" and len(swapped) == 3
 
 
 def summary(max_abs=1.0, above=290, finite=300):
     low, high = bt.share_intervals([above], [finite])
-    return {"rectangles": finite, "finite": finite, "mean_abs_delta": 0.5, "ci_low": 0.4, "ci_high": 0.6,
-            "median_abs_delta": 0.3, "max_abs_delta": max_abs, "above_floor": above, "floor": 1e-4,
-            "share_above": above / finite, "share_low": float(low[0]), "share_high": float(high[0]),
-            "sign_test_p": 1e-20}
+    return {
+        "rectangles": finite,
+        "finite": finite,
+        "mean_abs_delta": 0.5,
+        "ci_low": 0.4,
+        "ci_high": 0.6,
+        "median_abs_delta": 0.3,
+        "max_abs_delta": max_abs,
+        "above_floor": above,
+        "floor": 1e-4,
+        "share_above": above / finite,
+        "share_low": float(low[0]),
+        "share_high": float(high[0]),
+        "sign_test_p": 1e-20,
+    }
 
 
-@pytest.mark.parametrize("above, expected", [
-    (290, bt.REPRODUCED), (150, bt.REPRODUCED), (1, bt.REPRODUCED), (0, bt.DIFFERS)])
+@pytest.mark.parametrize(
+    "above, expected", [(290, bt.REPRODUCED), (150, bt.REPRODUCED), (1, bt.REPRODUCED), (0, bt.DIFFERS)]
+)
 def test_detected_rule_reaches_every_outcome(above, expected):
     verdict, reason = ch._detected_verdict(summary(above=above))
     assert verdict == expected and f"{above} of 300" in reason
@@ -445,18 +475,30 @@ def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
     assert ch.distance_phrase(-0.5, 0.1).startswith("the interval includes 0")
     assert "no interval" in ch.distance_phrase(math.nan, math.nan, why)
     assert [ch.range_phrase(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
-        "lies below", "lies above", "overlaps"]
+        "lies below",
+        "lies above",
+        "overlaps",
+    ]
 
 
-@pytest.mark.parametrize("influence, expected", [
-    ((0.4, 0.2, 0.6, ""), bt.REPRODUCED), ((-0.4, -0.6, -0.2, ""), bt.DIFFERS),
-    ((0.1, -0.1, 0.3, ""), bt.INCONCLUSIVE), ((math.nan,) * 3 + ("one side is constant",), bt.INCONCLUSIVE)])
+@pytest.mark.parametrize(
+    "influence, expected",
+    [
+        ((0.4, 0.2, 0.6, ""), bt.REPRODUCED),
+        ((-0.4, -0.6, -0.2, ""), bt.DIFFERS),
+        ((0.1, -0.1, 0.3, ""), bt.INCONCLUSIVE),
+        ((math.nan,) * 3 + ("one side is constant",), bt.INCONCLUSIVE),
+    ],
+)
 def test_claim_rows(influence, expected):
-    rows = ch.claim_rows(summary(), influence, model="minilm-l4-bbc-mlm",
-                         setup={"rectangles": 300, "top_k": 50, "passages": "BBC News", "temperature": 1.0})
+    rows = ch.claim_rows(
+        summary(),
+        influence,
+        model="minilm-l4-bbc-mlm",
+        setup={"rectangles": 300, "top_k": 50, "passages": "BBC News", "temperature": 1.0},
+    )
     by_claim = {row["claim"]: row for row in rows}
-    assert list(by_claim) == ["incompatibility_detected", "influence_amplifies_delta",
-                              "incompatibility_mean_abs_delta"]
+    assert list(by_claim) == ["incompatibility_detected", "influence_amplifies_delta", "incompatibility_mean_abs_delta"]
     assert by_claim["incompatibility_detected"]["verdict"] == bt.REPRODUCED
     assert "290 of 300" in by_claim["incompatibility_detected"]["ours_text"]
     assert by_claim["influence_amplifies_delta"]["verdict"] == expected
@@ -473,19 +515,27 @@ def test_claim_rows(influence, expected):
 
 
 def test_rows_away_from_the_paper_temperature_say_so():
-    rows = ch.claim_rows(summary(), (0.4, 0.2, 0.6, ""), model="m",
-                         setup={"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 0.5})
+    rows = ch.claim_rows(
+        summary(),
+        (0.4, 0.2, 0.6, ""),
+        model="m",
+        setup={"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 0.5},
+    )
     assert all("at temperature 0.5 (the paper's: 1)" in row["quantity"] for row in rows)
     assert rows[0]["verdict"] == bt.REPRODUCED  # a general claim is still judged by its rule
 
 
-@pytest.mark.parametrize("model, setup, judged", [
-    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, False),  # no temperature
-    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 1.0}, True),
-    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "BBC News"}, False),
-    ("bert-base-uncased", {"rectangles": 200, "top_k": 50, "passages": "MS MARCO"}, False),
-    ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 2.0}, False),
-    ("minilm-l4-bbc-mlm", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, False)])
+@pytest.mark.parametrize(
+    "model, setup, judged",
+    [
+        ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, False),  # no temperature
+        ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 1.0}, True),
+        ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "BBC News"}, False),
+        ("bert-base-uncased", {"rectangles": 200, "top_k": 50, "passages": "MS MARCO"}, False),
+        ("bert-base-uncased", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO", "temperature": 2.0}, False),
+        ("minilm-l4-bbc-mlm", {"rectangles": 300, "top_k": 50, "passages": "MS MARCO"}, False),
+    ],
+)
 def test_mean_abs_delta_is_judged_only_on_the_papers_setup(model, setup, judged):
     rows = {}
     for low, high in ((0.66, 0.75), (0.2, 0.3), (0.5, 0.7)):
@@ -500,8 +550,9 @@ def test_mean_abs_delta_is_judged_only_on_the_papers_setup(model, setup, judged)
 
 
 def prose_words(rows, m, influence):
-    check = pd.DataFrame({"temperature": [0.5, 2.0], "rectangles": 8, "max_abs_delta": [2.0, 0.5],
-                          "identity_gap": [1e-16, 2e-16]})
+    check = pd.DataFrame(
+        {"temperature": [0.5, 2.0], "rectangles": 8, "max_abs_delta": [2.0, 0.5], "identity_gap": [1e-16, 2e-16]}
+    )
     rho = (0.3, -0.1, 0.6, "")
     return ch.prose_words(rows, m, influence=influence, shared=rho, distance=rho, check=check, temperature=1.0)
 
@@ -516,6 +567,7 @@ def test_small_mean_abs_delta_keeps_two_significant_digits():
 # Settings, the saved tables and the page's views
 # ---------------------------------------------------------------------------------------------
 
+
 def test_settings_are_data_with_the_derived_values():
     cfg = ch.settings("smoke")
     assert vars(cfg).items() >= ch.SETTINGS["smoke"].items() and cfg.profile == "smoke"
@@ -526,8 +578,11 @@ def test_settings_are_data_with_the_derived_values():
     assert paper.rectangles == int(bt.paper_protocol("incompatibility_detected")["rectangles"])
     assert paper.top_k == 7 and paper.temperature == 2.0 and paper.setup["passages"] == "MS MARCO"
     assert ch.settings("paper", passages="bbc").source == "bbc"
-    for bad, message in ((dict(passages="wiki"), "passages must be one of"), (dict(temperature=0), "temperature"),
-                         (dict(profile="huge"), "profile must be one of")):
+    for bad, message in (
+        (dict(passages="wiki"), "passages must be one of"),
+        (dict(temperature=0), "temperature"),
+        (dict(profile="huge"), "profile must be one of"),
+    ):
         with pytest.raises(ValueError, match=message):
             ch.settings(bad.pop("profile", "quick"), **bad)
 
@@ -540,8 +595,9 @@ def potts_run(temperature):
         rects = ch.random_rectangles(model, 6, 10, seed=2)
         models[name] = (model, rects, ch.rectangle_frame(model, rects, temperature, top_k=3))
     floors = {name: ch.rounding_floor(m, r, f, temperature) for name, (m, r, f) in models.items()}
-    summaries = {name: ch.incompatibility_summary(f, floors[name]["floor"], resamples=100)
-                 for name, (_, _, f) in models.items()}
+    summaries = {
+        name: ch.incompatibility_summary(f, floors[name]["floor"], resamples=100) for name, (_, _, f) in models.items()
+    }
     return models, floors, summaries
 
 
@@ -549,9 +605,12 @@ def test_every_saved_table_carries_the_temperature():
     models, floors, summaries = potts_run(0.5)
     rho = ch.rank_correlation_ci(np.arange(10.0), np.arange(10.0) ** 2, resamples=50)
     rects = models[ch.ASYMMETRIC][1]
-    tables = {"rectangles": ch.rectangle_table(models), "floors": ch.floor_table(floors, 0.5),
-              "table1": ch.table_one(summaries, models, 0.5),
-              "correlations": ch.correlation_table(0.5, influence=rho, distance=rho)}
+    tables = {
+        "rectangles": ch.rectangle_table(models),
+        "floors": ch.floor_table(floors, 0.5),
+        "table1": ch.table_one(summaries, models, 0.5),
+        "correlations": ch.correlation_table(0.5, influence=rho, distance=rho),
+    }
     for name, table in tables.items():
         assert set(table.temperature) == {0.5}, name
         assert "model" in table or name == "correlations", name
@@ -569,16 +628,22 @@ def test_views_read_without_index_or_nan_and_figures_are_returned():
     matplotlib.use("Agg")
     models, floors, summaries = potts_run(1.0)
     frame = models[ch.ASYMMETRIC][2]
-    views = [ch.rectangles_view(frame.head()), ch.floors_view(ch.floor_table(floors, 1.0)),
-             ch.table_one_view(ch.table_one(summaries, models, 1.0)),
-             ch.temperature_view(ch.temperature_check(models[ch.ASYMMETRIC][0], models[ch.ASYMMETRIC][1], 3))]
+    views = [
+        ch.rectangles_view(frame.head()),
+        ch.floors_view(ch.floor_table(floors, 1.0)),
+        ch.table_one_view(ch.table_one(summaries, models, 1.0)),
+        ch.temperature_view(ch.temperature_check(models[ch.ASYMMETRIC][0], models[ch.ASYMMETRIC][1], 3)),
+    ]
     for view in views:
         html = view.to_html()
         assert "nan" not in html.lower() and len(view.data.columns) <= 6
         assert 'class="row_heading' not in html  # no index column
     rho = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=50)
-    for fig in (ch.ecdf_figure(models, floors[ch.ASYMMETRIC]["floor"]), ch.influence_figure(frame, rho, rho),
-                ch.distance_figure(frame, rho)):
+    for fig in (
+        ch.ecdf_figure(models, floors[ch.ASYMMETRIC]["floor"]),
+        ch.influence_figure(frame, rho, rho),
+        ch.distance_figure(frame, rho),
+    ):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes[0].get_title()
         matplotlib.pyplot.close(fig)
 

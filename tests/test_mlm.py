@@ -2,10 +2,10 @@
 
 import pytest
 import torch
-
-import glauber_core as glauber
-import book_tools as bt
 from conftest import ARCHITECTURES
+
+import book_tools as bt
+import glauber_core as glauber
 
 TEXT = "The government said on Monday that the economy grew faster than expected in the last quarter"
 
@@ -27,8 +27,12 @@ def test_masked_row_head_equals_full_logits(tiny_mlms, architecture):
 def test_site_only_last_layer_equals_the_encoder_output(name):
     """The last layer run at the masked rows only gives the full encoder's rows, to fp32 rounding."""
     cond = glauber.load_mlm(name)
-    x = torch.stack([cond.allowed.nonzero().squeeze(1)[torch.randperm(20, generator=torch.Generator().manual_seed(b))]
-                     for b in range(6)])
+    x = torch.stack(
+        [
+            cond.allowed.nonzero().squeeze(1)[torch.randperm(20, generator=torch.Generator().manual_seed(b))]
+            for b in range(6)
+        ]
+    )
     positions = torch.tensor([0, 19, 7, 3, 12, 7])
     ids = cond.model_inputs(x, positions)
     rows, cols = torch.arange(6), positions + len(cond.prefix)
@@ -127,7 +131,9 @@ def test_seed_fixes_a_chain_whatever_else_is_in_the_batch(tiny_bert):
     assert torch.equal(batch.tokens, again.tokens)
     alone = glauber.glauber(tiny_bert, x0[:1], 30, temperature=1.5, seed=7, progress=False)
     assert torch.equal(alone.tokens[0], batch.tokens[0])
-    third = glauber.glauber(tiny_bert, x0[2:3], 30, temperature=1.5, seed=[glauber.chain_seeds(7, 4)[2]], progress=False)
+    third = glauber.glauber(
+        tiny_bert, x0[2:3], 30, temperature=1.5, seed=[glauber.chain_seeds(7, 4)[2]], progress=False
+    )
     assert torch.equal(third.tokens[0], batch.tokens[2])
     other = glauber.glauber(tiny_bert, x0, 30, temperature=1.5, seed=8, progress=False)
     assert not torch.equal(other.tokens, batch.tokens)
@@ -156,8 +162,9 @@ def test_interrupted_run_resumes_identically(tiny_bert, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         glauber.glauber(Interrupting(tiny_bert, 37), x0, 50, checkpoint=checkpoint, checkpoint_every=10, **settings)
     assert torch.load(checkpoint, weights_only=False)["step"] == 30
-    resumed = glauber.glauber(Interrupting(tiny_bert, 20), x0, 50, checkpoint=checkpoint, checkpoint_every=10,
-                         **settings)
+    resumed = glauber.glauber(
+        Interrupting(tiny_bert, 20), x0, 50, checkpoint=checkpoint, checkpoint_every=10, **settings
+    )
     for field in ("tokens", "steps", "sites", "old_tokens", "new_tokens", "log_probs"):
         assert torch.equal(getattr(resumed, field), getattr(straight, field)), field
     longer = glauber.glauber(tiny_bert, x0, 70, checkpoint=checkpoint, **settings)
@@ -186,8 +193,13 @@ def test_coupling_times_on_a_masked_lm(tiny_bert):
 
 def test_rectangle_delta_on_a_masked_lm_is_nonzero_and_temperature_scaled(tiny_bert):
     x = tiny_bert.encode(TEXT)[:10].repeat(4, 1)
-    args = (x, torch.tensor([1, 2, 3, 4]), torch.tensor([6, 7, 8, 9]), torch.tensor([2000, 3000, 4000, 5000]),
-            torch.tensor([2500, 3500, 4500, 5500]))
+    args = (
+        x,
+        torch.tensor([1, 2, 3, 4]),
+        torch.tensor([6, 7, 8, 9]),
+        torch.tensor([2000, 3000, 4000, 5000]),
+        torch.tensor([2500, 3500, 4500, 5500]),
+    )
     delta = glauber.rectangle_delta(tiny_bert, *args)
     assert delta.abs().min() > 0
     assert torch.allclose(glauber.rectangle_delta(tiny_bert, *args, temperature=2.0), delta / 2, atol=1e-5)

@@ -33,18 +33,21 @@ def test_paired_script_matches_notebook(path):
 
     from_script = jupytext.read(script)
     notebook = jupytext.read(path)
+
     def cells(nb):
         return [(c.cell_type, c.source, sorted(c.metadata.get("tags", []))) for c in nb.cells]
 
     assert cells(from_script) == cells(notebook), (
-        f"{path.name} and {script.name} differ: run `jupytext --sync {script.relative_to(ROOT)}`")
+        f"{path.name} and {script.name} differ: run `jupytext --sync {script.relative_to(ROOT)}`"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_stored_outputs(path):
     notebook = _read(path)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code"), (
-        f"{path.name} carries outputs; the book executes notebooks itself")
+        f"{path.name} carries outputs; the book executes notebooks itself"
+    )
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name == "notebooks"], ids=lambda p: p.name)
@@ -76,10 +79,12 @@ def test_chapters_take_model_and_their_temperature():
         assert "model" in names and ("temperature" if path.stem in one else "temperatures") in names, path.name
 
 
-COLAB_CELL = ('# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).\n'
-              'import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q '
-              f'--depth 1 {REPOSITORY} companion && sh companion/tools/colab_setup.sh " + sys.executable, '
-              'shell=True) and sys.path.insert(0, "companion")')
+COLAB_CELL = (
+    "# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).\n"
+    'import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q '
+    f'--depth 1 {REPOSITORY} companion && sh companion/tools/colab_setup.sh " + sys.executable, '
+    'shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip'
+)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -113,13 +118,16 @@ def test_colab_set_up_line_runs_the_way_colab_does(tmp_path):
     recorder.chmod(0o755)
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f'[url "{ROOT}"]\n\tinsteadOf = {REPOSITORY}\n[safe]\n\tdirectory = *\n')
-    program = (f"import sys; sys.path.insert(0, {str(tmp_path / 'fake')!r}); import google.colab\n"
-               f"sys.executable = {str(recorder)!r}\n{COLAB_CELL}\n"
-               "from importlib.util import find_spec\n"
-               "print(find_spec('glauber_core').origin); print(find_spec('book_tools').origin)")
+    program = (
+        f"import sys; sys.path.insert(0, {str(tmp_path / 'fake')!r}); import google.colab\n"
+        f"sys.executable = {str(recorder)!r}\n{COLAB_CELL}\n"
+        "from importlib.util import find_spec\n"
+        "print(find_spec('glauber_core').origin); print(find_spec('book_tools').origin)"
+    )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": str(gitconfig)}
-    done = subprocess.run([sys.executable, "-c", program], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     core, tools = done.stdout.split()[-2:]
     assert Path(core) == work / "companion" / "glauber_core.py" and Path(tools) == work / "companion" / "book_tools.py"
@@ -128,9 +136,11 @@ def test_colab_set_up_line_runs_the_way_colab_does(tmp_path):
 
 
 # Lines of a visible code cell that only save, glue, label or style (issue 26 counts them; at most 3 a chapter).
-PLUMBING = re.compile(r"\.to_csv\(|run\.save\(|save_table|\bglue|results_dir|set_book_style|\.set_(x|y)?(label|title)"
-                      r"|\.set\(|\.legend\(|tight_layout|savefig|model_name\s*=|\bout\s*=|\.style\b"
-                      r"|\.rename\(columns|write_claims|write_checks|reading_table")
+PLUMBING = re.compile(
+    r"\.to_csv\(|run\.save\(|save_table|\bglue|results_dir|set_book_style|\.set_(x|y)?(label|title)"
+    r"|\.set\(|\.legend\(|tight_layout|savefig|model_name\s*=|\bout\s*=|\.style\b"
+    r"|\.rename\(columns|write_claims|write_checks|reading_table"
+)
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.parent.name == "notebooks"], ids=lambda p: p.name)
@@ -138,9 +148,12 @@ def test_visible_cells_are_science(path):
     """At most 3 visible plumbing lines a chapter (saving, glue, labels, styling sit in remove-input cells or
     in the chapter module), and the settings object is never edited after it is built."""
     notebook = _read(path)
-    visible = [line for c in notebook.cells if c.cell_type == "code"
-               and not {"remove-cell", "remove-input"} & set(c.metadata.get("tags", []))
-               for line in c.source.splitlines()]
+    visible = [
+        line
+        for c in notebook.cells
+        if c.cell_type == "code" and not {"remove-cell", "remove-input"} & set(c.metadata.get("tags", []))
+        for line in c.source.splitlines()
+    ]
     plumbing = [line for line in visible if PLUMBING.search(line)]
     assert len(plumbing) <= 3, f"{path.name}: {len(plumbing)} visible plumbing lines: {plumbing}"
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
@@ -162,9 +175,12 @@ def test_papermill_parameters_reach_the_run(tiny_model_dirs, tmp_path, monkeypat
     monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
     monkeypatch.setenv("GLAUBER_PROFILE", "smoke")
     papermill.execute_notebook(
-        str(ROOT / "notebooks" / "quick_tour.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(ROOT / "notebooks"),
+        str(ROOT / "notebooks" / "quick_tour.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        cwd=str(ROOT / "notebooks"),
         parameters={"model": str(tiny_model_dirs["bert"]), "temperatures": [3.0], "steps": 12, "seq_len": 10},
-        progress_bar=False)
+        progress_bar=False,
+    )
     distance = pd.read_csv(tmp_path / "quick_tour" / "distance.csv")
     assert set(distance.temperature) == {3.0}
     assert distance.step.max() == 12

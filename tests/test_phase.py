@@ -6,11 +6,11 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from pandas.testing import assert_frame_equal
 import torch
+from pandas.testing import assert_frame_equal
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import phase as ch
 
 
@@ -33,13 +33,12 @@ def test_per_pair_temperatures_equal_separate_calls():
     grid = ch.coupling_grid(model, x0, y0, temperatures, 60, seed=3, progress=False)
     seeds = ch.temperature_seeds(3, temperatures, 6)
     for t, tau in enumerate(temperatures):
-        alone = glauber.coupling_times(model, x0, y0, 60, tau, seed=seeds[6 * t: 6 * t + 6], progress=False)
+        alone = glauber.coupling_times(model, x0, y0, 60, tau, seed=seeds[6 * t : 6 * t + 6], progress=False)
         assert np.array_equal(grid[grid.temperature == tau].time.to_numpy(), alone.numpy())
     assert grid.coupled.any() and (grid.time != grid.time.iloc[0]).any()
     # a tensor of per-pair temperatures is the same as a list
     per_pair = torch.tensor(temperatures, dtype=torch.float64).repeat_interleave(6)
-    again = glauber.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=seeds,
-                                   progress=False)
+    again = glauber.coupling_times(model, x0.repeat(3, 1), y0.repeat(3, 1), 60, per_pair, seed=seeds, progress=False)
     assert np.array_equal(again.numpy(), grid.time.to_numpy())
 
 
@@ -49,8 +48,8 @@ def test_multi_temperature_glauber_equals_separate_runs():
     trajectory, rows = ch.multi_temperature_glauber(model, x0, [0.5, 2.0], 30, seed=5, progress=False)
     seeds = ch.temperature_seeds(5, [0.5, 2.0], 2)
     for t, tau in enumerate([0.5, 2.0]):
-        alone = glauber.glauber(model, x0, 30, tau, seed=seeds[2 * t: 2 * t + 2], progress=False)
-        assert torch.equal(trajectory.tokens[2 * t: 2 * t + 2], alone.tokens)
+        alone = glauber.glauber(model, x0, 30, tau, seed=seeds[2 * t : 2 * t + 2], progress=False)
+        assert torch.equal(trajectory.tokens[2 * t : 2 * t + 2], alone.tokens)
     assert rows.temperature.tolist() == [0.5, 0.5, 2.0, 2.0] and rows.start.tolist() == [0, 1, 0, 1]
 
 
@@ -63,14 +62,15 @@ def test_a_temperature_cell_does_not_depend_on_the_other_temperatures():
     part = ch.coupling_grid(model, x0, y0, [3.0, 1.0], 60, seed=7, progress=False)
     assert full.coupled.any() and full.time.nunique() > 1
     for tau in [1.0, 3.0]:
-        assert np.array_equal(full[full.temperature == tau].time.to_numpy(),
-                              part[part.temperature == tau].time.to_numpy())
+        assert np.array_equal(
+            full[full.temperature == tau].time.to_numpy(), part[part.temperature == tau].time.to_numpy()
+        )
     chains, _ = ch.multi_temperature_glauber(model, x0[:2], [0.5, 1.0, 3.0], 20, seed=7, progress=False)
     alone, _ = ch.multi_temperature_glauber(model, x0[:2], [1.0], 20, seed=7, progress=False)
     assert torch.equal(chains.tokens[2:4], alone.tokens)
     # distinct temperatures, seeds and chains get distinct seeds
     seeds = ch.temperature_seeds(7, [0.5, 1.0, 3.0], 4) + ch.temperature_seeds(8, [0.5, 1.0, 3.0], 4)
-    assert len(set(seeds)) == 24 and all(0 <= s < 2 ** 63 for s in seeds)
+    assert len(set(seeds)) == 24 and all(0 <= s < 2**63 for s in seeds)
     # numpy seeds and tensors of temperatures are the same as ints and lists
     assert ch.temperature_seeds(np.int64(7), torch.tensor([0.5, 1.0, 3.0]), 4) == seeds[:12]
     with pytest.raises(ValueError, match="differ by at least"):
@@ -79,8 +79,10 @@ def test_a_temperature_cell_does_not_depend_on_the_other_temperatures():
         ch.temperature_seeds(1.5, [1.0], 2)
 
 
-@pytest.mark.parametrize("temperature", [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], ["1", "2", "3"],
-                                         [True, False, True], "1", None])
+@pytest.mark.parametrize(
+    "temperature",
+    [[1.0, 2.0], [1.0, 0.0, 2.0], [1.0, float("nan"), 2.0], ["1", "2", "3"], [True, False, True], "1", None],
+)
 def test_bad_per_pair_temperatures(temperature):
     model = potts()
     x0 = torch.zeros(3, 5, dtype=torch.long)
@@ -100,8 +102,9 @@ def test_grid_and_multi_temperature_runs_reject_bad_temperature_lists(temperatur
 
 def test_tempered_conditionals_check_the_batch():
     with pytest.raises(ValueError, match="temperatures"):
-        ch.TemperedConditionals(potts(), [1.0, 2.0]).log_scores(torch.zeros(3, 5, dtype=torch.long),
-                                                                 torch.zeros(3, dtype=torch.long))
+        ch.TemperedConditionals(potts(), [1.0, 2.0]).log_scores(
+            torch.zeros(3, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,8 +122,14 @@ def test_share_intervals_known_values():
 
 
 def test_coupling_summary_counts_uncoupled_as_infinite():
-    grid = pd.DataFrame({"n": 8, "temperature": [1.0] * 4 + [2.0] * 4, "pair": list(range(4)) * 2,
-                         "time": [3, 5, -1, -1, -1, -1, -1, 7]})
+    grid = pd.DataFrame(
+        {
+            "n": 8,
+            "temperature": [1.0] * 4 + [2.0] * 4,
+            "pair": list(range(4)) * 2,
+            "time": [3, 5, -1, -1, -1, -1, -1, 7],
+        }
+    )
     table = ch.coupling_summary(grid).set_index("temperature")
     assert table.loc[1.0, "median_time"] == 5 and table.loc[1.0, "share"] == 0.5
     assert math.isnan(table.loc[2.0, "median_time"]) and table.loc[2.0, "coupled"] == 1
@@ -167,8 +176,9 @@ def nelder_mead_fit(x, y):
         return -(loglik + 0.5 * np.linalg.slogdet(design.T @ (design * w[:, None]))[1])
 
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        beta = minimize(penalised, np.zeros(2), method="Nelder-Mead",
-                        options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x
+        beta = minimize(
+            penalised, np.zeros(2), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}
+        ).x
         return float(centre - spread * beta[0] / beta[1]), float(spread / beta[1])
 
 
@@ -192,7 +202,7 @@ def random_cases(count=40, seed=3):
 
 @pytest.mark.parametrize("case", range(len(AGREEMENT_CASES) + 1))
 def test_newton_fit_agrees_with_nelder_mead(case):
-    cases = AGREEMENT_CASES[case:case + 1] if case < len(AGREEMENT_CASES) else random_cases()
+    cases = AGREEMENT_CASES[case : case + 1] if case < len(AGREEMENT_CASES) else random_cases()
     for x, y in cases:
         old, new = nelder_mead_fit(x, y), ch.logistic_fit(x, y)
         assert np.allclose(new, old, atol=1e-6, rtol=1e-6, equal_nan=True)  # (nan, inf) on flat data too
@@ -209,9 +219,17 @@ def test_logistic_fits_batch_equals_one_at_a_time():
 def test_transition_fits_match_the_former_per_resample_loop():
     rng = np.random.default_rng(2)
     taus, pairs = np.array([1.0, 1.5, 2.0, 3.0]), 6
-    frames = [pd.DataFrame({"n": n, "temperature": np.tile(taus, pairs), "pair": np.repeat(np.arange(pairs), 4),
-                            "coupled": logistic_outcomes(mid, 0.3, taus, pairs, rng).reshape(-1)})
-              for n, mid in ((8, 1.4), (16, 2.2))]
+    frames = [
+        pd.DataFrame(
+            {
+                "n": n,
+                "temperature": np.tile(taus, pairs),
+                "pair": np.repeat(np.arange(pairs), 4),
+                "coupled": logistic_outcomes(mid, 0.3, taus, pairs, rng).reshape(-1),
+            }
+        )
+        for n, mid in ((8, 1.4), (16, 2.2))
+    ]
     grid = pd.concat(frames, ignore_index=True)
     boot = ch.transition_fits(grid, n_boot=25, seed=0).attrs["boot"]
     draws = []  # the former loop: one Nelder-Mead fit per resample, from a stream seeded by (seed, n)
@@ -235,8 +253,16 @@ def test_transition_fits_per_length_with_intervals():
     frames = []
     for n, midpoint in ((8, 1.5), (16, 2.0)):
         y = logistic_outcomes(midpoint, 0.2, taus, 80, rng)
-        frames.append(pd.DataFrame({"n": n, "temperature": np.tile(taus, 80), "pair": np.repeat(np.arange(80),
-                                    len(taus)), "coupled": y.reshape(-1)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "n": n,
+                    "temperature": np.tile(taus, 80),
+                    "pair": np.repeat(np.arange(80), len(taus)),
+                    "coupled": y.reshape(-1),
+                }
+            )
+        )
     table = ch.transition_fits(pd.concat(frames), n_boot=40, seed=0).set_index("n")
     for n, midpoint in ((8, 1.5), (16, 2.0)):
         assert table.loc[n, "midpoint_low"] < midpoint < table.loc[n, "midpoint_high"]
@@ -332,8 +358,9 @@ def constructed_grid(shares_by_n, taus=(1.0, 1.5, 2.0, 2.5, 3.0), pairs=10, budg
     for n, met in shares_by_n.items():
         for tau, k in zip(taus, met):
             time = np.where(np.arange(pairs) < k, 10, -1)
-            frames.append(pd.DataFrame({"n": n, "temperature": tau, "pair": np.arange(pairs), "time": time,
-                                        "coupled": time >= 0}))
+            frames.append(
+                pd.DataFrame({"n": n, "temperature": tau, "pair": np.arange(pairs), "time": time, "coupled": time >= 0})
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -369,29 +396,49 @@ def test_transition_fits_mark_resamples_beyond_the_grid():
 
 
 def comparison(shift, low, high, ratio=1.0, ratio_low=0.8, ratio_high=1.2, undefined=0.0):
-    return {"shift": shift, "shift_low": low, "shift_high": high, "shift_undefined": undefined,
-            "ratio": 2.0, "ratio_low": 1.5, "ratio_high": 2.5, "ratio_undefined": undefined,
-            "relative": ratio, "relative_low": ratio_low, "relative_high": ratio_high,
-            "relative_undefined": undefined}
+    return {
+        "shift": shift,
+        "shift_low": low,
+        "shift_high": high,
+        "shift_undefined": undefined,
+        "ratio": 2.0,
+        "ratio_low": 1.5,
+        "ratio_high": 2.5,
+        "ratio_undefined": undefined,
+        "relative": ratio,
+        "relative_low": ratio_low,
+        "relative_high": ratio_high,
+        "relative_undefined": undefined,
+    }
 
 
-@pytest.mark.parametrize("summary, events, verdict", [
-    (comparison(0.5, 0.2, 0.8), 30, bt.REPRODUCED),
-    (comparison(0.5, 0.2, np.inf), 30, bt.REPRODUCED),  # the boundary leaves the grid upward in some resamples
-    (comparison(-0.5, -0.8, -0.2), 30, bt.DIFFERS),
-    (comparison(0.1, -0.3, 0.5), 30, bt.INCONCLUSIVE),
-    (comparison(0.5, math.nan, math.nan, undefined=0.2), 30, bt.INCONCLUSIVE),
-    (comparison(math.nan, math.nan, math.nan), 30, bt.INCONCLUSIVE),
-    (comparison(math.nan, math.nan, math.nan), 0, bt.INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "summary, events, verdict",
+    [
+        (comparison(0.5, 0.2, 0.8), 30, bt.REPRODUCED),
+        (comparison(0.5, 0.2, np.inf), 30, bt.REPRODUCED),  # the boundary leaves the grid upward in some resamples
+        (comparison(-0.5, -0.8, -0.2), 30, bt.DIFFERS),
+        (comparison(0.1, -0.3, 0.5), 30, bt.INCONCLUSIVE),
+        (comparison(0.5, math.nan, math.nan, undefined=0.2), 30, bt.INCONCLUSIVE),
+        (comparison(math.nan, math.nan, math.nan), 30, bt.INCONCLUSIVE),
+        (comparison(math.nan, math.nan, math.nan), 0, bt.INCONCLUSIVE),
+    ],
+)
 def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
     row = ch._boundary_shift_row(summary, events, 8, 32)
     assert row["verdict"] == verdict and "null: no shift" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
-@pytest.mark.parametrize("low, high, verdict", [(0.75, 1.6, bt.REPRODUCED), (0.1, 0.6, bt.DIFFERS),
-                                                (0.3, 1.2, bt.INCONCLUSIVE), (math.nan, math.nan, bt.INCONCLUSIVE)])
+@pytest.mark.parametrize(
+    "low, high, verdict",
+    [
+        (0.75, 1.6, bt.REPRODUCED),
+        (0.1, 0.6, bt.DIFFERS),
+        (0.3, 1.2, bt.INCONCLUSIVE),
+        (math.nan, math.nan, bt.INCONCLUSIVE),
+    ],
+)
 def test_transition_width_rule_reaches_each_outcome(low, high, verdict):
     # the relative width's null for n = 8 -> 32: (8 / 32)^(1/4) = 0.71; the absolute ratio (2.0) is not judged
     row = ch._transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
@@ -409,11 +456,14 @@ def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):
     return ch.scaling_fits(n, times, n_boot=20)
 
 
-@pytest.mark.parametrize("law, events, verdict", [
-    (lambda n: 2.0 * n * np.log(n), 45, bt.REPRODUCED),
-    (lambda n: 0.5 * n**2, 45, bt.DIFFERS),
-    (lambda n: 2.0 * n * np.log(n), 0, bt.INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "law, events, verdict",
+    [
+        (lambda n: 2.0 * n * np.log(n), 45, bt.REPRODUCED),
+        (lambda n: 0.5 * n**2, 45, bt.DIFFERS),
+        (lambda n: 2.0 * n * np.log(n), 0, bt.INCONCLUSIVE),
+    ],
+)
 def test_nlogn_rule_reaches_each_outcome(law, events, verdict):
     assert ch._nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
 
@@ -426,10 +476,15 @@ def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
     assert row["verdict"] == bt.INCONCLUSIVE and "zero events" in row["reason"] and "nan" not in row["ours_text"]
 
 
-@pytest.mark.parametrize("law, verdict", [(lambda n: 0.2 * np.log(n), bt.REPRODUCED),
-                                          (lambda n: 0.01 * n**1.5, bt.DIFFERS),  # grows faster than linear
-                                          (lambda n: 2.0 / np.log(n), bt.DIFFERS),  # falls with n
-                                          (lambda n: 0.5 + 0.0 * n, bt.INCONCLUSIVE)])  # flat, with noise
+@pytest.mark.parametrize(
+    "law, verdict",
+    [
+        (lambda n: 0.2 * np.log(n), bt.REPRODUCED),
+        (lambda n: 0.01 * n**1.5, bt.DIFFERS),  # grows faster than linear
+        (lambda n: 2.0 / np.log(n), bt.DIFFERS),  # falls with n
+        (lambda n: 0.5 + 0.0 * n, bt.INCONCLUSIVE),
+    ],
+)  # flat, with noise
 def test_saturation_rule_reaches_each_outcome(law, verdict):
     n = np.repeat([8, 16, 32, 64, 128], 5)
     d = law(n) * np.exp(np.random.default_rng(1).normal(0, 0.01, len(n)))
@@ -454,10 +509,15 @@ def crossover_table(hits_by_tau, chains=10, n=8):
     return np.array(peaks), pd.DataFrame({"temperature": temps, "n": n})
 
 
-@pytest.mark.parametrize("hits, verdict", [({0.3: 0, 1.0: 4, 2.5: 10}, bt.REPRODUCED),
-                                           ({0.3: 10, 1.0: 5, 2.5: 1}, bt.DIFFERS),
-                                           ({0.3: 10, 1.0: 10, 2.5: 10}, bt.INCONCLUSIVE),  # at the ceiling
-                                           ({0.3: 4, 1.0: 5, 2.5: 5}, bt.INCONCLUSIVE)])
+@pytest.mark.parametrize(
+    "hits, verdict",
+    [
+        ({0.3: 0, 1.0: 4, 2.5: 10}, bt.REPRODUCED),
+        ({0.3: 10, 1.0: 5, 2.5: 1}, bt.DIFFERS),
+        ({0.3: 10, 1.0: 10, 2.5: 10}, bt.INCONCLUSIVE),  # at the ceiling
+        ({0.3: 4, 1.0: 5, 2.5: 5}, bt.INCONCLUSIVE),
+    ],
+)
 def test_crossover_rule_reaches_each_outcome(hits, verdict):
     peaks, rows = crossover_table(hits)
     rise = ch.rise_with_temperature(peaks, rows, [0.7])
@@ -484,13 +544,16 @@ def alpha_frame(seed_values, visited_values, tau=2.5):
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("seeds, visited, boundary, verdict", [
-    ([1.2, 1.3, 1.1, 1.25, 1.2, 1.3], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5], 1.7, bt.REPRODUCED),
-    ([0.5, 0.6, 0.55, 0.5, 0.6, 0.5], [1.2, 1.3, 1.1, 1.25, 1.2, 1.3], 1.7, bt.DIFFERS),
-    ([1.0, 0.5, 1.1, 0.6, 0.9, 0.7], [0.8, 0.9, 0.7, 0.8, 0.9, 0.8], 1.7, bt.INCONCLUSIVE),
-    ([1.2, 1.3], [0.5, 0.6], math.nan, bt.INCONCLUSIVE),  # no boundary inside the grid
-    ([1.2, 1.3], [0.5, 0.6], 3.0, bt.INCONCLUSIVE),  # no drift temperature past the boundary
-])
+@pytest.mark.parametrize(
+    "seeds, visited, boundary, verdict",
+    [
+        ([1.2, 1.3, 1.1, 1.25, 1.2, 1.3], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5], 1.7, bt.REPRODUCED),
+        ([0.5, 0.6, 0.55, 0.5, 0.6, 0.5], [1.2, 1.3, 1.1, 1.25, 1.2, 1.3], 1.7, bt.DIFFERS),
+        ([1.0, 0.5, 1.1, 0.6, 0.9, 0.7], [0.8, 0.9, 0.7, 0.8, 0.9, 0.8], 1.7, bt.INCONCLUSIVE),
+        ([1.2, 1.3], [0.5, 0.6], math.nan, bt.INCONCLUSIVE),  # no boundary inside the grid
+        ([1.2, 1.3], [0.5, 0.6], 3.0, bt.INCONCLUSIVE),  # no drift temperature past the boundary
+    ],
+)
 def test_context_alpha_rule_reaches_each_outcome(seeds, visited, boundary, verdict):
     row = ch._alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
     assert row["verdict"] == verdict and "null: no difference" in row["reason"]
@@ -509,15 +572,21 @@ def test_boundary_row_is_never_judged_off_the_papers_setup():
     assert row["verdict"] == bt.OTHER_SETUP
     for item in ("budget 400", "passages BBC News", "model minilm"):
         assert item in row["setup"]
-    empty = ch._boundary_row(pd.Series({"midpoint": math.nan, "midpoint_low": math.nan,
-                                       "midpoint_high": math.nan}), 16, model="x", budget=400, pairs=8,
-                            passages="bbc")
+    empty = ch._boundary_row(
+        pd.Series({"midpoint": math.nan, "midpoint_low": math.nan, "midpoint_high": math.nan}),
+        16,
+        model="x",
+        budget=400,
+        pairs=8,
+        passages="bbc",
+    )
     assert empty["verdict"] == bt.OTHER_SETUP and "no transition" in empty["ours_text"]
 
 
-@pytest.mark.parametrize("midpoint, low, high, verdict", [(1.7, 1.6, 1.8, bt.REPRODUCED),
-                                                          (3.0, 2.8, 3.2, bt.DIFFERS),
-                                                          (1.9, 1.6, 2.3, bt.INCONCLUSIVE)])
+@pytest.mark.parametrize(
+    "midpoint, low, high, verdict",
+    [(1.7, 1.6, 1.8, bt.REPRODUCED), (3.0, 2.8, 3.2, bt.DIFFERS), (1.9, 1.6, 2.3, bt.INCONCLUSIVE)],
+)
 def test_boundary_row_is_judged_on_the_papers_model_and_profile(midpoint, low, high, verdict):
     paper = ch.SETTINGS["paper"]
     fit = pd.Series({"midpoint": midpoint, "midpoint_low": low, "midpoint_high": high})
@@ -541,10 +610,13 @@ def test_arviz_daily_notice_does_not_reach_stderr(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
-    code = ("import numpy as np; from chapters import phase as ch; "
-            "print(ch.convergence_diagnostics(np.random.default_rng(0).normal(size=(3, 20)))['chains'])")
-    done = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
-                          cwd=bt.REPO_ROOT, timeout=120)
+    code = (
+        "import numpy as np; from chapters import phase as ch; "
+        "print(ch.convergence_diagnostics(np.random.default_rng(0).normal(size=(3, 20)))['chains'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, cwd=bt.REPO_ROOT, timeout=120
+    )
     assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr
     assert "Warning" not in done.stderr, done.stderr
     assert list((tmp_path / "cache").rglob("daily_warning")), "ArviZ was not imported from the fresh cache"
@@ -557,19 +629,34 @@ def test_the_paper_profile_follows_the_papers_protocol():
     fig7 = bt.paper_protocol("crossover_fractions")
     assert paper["budget"] == int(fig2["budget"])
     assert (paper["saturation_tau"], paper["saturation_steps"], paper["saturation_chains"]) == (
-        float(fig3a["tau"]), int(fig3a["steps"]), int(fig3a["trials"]))
+        float(fig3a["tau"]),
+        int(fig3a["steps"]),
+        int(fig3a["trials"]),
+    )
     assert (paper["hit_tau"], paper["hit_steps"], paper["hit_chains"], paper["hit_radius"]) == (
-        float(fig3b["tau"]), int(fig3b["cutoff"]), int(fig3b["trials"]), float(fig3b["radius"]))
+        float(fig3b["tau"]),
+        int(fig3b["cutoff"]),
+        int(fig3b["trials"]),
+        float(fig3b["radius"]),
+    )
     assert (paper["crossover_steps"], paper["crossover_chains"], paper["record_every"]) == (
-        int(fig7["cutoff"]), int(fig7["chains"]), int(fig7["record_every"]))
+        int(fig7["cutoff"]),
+        int(fig7["chains"]),
+        int(fig7["record_every"]),
+    )
     assert ch.crossover_radii() == [float(r) for r in fig7["radius"].split()]
-    assert ch.boundary_setup(budget=paper["budget"], pairs=1, n=1, passages=paper["passages"])["passages"] == \
-        fig2["passages"]
+    assert (
+        ch.boundary_setup(budget=paper["budget"], pairs=1, n=1, passages=paper["passages"])["passages"]
+        == fig2["passages"]
+    )
     for profile in ch.SETTINGS.values():  # every protocol fits inside the shared drift run
-        assert max(profile["saturation_steps"], profile["hit_steps"], profile["crossover_steps"]) <= \
-            profile["drift_steps"]
-        assert max(profile["saturation_chains"], profile["hit_chains"], profile["crossover_chains"]) <= \
-            profile["drift_chains"]
+        assert (
+            max(profile["saturation_steps"], profile["hit_steps"], profile["crossover_steps"]) <= profile["drift_steps"]
+        )
+        assert (
+            max(profile["saturation_chains"], profile["hit_chains"], profile["crossover_chains"])
+            <= profile["drift_chains"]
+        )
         assert profile["alpha_length"] in profile["drift_lengths"]
         assert profile["alpha_contexts"] <= profile["drift_chains"]
 
@@ -618,20 +705,32 @@ def claims_inputs(cfg):
     n = np.repeat([8, 12, 16], 4)
     hits = pd.DataFrame({"n": n, "temperature": cfg.hit_tau, "hitting_time": 2 * n * np.log(n)})
     peaks, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
-    return dict(fits=fits, scaled=scaled, fixed=ch.compare_lengths(fits, 8, 16),
-                budget_free=ch.compare_lengths(ch.transition_fits(scaled, n_boot=20), 8, 16), hits=hits,
-                scaling=ch.scaling_fits(hits.n, hits.hitting_time, n_boot=20),
-                trend=ch.saturation_trend(n, 0.2 * np.log(n), n_boot=20), saturation_steps=40,
-                rise=ch.rise_with_temperature(peaks, rows, [0.7]),
-                alpha=alpha_frame([1.2, 1.3, 1.1], [0.5, 0.6, 0.55]))
+    return dict(
+        fits=fits,
+        scaled=scaled,
+        fixed=ch.compare_lengths(fits, 8, 16),
+        budget_free=ch.compare_lengths(ch.transition_fits(scaled, n_boot=20), 8, 16),
+        hits=hits,
+        scaling=ch.scaling_fits(hits.n, hits.hitting_time, n_boot=20),
+        trend=ch.saturation_trend(n, 0.2 * np.log(n), n_boot=20),
+        saturation_steps=40,
+        rise=ch.rise_with_temperature(peaks, rows, [0.7]),
+        alpha=alpha_frame([1.2, 1.3, 1.1], [0.5, 0.6, 0.55]),
+    )
 
 
 def test_claim_rows_judge_every_claim_of_the_chapter():
     cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
     rows = ch.claim_rows(cfg, "minilm-l4-bbc-mlm", **claims_inputs(cfg))
     assert [row["claim"] for row in rows] == [
-        "coupling_boundary_tau", "boundary_shift_with_n", "transition_width", "nlogn_fit", "distance_saturates",
-        "crossover_fractions", "context_averaged_alpha"]
+        "coupling_boundary_tau",
+        "boundary_shift_with_n",
+        "transition_width",
+        "nlogn_fit",
+        "distance_saturates",
+        "crossover_fractions",
+        "context_averaged_alpha",
+    ]
     assert rows[0]["verdict"] == bt.OTHER_SETUP and "n = 16" in rows[0]["quantity"]  # cfg.near
     assert rows[3]["verdict"] == bt.REPRODUCED and rows[5]["verdict"] == bt.REPRODUCED
     assert all("nan" not in row["ours_text"].lower().split() for row in rows)
@@ -654,22 +753,44 @@ def test_the_pages_figures_and_tables():
     inputs = claims_inputs(cfg)
     grid = constructed_grid({8: [0, 2, 5, 8, 10], 16: [0, 1, 3, 6, 9]})
     cells = ch.coupling_summary(grid)
-    drift = pd.DataFrame({"n": np.repeat([8, 16], 6), "temperature": np.tile([1.0, 4.0], 6), "step": 40,
-                          "distance": np.linspace(0.1, 0.9, 12)})
+    drift = pd.DataFrame(
+        {
+            "n": np.repeat([8, 16], 6),
+            "temperature": np.tile([1.0, 4.0], 6),
+            "step": 40,
+            "distance": np.linspace(0.1, 0.9, 12),
+        }
+    )
     shares = ch.threshold_shares(torch.rand(6, 3), pd.DataFrame({"temperature": [1.0, 2.0] * 3, "n": 8}))
     alpha = pd.concat([inputs["alpha"], inputs["alpha"].assign(temperature=1.0)], ignore_index=True)
-    figures = [ch.coupling_figure(cells, cfg), ch.transition_figure(cells, inputs["fits"], cfg),
-               ch.saturation_figure(drift, cfg), ch.hitting_figure(inputs["hits"], inputs["scaling"], cfg),
-               ch.threshold_figure(shares, records=3), ch.alpha_figure(alpha, cfg)]
+    figures = [
+        ch.coupling_figure(cells, cfg),
+        ch.transition_figure(cells, inputs["fits"], cfg),
+        ch.saturation_figure(drift, cfg),
+        ch.hitting_figure(inputs["hits"], inputs["scaling"], cfg),
+        ch.threshold_figure(shares, records=3),
+        ch.alpha_figure(alpha, cfg),
+    ]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert "Coupling within 40 steps" in figures[0].axes[0].get_title()  # the smoke budget
     plt.close("all")
-    diagnostics = pd.DataFrame({"n": [8, 8, 16, 16], "temperature": [1.0, 2.0] * 2,
-                                "rhat": [1.0, np.nan, 1.1, 1.2], "ess_bulk": [30.0, np.nan, 12.0, 8.0]})
+    diagnostics = pd.DataFrame(
+        {
+            "n": [8, 8, 16, 16],
+            "temperature": [1.0, 2.0] * 2,
+            "rhat": [1.0, np.nan, 1.1, 1.2],
+            "ess_bulk": [30.0, np.nan, 12.0, 8.0],
+        }
+    )
     excerpts = pd.DataFrame({"tau = 1": ["a b", "a c"], "tau = 10": ["a b", "x y"]}, index=["step 0", "step 5"])
-    tables = [ch.fits_table(inputs["fits"]), ch.comparison_table(inputs["fixed"], inputs["budget_free"]),
-              ch.saturation_table(inputs["trend"]), ch.scaling_table(inputs["scaling"]),
-              ch.diagnostics_table(diagnostics, "rhat"), ch.regimes_table(excerpts)]
+    tables = [
+        ch.fits_table(inputs["fits"]),
+        ch.comparison_table(inputs["fixed"], inputs["budget_free"]),
+        ch.saturation_table(inputs["trend"]),
+        ch.scaling_table(inputs["scaling"]),
+        ch.diagnostics_table(diagnostics, "rhat"),
+        ch.regimes_table(excerpts),
+    ]
     for table in tables:  # made for reading: no index, no NaN, at most 6 columns
         html = table.to_html()
         assert len(table.data.columns) <= 6 and "nan" not in html.lower() and "row_heading" not in html

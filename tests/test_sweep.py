@@ -24,36 +24,55 @@ TINY = ["-p", "seq_len", "8", "--profile", "smoke", "--workers", "2"]
 # GLAUBER_PROFILE, seed, steps, seq_len), the chapters' error for a bad `steps`, and two tables written where
 # bt.results_dir puts them ($GLAUBER_RESULTS/<notebook>/). `chains` follows the profile as a chapter's would.
 PROBE_CELLS = [
-    ("parameters", 'import os\n'
-                   'profile: str = os.environ.get("GLAUBER_PROFILE", "quick")\n'
-                   'seed: int = 0\nsteps: int = 40\nseq_len: int = 20'),
-    ("", 'import csv, random\n'
-         'from pathlib import Path\n'
-         'if not isinstance(steps, int) or steps < 0:\n'
-         '    raise ValueError(f"steps must be an integer >= 0, got {steps}")\n'
-         'chains = {"smoke": 2, "quick": 4, "paper": 8}[profile]\n'
-         'out = Path(os.environ.get("GLAUBER_RESULTS", "results")) / "sweep_probe"\n'
-         'out.mkdir(parents=True, exist_ok=True)\n'
-         'rng = random.Random(seed)\n'
-         'with (out / "distance.csv").open("w", newline="") as file:\n'
-         '    writer = csv.writer(file)\n'
-         '    writer.writerow(["chain", "step", "distance"])\n'
-         '    for chain in range(chains):\n'
-         '        for step in range(steps + 1):\n'
-         '            writer.writerow([chain, step, round(rng.random() * step / seq_len, 6)])\n'
-         '(out / "ising_check.csv").write_text("tau,tv\\n1.0,0.01\\n")\n'
-         'names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")\n'
-         '(out / "threads.csv").write_text(",".join(names) + "\\n" + ",".join(os.environ.get(k, "") for k in names))'),
+    (
+        "parameters",
+        "import os\n"
+        'profile: str = os.environ.get("GLAUBER_PROFILE", "quick")\n'
+        "seed: int = 0\nsteps: int = 40\nseq_len: int = 20",
+    ),
+    (
+        "",
+        "import csv, random\n"
+        "from pathlib import Path\n"
+        "if not isinstance(steps, int) or steps < 0:\n"
+        '    raise ValueError(f"steps must be an integer >= 0, got {steps}")\n'
+        'chains = {"smoke": 2, "quick": 4, "paper": 8}[profile]\n'
+        'out = Path(os.environ.get("GLAUBER_RESULTS", "results")) / "sweep_probe"\n'
+        "out.mkdir(parents=True, exist_ok=True)\n"
+        "rng = random.Random(seed)\n"
+        'with (out / "distance.csv").open("w", newline="") as file:\n'
+        "    writer = csv.writer(file)\n"
+        '    writer.writerow(["chain", "step", "distance"])\n'
+        "    for chain in range(chains):\n"
+        "        for step in range(steps + 1):\n"
+        "            writer.writerow([chain, step, round(rng.random() * step / seq_len, 6)])\n"
+        '(out / "ising_check.csv").write_text("tau,tv\\n1.0,0.01\\n")\n'
+        'names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")\n'
+        '(out / "threads.csv").write_text(",".join(names) + "\\n" + ",".join(os.environ.get(k, "") for k in names))',
+    ),
 ]
 
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
     """The probe notebook (PROBE_CELLS), written as nbformat 4 JSON: papermill reads its parameters cell."""
-    cells = [{"cell_type": "code", "execution_count": None, "id": f"cell-{k}", "outputs": [], "source": source,
-              "metadata": {"tags": [tag]} if tag else {}} for k, (tag, source) in enumerate(PROBE_CELLS)]
-    notebook = {"cells": cells, "nbformat": 4, "nbformat_minor": 5, "metadata": {
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"cell-{k}",
+            "outputs": [],
+            "source": source,
+            "metadata": {"tags": [tag]} if tag else {},
+        }
+        for k, (tag, source) in enumerate(PROBE_CELLS)
+    ]
+    notebook = {
+        "cells": cells,
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    }
     path = tmp_path_factory.mktemp("probe") / "sweep_probe.ipynb"
     path.write_text(json.dumps(notebook))
     return path
@@ -61,8 +80,14 @@ def probe(tmp_path_factory) -> Path:
 
 def start_sweep(*args: str, notebook: Path, threads: str = "1") -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.Popen([sys.executable, str(ROOT / "sweep.py"), str(notebook), *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "sweep.py"), str(notebook), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(process: subprocess.Popen) -> subprocess.CompletedProcess:
@@ -76,6 +101,7 @@ def read_index(folder: Path) -> dict[str, dict[str, str]]:
 
 
 # ---------------------------------------------------------------- pieces (no cluster)
+
 
 def test_values_are_parsed_by_papermills_own_helper():
     from papermill.cli import _resolve_type
@@ -105,9 +131,11 @@ def test_cell_ids_are_readable_deterministic_and_distinct():
 
 
 def test_index_round_trip(tmp_path):
-    rows = {"a=1": {"cell": "a=1", "a": "1", "status": "done", "seconds": "2.5", "error": ""},
-            "a=2": {"cell": "a=2", "a": "2", "status": "failed", "seconds": "1.0", "error": "ValueError: bad, \"x\""},
-            "a=3": None}  # not finished: no row
+    rows = {
+        "a=1": {"cell": "a=1", "a": "1", "status": "done", "seconds": "2.5", "error": ""},
+        "a=2": {"cell": "a=2", "a": "2", "status": "failed", "seconds": "1.0", "error": 'ValueError: bad, "x"'},
+        "a=3": None,
+    }  # not finished: no row
     sweep.write_index(tmp_path / "index.csv", ["a"], rows)
     names, back = sweep.read_index(tmp_path / "index.csv")
     assert names == ["a"] and back == {k: v for k, v in rows.items() if v}
@@ -122,8 +150,10 @@ def test_merged_tables_carry_cell_and_parameters_and_skip_failed_cells(tmp_path)
         folder.mkdir(parents=True)
         pd.DataFrame({"x": values, "seed": 7}).to_csv(folder / "table.csv", index=False)
         (tmp_path / cell / "extra.csv").write_text("y\n5\n")
-    rows = {f"seed={s}": {"cell": f"seed={s}", "seed": str(s), "status": status, "seconds": "1", "error": ""}
-            for s, status in enumerate(["done", "done", "failed"])}
+    rows = {
+        f"seed={s}": {"cell": f"seed={s}", "seed": str(s), "status": status, "seconds": "1", "error": ""}
+        for s, status in enumerate(["done", "done", "failed"])
+    }
     paths = sweep.merge_tables(tmp_path, "nb", ["seed"], rows)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in paths) == ["merged/extra.csv", "merged/table.csv"]
     table = pd.read_csv(tmp_path / "merged" / "table.csv")
@@ -133,17 +163,20 @@ def test_merged_tables_carry_cell_and_parameters_and_skip_failed_cells(tmp_path)
     assert pd.read_csv(tmp_path / "merged" / "extra.csv").values.tolist() == [["seed=0", 0, 5], ["seed=1", 1, 5]]
 
 
-@pytest.mark.parametrize("args, problem", [
-    (["missing.ipynb", "-p", "steps", "4"], "no such notebook"),
-    ([str(NOTEBOOK), "-p", "steps"], "-p steps has no values"),
-    ([str(NOTEBOOK), "-p", "steps", "4", "--profile", "huge"], "--profile must be one of"),
-    ([str(NOTEBOOK), "-p", "stepz", "4"], "no parameter 'stepz'"),
-    ([str(NOTEBOOK), "-p", "stepz", "4", "-p", "steps"], "-p steps has no values"),  # the syntax is checked first
-    ([str(NOTEBOOK), "-p", "steps", "4", "-p", "steps", "5"], "given twice"),
-    ([str(NOTEBOOK), "-p", "profile", "paper"], "--profile"),
-    ([str(NOTEBOOK), "-p", "steps", "4", "--workers", "0"], "--workers must be at least 1"),
-    ([str(NOTEBOOK)], "at least one -p"),
-])
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        (["missing.ipynb", "-p", "steps", "4"], "no such notebook"),
+        ([str(NOTEBOOK), "-p", "steps"], "-p steps has no values"),
+        ([str(NOTEBOOK), "-p", "steps", "4", "--profile", "huge"], "--profile must be one of"),
+        ([str(NOTEBOOK), "-p", "stepz", "4"], "no parameter 'stepz'"),
+        ([str(NOTEBOOK), "-p", "stepz", "4", "-p", "steps"], "-p steps has no values"),  # the syntax is checked first
+        ([str(NOTEBOOK), "-p", "steps", "4", "-p", "steps", "5"], "given twice"),
+        ([str(NOTEBOOK), "-p", "profile", "paper"], "--profile"),
+        ([str(NOTEBOOK), "-p", "steps", "4", "--workers", "0"], "--workers must be at least 1"),
+        ([str(NOTEBOOK)], "at least one -p"),
+    ],
+)
 def test_bad_command_line_is_one_error_line_and_exit_2(args, problem, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         sweep.main([*args, "--out", str(tmp_path / "out")])
@@ -169,25 +202,44 @@ def test_the_profile_names_are_book_tools_own():
 
 
 def test_bad_command_line_from_the_shell_exits_2_before_importing_torch_or_papermill():
-    done = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "sweep.py"), str(NOTEBOOK), "-p", "steps",
-                           "--profile", "smoke"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            str(ROOT / "sweep.py"),
+            str(NOTEBOOK),
+            "-p",
+            "steps",
+            "--profile",
+            "smoke",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and [line for line in lines if not line.startswith("import time:")] == [
-        "sweep.py: error: -p steps has no values (give -p NAME VALUE [VALUE ...])"]
+        "sweep.py: error: -p steps has no values (give -p NAME VALUE [VALUE ...])"
+    ]
     modules = {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
     assert "argparse" in modules and not modules & {"torch", "papermill", "book_tools"}, sorted(modules)
 
 
 # ---------------------------------------------------------------- real sweeps (2-worker LocalCluster, smoke)
 
+
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory, probe):
     """Both real sweeps of the probe, started together (they overlap their start-up): a 2-cell grid (seed 0, 1)
     that completes, and a 2-cell grid whose first cell has a bad parameter (steps = -5)."""
     good, bad = tmp_path_factory.mktemp("good"), tmp_path_factory.mktemp("bad")
-    started = {good: start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good),
-                                 notebook=probe, threads="3"),
-               bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad), notebook=probe)}
+    started = {
+        good: start_sweep(
+            "-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(good), notebook=probe, threads="3"
+        ),
+        bad: start_sweep("-p", "steps", "-5", "4", *TINY, "--out", str(bad), notebook=probe),
+    }
     yield started
     for process in started.values():
         if process.poll() is None:
@@ -244,8 +296,7 @@ def test_rerun_skips_cells_already_done(finished, probe):
     out, _ = finished
     before = {p: p.stat().st_mtime_ns for p in out.glob("*/sweep_probe.ipynb")}
     index = (out / "index.csv").read_text()
-    again = finish(start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(out),
-                               notebook=probe))
+    again = finish(start_sweep("-p", "seed", "0", "1", "-p", "steps", "4", *TINY, "--out", str(out), notebook=probe))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "2 done (2 skipped" in again.stdout
     assert {p: p.stat().st_mtime_ns for p in out.glob("*/sweep_probe.ipynb")} == before and len(before) == 2
@@ -266,16 +317,39 @@ def test_failed_cell_is_recorded_and_the_other_still_runs(failing):
 
 
 @pytest.mark.notebook
-def test_chapter_one_swept_over_temperature_gives_one_table_with_a_row_per_temperature(tmp_path, tiny_model_dirs,
-                                                                                       tiny_gpt2_dir):
+def test_chapter_one_swept_over_temperature_gives_one_table_with_a_row_per_temperature(
+    tmp_path, tiny_model_dirs, tiny_gpt2_dir
+):
     """Issue 26: `sweep.py notebooks/01_incompatibility.ipynb -p temperature 0.5 1 2` merges chapter 1's
     Table 1 into one table, each (role, temperature) once, the run's own temperature column equal to the
     cell's (two temperatures, one cell per worker; tiny random models and a few rectangles)."""
-    done = finish(start_sweep(
-        "-p", "temperature", "0.5", "2", "-p", "model", str(tiny_model_dirs["bert"]),
-        "-p", "causal_model", str(tiny_gpt2_dir), "-p", "rectangles", "4", "-p", "control_rectangles", "2",
-        "--profile", "smoke", "--workers", "2", "--out", str(tmp_path),
-        notebook=ROOT / "notebooks" / "01_incompatibility.ipynb"))
+    done = finish(
+        start_sweep(
+            "-p",
+            "temperature",
+            "0.5",
+            "2",
+            "-p",
+            "model",
+            str(tiny_model_dirs["bert"]),
+            "-p",
+            "causal_model",
+            str(tiny_gpt2_dir),
+            "-p",
+            "rectangles",
+            "4",
+            "-p",
+            "control_rectangles",
+            "2",
+            "--profile",
+            "smoke",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path),
+            notebook=ROOT / "notebooks" / "01_incompatibility.ipynb",
+        )
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     table = pd.read_csv(tmp_path / "merged" / "table1.csv")
     assert sorted(table.temperature.unique()) == [0.5, 2.0]

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-import glauber_core as glauber
 import book_tools as bt
+import glauber_core as glauber
 from chapters import traps as ch
-
 
 # ------------------------------------------------------------------------------------------------
 # Constructed trajectories
@@ -46,8 +45,9 @@ def test_window_drift_is_the_mean_distance_from_each_window_start():
     steps = torch.arange(13) * 4
     drift = ch.window_drift(embeddings, steps, 12)
     unit = embeddings / embeddings.norm(dim=-1, keepdim=True)
-    expected = torch.tensor([[np.mean([1 - float(unit[b, t] @ unit[b, t + j]) for j in (1, 2, 3)])
-                              for t in range(10)] for b in range(3)])
+    expected = torch.tensor(
+        [[np.mean([1 - float(unit[b, t] @ unit[b, t + j]) for j in (1, 2, 3)]) for t in range(10)] for b in range(3)]
+    )
     assert drift.shape == (3, 10)
     torch.testing.assert_close(drift, expected.float(), atol=1e-5, rtol=0)
     distances = ch.window_distances(embeddings, steps, 12)
@@ -69,9 +69,15 @@ def test_detect_traps_finds_exactly_the_constructed_traps():
     embeddings[3, 35, 0] = 1.0  # its own direction: far from everything on chain 3
     traps = ch.detect_traps(embeddings, torch.arange(101) * 10, window=100, threshold=0.12)
     expected = pd.DataFrame(
-        [(0, 100, 400, 300, 10, 40, False, False), (0, 410, 600, 190, 41, 60, False, False),
-         (1, 800, 1000, 200, 80, 100, False, True), (2, 0, 150, 150, 0, 15, True, False),
-         (3, 200, 500, 300, 20, 50, False, False)], columns=list(ch.TRAP_COLUMNS))
+        [
+            (0, 100, 400, 300, 10, 40, False, False),
+            (0, 410, 600, 190, 41, 60, False, False),
+            (1, 800, 1000, 200, 80, 100, False, True),
+            (2, 0, 150, 150, 0, 15, True, False),
+            (3, 200, 500, 300, 20, 50, False, False),
+        ],
+        columns=list(ch.TRAP_COLUMNS),
+    )
     pd.testing.assert_frame_equal(traps, expected, check_dtype=False)
 
 
@@ -111,8 +117,15 @@ def path_trajectory(x0, sites, new_tokens, record_every: int, temperature: float
         x[rows, sites[:, t]] = new_tokens[:, t]
         if (t + 1) % record_every == 0:
             records.append(x.clone())
-    return glauber.Trajectory(torch.stack(records, 1), torch.arange(0, steps + 1, record_every), sites,
-                         torch.stack(old, 1), new_tokens, torch.full((batch, steps), log_prob), temperature)
+    return glauber.Trajectory(
+        torch.stack(records, 1),
+        torch.arange(0, steps + 1, record_every),
+        sites,
+        torch.stack(old, 1),
+        new_tokens,
+        torch.full((batch, steps), log_prob),
+        temperature,
+    )
 
 
 def hand_path(n: int, steps: int, start, moves: dict):
@@ -132,15 +145,30 @@ def hand_path(n: int, steps: int, start, moves: dict):
 def test_escape_events_follow_the_move_log():
     # x* = (0, 0, 0, 0) with gaps (1.0, 0.2, 3.0, 0.5): the weakest site is 1.
     n, steps = 4, 40
-    moves_a = {1: (0, 3), 3: (2, 1), 6: (0, 0), 7: (2, 0),  # reach x* at step 7
-               12: (3, 1), 14: (3, 0),  # a flicker: leave at 12, back at 14
-               20: (1, 2), 22: (2, 2), 30: (0, 1)}  # the escape: site 1 at step 20
+    moves_a = {
+        1: (0, 3),
+        3: (2, 1),
+        6: (0, 0),
+        7: (2, 0),  # reach x* at step 7
+        12: (3, 1),
+        14: (3, 0),  # a flicker: leave at 12, back at 14
+        20: (1, 2),
+        22: (2, 2),
+        30: (0, 1),
+    }  # the escape: site 1 at step 20
     moves_b = {2: (3, 0), 26: (3, 2)}  # at x* from step 2; leaves at 26, after the trap's last record
     moves_c = {5: (2, 0)}  # at x* from step 5 to the end: never escapes
-    paths = [hand_path(n, steps, s, m) for s, m in
-             (((3, 0, 1, 0), moves_a), ((0, 0, 0, 1), moves_b), ((0, 0, 2, 0), moves_c))]
-    trajectory = path_trajectory(torch.tensor([[3, 0, 1, 0], [0, 0, 0, 1], [0, 0, 2, 0]]),
-                                 [p[0] for p in paths], [p[1] for p in paths], record_every=2, log_prob=math.log(0.01))
+    paths = [
+        hand_path(n, steps, s, m)
+        for s, m in (((3, 0, 1, 0), moves_a), ((0, 0, 0, 1), moves_b), ((0, 0, 2, 0), moves_c))
+    ]
+    trajectory = path_trajectory(
+        torch.tensor([[3, 0, 1, 0], [0, 0, 0, 1], [0, 0, 2, 0]]),
+        [p[0] for p in paths],
+        [p[1] for p in paths],
+        record_every=2,
+        log_prob=math.log(0.01),
+    )
     traps = pd.DataFrame({"chain": [0, 1, 2, 0], "start_record": [4, 1, 3, 4], "end_record": [12, 10, 20, 12]})
     states = torch.zeros(4, n, dtype=torch.long)
     gaps = torch.tensor([[1.0, 0.2, 3.0, 0.5]] * 3 + [[1.0, 2.0, 3.0, 0.5]], dtype=torch.float64)
@@ -159,8 +187,9 @@ def test_escape_events_follow_the_move_log():
 
 def test_held_state_is_the_most_frequent_record_and_ties_go_to_the_first():
     records = torch.tensor([[[1, 1], [2, 2], [2, 2], [1, 1], [3, 3], [3, 3], [1, 1], [4, 4]]])
-    trajectory = glauber.Trajectory(records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3,
-                               torch.zeros(1, 7), 1.0)
+    trajectory = glauber.Trajectory(
+        records, torch.arange(8), *[torch.zeros(1, 7, dtype=torch.long)] * 3, torch.zeros(1, 7), 1.0
+    )
     traps = pd.DataFrame({"chain": [0, 0, 0], "start_record": [0, 1, 4], "end_record": [7, 5, 5]})
     assert ch.held_states(trajectory, traps).tolist() == [[1, 1], [2, 2], [3, 3]]
 
@@ -180,10 +209,23 @@ def test_trap_catalogue_gaps_classes_and_theorem8_bound():
     # chain 0 sits at (0, 0, 0) for steps 4..20; chain 1 at (0, 0, 1) for steps 2..30.
     path0 = hand_path(3, 30, (1, 2, 0), {3: (0, 0), 4: (1, 0), 21: (2, 2)})
     path1 = hand_path(3, 30, (2, 0, 1), {2: (0, 0)})
-    trajectory = path_trajectory(torch.tensor([[1, 2, 0], [2, 0, 1]]), [path0[0], path1[0]], [path0[1], path1[1]],
-                                 record_every=2, temperature=0.5)
-    traps = pd.DataFrame({"chain": [0, 1], "start": [4, 2], "end": [20, 30], "duration": [16, 28],
-                          "start_record": [2, 1], "end_record": [10, 15]})
+    trajectory = path_trajectory(
+        torch.tensor([[1, 2, 0], [2, 0, 1]]),
+        [path0[0], path1[0]],
+        [path0[1], path1[1]],
+        record_every=2,
+        temperature=0.5,
+    )
+    traps = pd.DataFrame(
+        {
+            "chain": [0, 1],
+            "start": [4, 2],
+            "end": [20, 30],
+            "duration": [16, 28],
+            "start_record": [2, 1],
+            "end_record": [10, 15],
+        }
+    )
     catalogue = ch.trap_catalogue(potts, trajectory, traps)
     assert catalogue.state.tolist() == [[0, 0, 0], [0, 0, 1]]
     # (0,0,0): every site scores its own colour 2, the others 0 -> gaps (2, 2, 2), perfect.
@@ -198,8 +240,9 @@ def test_trap_catalogue_gaps_classes_and_theorem8_bound():
     assert math.isnan(catalogue.theorem8_bound[1])
     assert catalogue.text.tolist() == ["0 0 0", "0 0 1"]
     assert (catalogue.temperature == 0.5).all() and catalogue.duration.tolist() == [16, 28]
-    events = ch.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
-                              torch.tensor(catalogue.gaps.tolist()))
+    events = ch.escape_events(
+        trajectory, traps, torch.tensor(catalogue.state.tolist()), torch.tensor(catalogue.gaps.tolist())
+    )
     assert events.escape_step.tolist() == [21, -1] and events.escape_site.tolist() == [2, -1]
     assert events.at_weakest.tolist() == [True, False]  # all three gaps tie at 2: every site is weakest
 
@@ -217,8 +260,9 @@ def test_pipeline_on_a_potts_chain_is_consistent_with_its_path():
     assert len(traps) > 0
     catalogue = ch.trap_catalogue(potts, trajectory, traps)
     assert set(catalogue.kind) <= {"perfect", "approximate"}
-    events = ch.escape_events(trajectory, traps, torch.tensor(catalogue.state.tolist()),
-                              torch.tensor(catalogue.gaps.tolist()))
+    events = ch.escape_events(
+        trajectory, traps, torch.tensor(catalogue.state.tolist()), torch.tensor(catalogue.gaps.tolist())
+    )
     for row, event in zip(catalogue.itertuples(), events.itertuples()):
         held = torch.tensor(row.state)
         states = trajectory.tokens[row.chain]  # recorded every step here
@@ -247,9 +291,14 @@ def test_the_reading_tables_of_a_run_with_traps_and_escapes():
     assert traps.escaped.any()
     summaries = {1.0: ch.trap_summary(found[1.0], 3, 600)}
     tokenizer = SimpleNamespace(convert_ids_to_tokens=str)
-    tables = [ch.catalogue_view(traps), ch.counts_table(summaries, ch.paper_counts(), 3, 600, 4),
-              ch.theorem8_table(traps), ch.correlation_table(summaries), ch.escape_view(traps, tokenizer),
-              ch.weakest_table(traps)]
+    tables = [
+        ch.catalogue_view(traps),
+        ch.counts_table(summaries, ch.paper_counts(), 3, 600, 4),
+        ch.theorem8_table(traps),
+        ch.correlation_table(summaries),
+        ch.escape_view(traps, tokenizer),
+        ch.weakest_table(traps),
+    ]
     for table in tables:
         html = table.to_html()
         assert len(table.data.columns) <= 6 and "row_heading" not in html and ">nan<" not in html.lower()
@@ -257,8 +306,7 @@ def test_the_reading_tables_of_a_run_with_traps_and_escapes():
     assert catalogue.duration.iloc[0] == traps.duration.max()
     assert len(escapes) == min(8, int(traps.escaped.sum())) and escapes["gap rank"].ge(0).all()
     row = weakest.iloc[0]
-    assert row["departures at a weakest site"] == (f"{traps.departures_at_weakest.sum()} of "
-                                                    f"{traps.departures.sum()}")
+    assert row["departures at a weakest site"] == (f"{traps.departures_at_weakest.sum()} of {traps.departures.sum()}")
     assert row["final escapes at a weakest site"] == f"{traps.at_weakest.sum()} of {traps.escaped.sum()}"
     figure = ch.gap_figure(traps, summaries)
     assert len(figure.axes) == 2
@@ -272,8 +320,14 @@ def test_the_reading_tables_of_a_run_with_traps_and_escapes():
 def test_trap_summary_counts_shares_and_rank_correlations():
     from scipy.stats import binomtest, spearmanr
 
-    catalogue = pd.DataFrame({"duration": [100, 200, 300, 400], "kind": ["perfect"] + ["approximate"] * 3,
-                              "mean_gap": [1.0, 2.0, 3.0, 4.0], "min_gap": [4.0, 3.0, 2.0, 1.0]})
+    catalogue = pd.DataFrame(
+        {
+            "duration": [100, 200, 300, 400],
+            "kind": ["perfect"] + ["approximate"] * 3,
+            "mean_gap": [1.0, 2.0, 3.0, 4.0],
+            "min_gap": [4.0, 3.0, 2.0, 1.0],
+        }
+    )
     summary = ch.trap_summary(catalogue, chains=2, steps=5000, draws=500)
     assert summary["count"] == 4 and summary["rate_per_10k"] == 4.0
     # exact (Garwood) 95% Poisson limits for 4 events: 1.0899 and 10.2416, here per 1 unit of exposure
@@ -353,8 +407,18 @@ def test_weakest_site_chance_counts_ties():
 def chapter_settings(**changes):
     from types import SimpleNamespace
 
-    settings = dict(n_chains=3, steps=60, seq_len=3, window=10, threshold=0.12, temperatures=[1.0, 0.5],
-                    record_every=2, cold_steps=20, profile="test", passages="bbc")
+    settings = dict(
+        n_chains=3,
+        steps=60,
+        seq_len=3,
+        window=10,
+        threshold=0.12,
+        temperatures=[1.0, 0.5],
+        record_every=2,
+        cold_steps=20,
+        profile="test",
+        passages="bbc",
+    )
     return SimpleNamespace(**(settings | changes))
 
 
@@ -390,8 +454,9 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     assert len(ch.theorem8_table(traps).data) == 1  # the paper's row only
     warm = ch.distance_at(runs[1.0][1], runs[1.0][0].steps, cfg.cold_steps)
     cold = ch.cold_distances(warm, {0.1: warm + 0.0, 0.01: warm + 0.0})
-    rows = ch.claim_rows(traps, summaries, cold, model="potts", setup=ch.claims_setup(cfg),
-                         log_vocab=math.log(3), window=cfg.window)
+    rows = ch.claim_rows(
+        traps, summaries, cold, model="potts", setup=ch.claims_setup(cfg), log_vocab=math.log(3), window=cfg.window
+    )
     claims = pd.DataFrame(rows).set_index("claim")
     general = claims[claims.kind == "general"].drop(index="cold_chains_stay")
     assert (general.verdict == bt.INCONCLUSIVE).all(), general.verdict
@@ -411,32 +476,62 @@ def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
     putting a third of them at the weakest site)."""
     count = len(kinds)
     gaps = [[2.0, 1.0, 3.0] if kind == "perfect" else [2.0, -1.0, 3.0] for kind in kinds]
-    return pd.DataFrame({"trap": range(count), "chain": range(count), "temperature": temperature, "kind": kinds,
-                         "duration": durations, "gaps": gaps, "mean_gap": [np.mean(g) for g in gaps],
-                         "min_gap": [min(g) for g in gaps], "escaped": True, "censored": False,
-                         "at_weakest": departures_at_weakest, "departures": 1,
-                         "departures_at_weakest": [int(v) for v in departures_at_weakest], "kernel_share": 1 / 3,
-                         "text": [f"trap {k}" for k in range(count)]})
+    return pd.DataFrame(
+        {
+            "trap": range(count),
+            "chain": range(count),
+            "temperature": temperature,
+            "kind": kinds,
+            "duration": durations,
+            "gaps": gaps,
+            "mean_gap": [np.mean(g) for g in gaps],
+            "min_gap": [min(g) for g in gaps],
+            "escaped": True,
+            "censored": False,
+            "at_weakest": departures_at_weakest,
+            "departures": 1,
+            "departures_at_weakest": [int(v) for v in departures_at_weakest],
+            "kernel_share": 1 / 3,
+            "text": [f"trap {k}" for k in range(count)],
+        }
+    )
 
 
 def test_claim_rows_judge_the_papers_temperature_only():
     kinds = ["perfect"] * 4 + ["approximate"] * 8
-    traps = constructed_traps(kinds, [500, 450, 900, 700] + [300, 320, 400, 380, 500, 350, 420, 330],
-                              [True] * 11 + [False])
-    cold = ch.cold_distances(torch.tensor([0.6, 0.7, 0.5, 0.65]),
-                             {0.1: torch.tensor([0.05, 0.1, 0.04, 0.08]), 0.01: torch.tensor([0.0, 0.01, 0.0, 0.02])})
+    traps = constructed_traps(
+        kinds, [500, 450, 900, 700] + [300, 320, 400, 380, 500, 350, 420, 330], [True] * 11 + [False]
+    )
+    cold = ch.cold_distances(
+        torch.tensor([0.6, 0.7, 0.5, 0.65]),
+        {0.1: torch.tensor([0.05, 0.1, 0.04, 0.08]), 0.01: torch.tensor([0.0, 0.01, 0.0, 0.02])},
+    )
     cfg = chapter_settings(window=150)
     # the same traps at tau 0.5 (not the paper's) and none at tau 1: the trap claims cannot be judged
     colder = traps.assign(temperature=0.5)
-    rows = ch.claim_rows(colder, {1.0: ch.trap_summary(colder.head(0), 12, 2000),
-                                  0.5: ch.trap_summary(colder, 12, 2000)}, cold, model="m",
-                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150)
+    rows = ch.claim_rows(
+        colder,
+        {1.0: ch.trap_summary(colder.head(0), 12, 2000), 0.5: ch.trap_summary(colder, 12, 2000)},
+        cold,
+        model="m",
+        setup=ch.claims_setup(cfg),
+        log_vocab=math.log(30000),
+        window=150,
+    )
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     for claim in ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site"):
         assert verdicts[claim] == bt.INCONCLUSIVE, claim
     null = [100.0, 120.0, 110.0, 130.0, 90.0, 105.0]  # what the detector gives a chain without persistence
-    rows = ch.claim_rows(traps, {1.0: ch.trap_summary(traps, 12, 2000)}, cold, model="m",
-                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150, null=null)
+    rows = ch.claim_rows(
+        traps,
+        {1.0: ch.trap_summary(traps, 12, 2000)},
+        cold,
+        model="m",
+        setup=ch.claims_setup(cfg),
+        log_vocab=math.log(30000),
+        window=150,
+        null=null,
+    )
     claims = pd.DataFrame(rows).set_index("claim")
     verdicts = claims.verdict
     assert verdicts["trap_split"] == bt.REPRODUCED
@@ -444,17 +539,26 @@ def test_claim_rows_judge_the_papers_temperature_only():
     assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 final escapes against the kernel's 1/3
     cold_row = claims.loc["cold_chains_stay"]  # the worst temperature with its own interval
     assert "τ = 0.1" in cold_row.quantity and cold_row.high < ch.NEAR_START and cold_row.low < cold_row.ours
-    assert "(-" not in claims.loc["mean_gap_correlation", "ours_text"] or "- (" in claims.loc[
-        "mean_gap_correlation", "ours_text"]
+    assert (
+        "(-" not in claims.loc["mean_gap_correlation", "ours_text"]
+        or "- (" in claims.loc["mean_gap_correlation", "ours_text"]
+    )
     assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both upper bounds below 0.12
     assert verdicts["trap_count"] == bt.OTHER_SETUP and verdicts["delta_star_below_lnv"] == bt.OTHER_SETUP
     assert claims.loc["trap_split", "setup"] == "τ = 1"
     # the same claims where the run says otherwise
     short = constructed_traps(["approximate"] * 40, [100 + k for k in range(40)], [False] * 40)
     moving = ch.cold_distances(torch.tensor([0.2, 0.25, 0.3]), {0.1: torch.tensor([0.6, 0.7, 0.65])})
-    rows = ch.claim_rows(short, {1.0: ch.trap_summary(short, 40, 2000)}, moving, model="m",
-                         setup=ch.claims_setup(cfg), log_vocab=math.log(30000), window=150,
-                         null=[100.0 + k for k in range(0, 40, 2)])
+    rows = ch.claim_rows(
+        short,
+        {1.0: ch.trap_summary(short, 40, 2000)},
+        moving,
+        model="m",
+        setup=ch.claims_setup(cfg),
+        log_vocab=math.log(30000),
+        window=150,
+        null=[100.0 + k for k in range(0, 40, 2)],
+    )
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     assert verdicts["trap_split"] == bt.DIFFERS
     assert verdicts["approximate_trap_duration"] == bt.DIFFERS
@@ -481,8 +585,11 @@ def test_settings_follow_the_profile_and_derive_the_rest():
     assert (odd.steps, odd.cold_steps, odd.window, odd.seq_len) == (1_000, 1_000, 100, 7)
     paper = ch.settings("paper")
     table4 = bt.paper_protocol("trap_count")
-    assert (paper.n_chains, paper.steps, paper.window) == (int(table4["chains"]), int(table4["steps"]),
-                                                            int(table4["window"]))
+    assert (paper.n_chains, paper.steps, paper.window) == (
+        int(table4["chains"]),
+        int(table4["steps"]),
+        int(table4["window"]),
+    )
     assert paper.passages == "ms_marco" and paper.temperatures == [ch.PAPER_TAU]
     protein = SimpleNamespace(residues=True)
     assert ch.settings("smoke", protein).passages == "germline"
@@ -498,13 +605,21 @@ def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monke
     traps = constructed_traps(["perfect"] * 4 + ["approximate"] * 13, [671] * 17, [True] * 17)
     cold = ch.cold_distances(torch.tensor([0.6, 0.7]), {0.1: torch.tensor([0.05, 0.04])})
     judged = (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)
-    for setup, model, expected in ((paper_profile_setup(), "bert-base-uncased", judged),
-                                   (paper_profile_setup(), "bundled-model", (bt.OTHER_SETUP,)),
-                                   (paper_profile_setup(chains=16), "bert-base-uncased", (bt.OTHER_SETUP,)),
-                                   (paper_profile_setup(passages="BBC News"), "bert-base-uncased",
-                                    (bt.OTHER_SETUP,))):
-        rows = ch.claim_rows(traps, {1.0: ch.trap_summary(traps, 30, 10_000)}, cold, model=model, setup=setup,
-                             log_vocab=math.log(30522), window=300)
+    for setup, model, expected in (
+        (paper_profile_setup(), "bert-base-uncased", judged),
+        (paper_profile_setup(), "bundled-model", (bt.OTHER_SETUP,)),
+        (paper_profile_setup(chains=16), "bert-base-uncased", (bt.OTHER_SETUP,)),
+        (paper_profile_setup(passages="BBC News"), "bert-base-uncased", (bt.OTHER_SETUP,)),
+    ):
+        rows = ch.claim_rows(
+            traps,
+            {1.0: ch.trap_summary(traps, 30, 10_000)},
+            cold,
+            model=model,
+            setup=setup,
+            log_vocab=math.log(30522),
+            window=300,
+        )
         claims = pd.DataFrame(rows).set_index("claim")
         for claim in ("trap_count", "perfect_trap_share", "trap_mean_duration", "delta_star_below_lnv"):
             assert claims.loc[claim, "verdict"] in expected, (claim, model, setup, claims.loc[claim, "reason"])
@@ -548,10 +663,16 @@ def test_chains_at_temperatures_equal_runs_of_their_own(model, request):
     """One batch over temperatures (1/tau not exact in binary at 0.1 and 0.3) gives every chain the trajectory
     of a glauber run at its temperature alone: the same sites and tokens, and the same log-probabilities up to
     the last bits that a larger batch's matrix products may round differently."""
-    cond = (glauber.PottsConditionals(torch.randn(5, 5, generator=torch.Generator().manual_seed(2)), q=3)
-            if model == "potts" else request.getfixturevalue(model))
-    x0 = (torch.randint(0, 3, (3, 5), generator=torch.Generator().manual_seed(1)) if model == "potts"
-          else glauber.seed_passages(cond, 6, 3, seed=0).tokens)
+    cond = (
+        glauber.PottsConditionals(torch.randn(5, 5, generator=torch.Generator().manual_seed(2)), q=3)
+        if model == "potts"
+        else request.getfixturevalue(model)
+    )
+    x0 = (
+        torch.randint(0, 3, (3, 5), generator=torch.Generator().manual_seed(1))
+        if model == "potts"
+        else glauber.seed_passages(cond, 6, 3, seed=0).tokens
+    )
     taus = [1.0, 0.3, 0.1]
     runs = ch.chains_at_temperatures(cond, x0, taus, 40, seed=7, record_every=8)
     assert list(runs) == taus
@@ -567,5 +688,6 @@ def test_chains_at_temperatures_equal_runs_of_their_own(model, request):
 @pytest.mark.parametrize("temperatures", [[1.0, 1.0], [], [1.0, 0.0]])
 def test_chains_at_temperatures_reject_bad_temperature_lists(temperatures):
     with pytest.raises(ValueError, match="temperatures"):
-        ch.chains_at_temperatures(glauber.PottsConditionals(torch.ones(3, 3), q=2), torch.zeros(2, 3, dtype=torch.long),
-                                  temperatures, 3)
+        ch.chains_at_temperatures(
+            glauber.PottsConditionals(torch.ones(3, 3), q=2), torch.zeros(2, 3, dtype=torch.long), temperatures, 3
+        )

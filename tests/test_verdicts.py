@@ -10,9 +10,19 @@ import verdicts as vd
 R, D, I, O = vd.REPRODUCED, vd.DIFFERS, vd.INCONCLUSIVE, vd.OTHER_SETUP
 
 
-@pytest.mark.parametrize("low, high, direction, expected", [
-    (0.2, 0.5, "above", R), (-0.5, -0.1, "above", D), (-0.1, 0.3, "above", I), (-0.3, 0.0, "above", D),
-    (-0.5, -0.2, "below", R), (0.1, 0.4, "below", D), (-0.1, 0.1, "below", I), (0.0, 0.3, "below", D)])
+@pytest.mark.parametrize(
+    "low, high, direction, expected",
+    [
+        (0.2, 0.5, "above", R),
+        (-0.5, -0.1, "above", D),
+        (-0.1, 0.3, "above", I),
+        (-0.3, 0.0, "above", D),
+        (-0.5, -0.2, "below", R),
+        (0.1, 0.4, "below", D),
+        (-0.1, 0.1, "below", I),
+        (0.0, 0.3, "below", D),
+    ],
+)
 def test_one_sided_rule_reaches_every_outcome(low, high, direction, expected):
     assert vd.rule_one_sided(low, high, 0.0, direction)[0] == expected
 
@@ -75,7 +85,7 @@ def test_every_case_above_rule_reaches_every_outcome():
 
 def test_both_kinds_rule_reaches_every_outcome():
     assert vd.rule_both_kinds(3, 10)[0] == R
-    assert vd.rule_both_kinds(0, 60)[0] == D      # 0 of 60: upper bound 0.06 < 0.1
+    assert vd.rule_both_kinds(0, 60)[0] == D  # 0 of 60: upper bound 0.06 < 0.1
     assert vd.rule_both_kinds(0, 5)[0] == I
     assert vd.rule_both_kinds(0, 0)[0] == I
     # the number of cases the inconclusive reason asks for is enough to decide
@@ -83,9 +93,15 @@ def test_both_kinds_rule_reaches_every_outcome():
     assert vd.rule_both_kinds(0, needed)[0] == D
 
 
-@pytest.mark.parametrize("scores, expected", [
-    ({"n log n": 10.0, "n": 15.0, "n^2": 30.0}, R), ({"n log n": 20.0, "n": 10.0, "n^2": 30.0}, D),
-    ({"n log n": 10.0, "n": 11.0, "n^2": 30.0}, I), ({"n log n": math.nan, "n": 1.0}, I)])
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        ({"n log n": 10.0, "n": 15.0, "n^2": 30.0}, R),
+        ({"n log n": 20.0, "n": 10.0, "n^2": 30.0}, D),
+        ({"n log n": 10.0, "n": 11.0, "n^2": 30.0}, I),
+        ({"n log n": math.nan, "n": 1.0}, I),
+    ],
+)
 def test_preferred_form_rule_reaches_every_outcome(scores, expected):
     assert vd.rule_preferred_form(scores, "n log n")[0] == expected
 
@@ -112,8 +128,12 @@ def test_model_specific_judging_is_structured():
     assert verdict == O and "model roberta-base" in text
     verdict, _, text = vd.judge_model_specific("bert-base-uncased", {}, 0.85, 0.95, **kwargs)
     assert verdict == O and "n not recorded by this run (paper: 20)" in text
-    assert vd.judge_model_specific("bert-base-uncased", setup, 0.85, 0.95, paper_models=["bert-base-uncased"],
-                                   protocol=protocol, band=None)[0] == I
+    assert (
+        vd.judge_model_specific(
+            "bert-base-uncased", setup, 0.85, 0.95, paper_models=["bert-base-uncased"], protocol=protocol, band=None
+        )[0]
+        == I
+    )
 
 
 def test_checks_pass_and_fail():

@@ -41,28 +41,50 @@ sys.path.insert(0, str(ROOT))
 import book_tools as bt  # noqa: E402
 import glauber_core as glauber  # noqa: E402
 
-KEPT = {"01_incompatibility": ("claims", "table1"), "02_mixing_bounds": ("claims", "alpha"),
-        "04_basins": ("claims", "table3")}
+KEPT = {
+    "01_incompatibility": ("claims", "table1"),
+    "02_mixing_bounds": ("claims", "alpha"),
+    "04_basins": ("claims", "table3"),
+}
 # AntiBERTy: the tables its page reads, and per chapter the papermill parameters that size its quick run (40 minutes
 # at most; other profiles run as they are)
-ANTIBERTY = {"01_incompatibility": (("claims", "checks", "table1"), {}),
-             "02_mixing_bounds": (("claims", "checks", "alpha", "windows_full"), {}),
-             "03_phase_diagram": (("claims",), {}),
-             "04_basins": (("claims",), {}),
-             # chapter 5 keeps 2,000 steps: this run is outside the quick book's 20 minutes, for which the quick profile
-             # went to 1,000 (at 1,000 AntiBERTy had one approximate trap and none ended: too few to judge its duration)
-             "05_traps": (("claims", "germline_gaps"), {"steps": 2000})}
-SETS = {"family": {"kept": KEPT, "parameters": {}, "out": bt.ACROSS_MODELS},
-        "antiberty": {"kept": {c: tables for c, (tables, _) in ANTIBERTY.items()},
-                      "parameters": {c: p for c, (_, p) in ANTIBERTY.items()}, "out": bt.ANTIBERTY_RESULTS}}
+ANTIBERTY = {
+    "01_incompatibility": (("claims", "checks", "table1"), {}),
+    "02_mixing_bounds": (("claims", "checks", "alpha", "windows_full"), {}),
+    "03_phase_diagram": (("claims",), {}),
+    "04_basins": (("claims",), {}),
+    # chapter 5 keeps 2,000 steps: this run is outside the quick book's 20 minutes, for which the quick profile
+    # went to 1,000 (at 1,000 AntiBERTy had one approximate trap and none ended: too few to judge its duration)
+    "05_traps": (("claims", "germline_gaps"), {"steps": 2000}),
+}
+SETS = {
+    "family": {"kept": KEPT, "parameters": {}, "out": bt.ACROSS_MODELS},
+    "antiberty": {
+        "kept": {c: tables for c, (tables, _) in ANTIBERTY.items()},
+        "parameters": {c: p for c, (_, p) in ANTIBERTY.items()},
+        "out": bt.ANTIBERTY_RESULTS,
+    },
+}
 
 
-def sweep_command(chapter: str, models: list[str], profile: str, out: Path, parameters: dict | None = None
-                  ) -> list[str]:
+def sweep_command(
+    chapter: str, models: list[str], profile: str, out: Path, parameters: dict | None = None
+) -> list[str]:
     """The sweep.py command line of one chapter over the models (each extra parameter a one-value -p)."""
     extra = [item for name, value in (parameters or {}).items() for item in ("-p", name, str(value))]
-    return [sys.executable, str(ROOT / "sweep.py"), str(ROOT / "notebooks" / f"{chapter}.ipynb"),
-            "-p", "model", *models, *extra, "--profile", profile, "--out", str(out)]
+    return [
+        sys.executable,
+        str(ROOT / "sweep.py"),
+        str(ROOT / "notebooks" / f"{chapter}.ipynb"),
+        "-p",
+        "model",
+        *models,
+        *extra,
+        "--profile",
+        profile,
+        "--out",
+        str(out),
+    ]
 
 
 def sweep_folder(sweeps: Path, chapter: str) -> Path:
@@ -70,16 +92,28 @@ def sweep_folder(sweeps: Path, chapter: str) -> Path:
     return sweeps / f"{chapter}-{bt.code_version(chapter)}"
 
 
-def collect(sweeps: Path, results: Path, models: list[str], profile: str, command: str, kept: dict = KEPT,
-            others_stay: bool = False) -> pd.DataFrame:
+def collect(
+    sweeps: Path,
+    results: Path,
+    models: list[str],
+    profile: str,
+    command: str,
+    kept: dict = KEPT,
+    others_stay: bool = False,
+) -> pd.DataFrame:
     """Copy each chapter's kept merged tables (rows of `models` only) from its sweep folder's merged/ to
     results/<chapter>/ and write results/run.csv from the sweeps' index.csv files and claims rows; returns the
     run table. Nothing is replaced unless every table is there. With `others_stay` (a run of some chapters only)
     run.csv keeps its rows of the chapters not in `kept`, and the rows come in chapter order."""
-    missing = [path for chapter, tables in kept.items() for path in
-               [sweep_folder(sweeps, chapter) / "index.csv",
-                *(sweep_folder(sweeps, chapter) / "merged" / f"{table}.csv" for table in tables)]
-               if not path.exists()]
+    missing = [
+        path
+        for chapter, tables in kept.items()
+        for path in [
+            sweep_folder(sweeps, chapter) / "index.csv",
+            *(sweep_folder(sweeps, chapter) / "merged" / f"{table}.csv" for table in tables),
+        ]
+        if not path.exists()
+    ]
     if missing:
         raise FileNotFoundError(f"the sweeps have not written {', '.join(map(str, missing))}")
     rows = []
@@ -89,9 +123,18 @@ def collect(sweeps: Path, results: Path, models: list[str], profile: str, comman
         claims = pd.read_csv(folder / "merged" / "claims.csv", dtype=str, keep_default_na=False)
         for cell in index[index.model.isin(models)].itertuples(index=False):
             made = claims[claims.model_param == cell.model]
-            rows.append({"chapter": chapter, "model": cell.model, "status": cell.status, "seconds": cell.seconds,
-                         "profile": profile, "command": command, "commit": ", ".join(sorted(set(made.commit))),
-                         "finished": max(made.run_date, default="")})
+            rows.append(
+                {
+                    "chapter": chapter,
+                    "model": cell.model,
+                    "status": cell.status,
+                    "seconds": cell.seconds,
+                    "profile": profile,
+                    "command": command,
+                    "commit": ", ".join(sorted(set(made.commit))),
+                    "finished": max(made.run_date, default=""),
+                }
+            )
         target = results / chapter
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
@@ -113,8 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", choices=bt.PROFILES)
     parser.add_argument("--models", nargs="+", help="masked LMs by name (default: every bundled model, or antiberty)")
     parser.add_argument("--out", type=Path, help="where the page's tables go (default: the set's results folder)")
-    parser.add_argument("--chapters", nargs="+", help="run only these chapters of the set (the others' tables and "
-                        "run.csv rows stay; each row names the command that made it)")
+    parser.add_argument(
+        "--chapters",
+        nargs="+",
+        help="run only these chapters of the set (the others' tables and "
+        "run.csv rows stay; each row names the command that made it)",
+    )
     args = parser.parse_args(argv)
     chosen = SETS[args.set]
     models = args.models or (glauber.bundled_models() if args.set == "family" else ["antiberty"])

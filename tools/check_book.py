@@ -155,8 +155,9 @@ def screenshot(driver, path: Path) -> None:
     """A full-page PNG (Chrome DevTools: capture beyond the viewport), height capped."""
     size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
     clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], MAX_SCREENSHOT_HEIGHT), "scale": 1}
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot",
-                                  {"format": "png", "captureBeyondViewport": True, "clip": clip})
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+    )
     path.write_bytes(base64.b64decode(shot["data"]))
 
 
@@ -164,12 +165,21 @@ def make_driver() -> webdriver.Chrome:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     chromedriver = shutil.which("chromedriver")
     if not browser or not chromedriver:
-        raise SystemExit("check_book: needs Debian's `chromium` and `chromium-driver` (apt-get install -y chromium "
-                         "chromium-driver); `make check-book` installs them")
+        raise SystemExit(
+            "check_book: needs Debian's `chromium` and `chromium-driver` (apt-get install -y chromium "
+            "chromium-driver); `make check-book` installs them"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000", "--hide-scrollbars", "--allow-file-access-from-files"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        "--hide-scrollbars",
+        "--allow-file-access-from-files",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
     driver.set_page_load_timeout(60)
@@ -182,7 +192,7 @@ _REFRESH = re.compile(r'<meta[^>]+http-equiv="refresh"[^>]+url=([^"]+)"', re.I)
 
 def check_page(driver, page: Path, root: Path, shots: Path | None) -> list[str]:
     redirect = _REFRESH.search(page.read_text(errors="replace"))
-    if redirect:   # jupyter-book's index.html only forwards to the root page
+    if redirect:  # jupyter-book's index.html only forwards to the root page
         return broken_links(page, root, [redirect.group(1)])
     driver.get(page.resolve().as_uri())
     try:
@@ -203,9 +213,12 @@ def check_page(driver, page: Path, root: Path, shots: Path | None) -> list[str]:
     return problems
 
 
-_REMOTE_TAG = re.compile(r'<(script|img|iframe|source|video|audio|embed)\b[^>]*\ssrc="((?:https?:)?//[^"]+)"'
-                         r'|<link\b(?=[^>]*\srel="(?:stylesheet|preload|icon|modulepreload|prefetch)")'
-                         r'[^>]*\shref="((?:https?:)?//[^"]+)"', re.I)
+_REMOTE_TAG = re.compile(
+    r'<(script|img|iframe|source|video|audio|embed)\b[^>]*\ssrc="((?:https?:)?//[^"]+)"'
+    r'|<link\b(?=[^>]*\srel="(?:stylesheet|preload|icon|modulepreload|prefetch)")'
+    r'[^>]*\shref="((?:https?:)?//[^"]+)"',
+    re.I,
+)
 _REMOTE_CSS = re.compile(r'(?:@import\s+|url\(\s*)["\']?((?:https?:)?//[^"\')\s]+)', re.I)
 
 
@@ -214,17 +227,22 @@ def remote_loads(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*")):
         if path.suffix == ".html":
-            found += [f"{path.relative_to(root)}: {m.group(2) or m.group(3)}"
-                      for m in _REMOTE_TAG.finditer(path.read_text(errors="replace"))]
+            found += [
+                f"{path.relative_to(root)}: {m.group(2) or m.group(3)}"
+                for m in _REMOTE_TAG.finditer(path.read_text(errors="replace"))
+            ]
         elif path.suffix == ".css":
-            text = re.sub(r"/\*.*?\*/", "", path.read_text(errors="replace"), flags=re.S)   # not comments
+            text = re.sub(r"/\*.*?\*/", "", path.read_text(errors="replace"), flags=re.S)  # not comments
             found += [f"{path.relative_to(root)}: {m.group(1)}" for m in _REMOTE_CSS.finditer(text)]
     return found
 
 
 def pages_of(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.html")
-                  if not SKIP_DIRS & set(p.relative_to(root).parts[:-1]) and not p.name.startswith("_"))
+    return sorted(
+        p
+        for p in root.rglob("*.html")
+        if not SKIP_DIRS & set(p.relative_to(root).parts[:-1]) and not p.name.startswith("_")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

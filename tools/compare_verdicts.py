@@ -28,8 +28,10 @@ KEY = ["chapter", "claim"]
 def _rows(folder: Path, name: str, verdict: str, text: str) -> pd.DataFrame:
     """Every chapter's `name` table under `folder`, reduced to the key, the verdict and its text (a checks
     table names its rows `check`), all read as text ("NA" stays "NA")."""
-    frames = [pd.read_csv(path, dtype=str, keep_default_na=False).assign(chapter=path.parent.name)
-              for path in sorted(folder.glob(f"*/{name}"))]
+    frames = [
+        pd.read_csv(path, dtype=str, keep_default_na=False).assign(chapter=path.parent.name)
+        for path in sorted(folder.glob(f"*/{name}"))
+    ]
     if not frames:
         return pd.DataFrame(columns=[*KEY, "table", "kind", "verdict", "ours_text", "code", "source"])
     rows = pd.concat(frames, ignore_index=True)
@@ -46,8 +48,9 @@ def compare(base: Path, other: Path) -> pd.DataFrame:
     for name, verdict, text in (("claims.csv", "verdict", "ours_text"), ("checks.csv", "result", "detail")):
         a, b = _rows(base, name, verdict, text), _rows(other, name, verdict, text)
         try:
-            merged = a.merge(b, on=[*KEY, "source"], how="outer", suffixes=("_base", "_other"),
-                             validate="one_to_one", indicator=True)
+            merged = a.merge(
+                b, on=[*KEY, "source"], how="outer", suffixes=("_base", "_other"), validate="one_to_one", indicator=True
+            )
         except pd.errors.MergeError:
             raise ValueError(f"a {name} row appears twice in one run: compare one model's runs") from None
         for side, only in (("base", "right_only"), ("other", "left_only")):
@@ -57,8 +60,20 @@ def compare(base: Path, other: Path) -> pd.DataFrame:
         tables.append(merged)
     table = pd.concat(tables, ignore_index=True)
     table["flipped"] = table.verdict_base != table.verdict_other
-    return table[[*KEY, "table", "kind", "verdict_base", "verdict_other", "flipped", "ours_text_base",
-                  "ours_text_other", "code_base", "code_other"]].sort_values(KEY, ignore_index=True)
+    return table[
+        [
+            *KEY,
+            "table",
+            "kind",
+            "verdict_base",
+            "verdict_other",
+            "flipped",
+            "ours_text_base",
+            "ours_text_other",
+            "code_base",
+            "code_other",
+        ]
+    ].sort_values(KEY, ignore_index=True)
 
 
 def replace_chapters(before: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -76,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("base", type=Path)
     parser.add_argument("other", type=Path)
     parser.add_argument("--out", type=Path, help="write the comparison table here (CSV)")
-    parser.add_argument("--replace", action="store_true",
-                        help="in the existing --out table, replace only the rows of the chapters compared here")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="in the existing --out table, replace only the rows of the chapters compared here",
+    )
     args = parser.parse_args(argv)
     if args.replace and not (args.out and args.out.is_file()):
         parser.error("--replace needs an existing --out table")
