@@ -38,7 +38,12 @@ REPO_ROOT = Path(__file__).resolve().parent
 
 @runtime_checkable
 class Conditionals(Protocol):
-    """Local scores s_i(a; x_-i); the chain's conditional is softmax(s / temperature) over `allowed`."""
+    """Local scores s_i(a; x_-i); the chain's conditional is softmax(s / temperature) over `allowed`.
+
+    Optional attributes every adapter of this module sets (read through `is_protein` and `check_tokens`):
+    ``protein`` (bool, True for a protein MLM whose proposals are the 20 amino acids; False when absent),
+    ``max_sites``, ``device`` and ``name_or_path``.
+    """
 
     vocab_size: int
     allowed: torch.Tensor
@@ -46,6 +51,12 @@ class Conditionals(Protocol):
     def log_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """FloatTensor[B, V] of s_i(a; x_-i) at site positions[b] of tokens[b], that site masked."""
         ...
+
+
+def is_protein(cond: Conditionals) -> bool:
+    """Whether `cond` is a protein MLM (its ``protein`` flag; False for a model without one): its states are
+    residues, so a chapter measures distance by Hamming share and seeds it with germline genes (section 7)."""
+    return bool(getattr(cond, "protein", False))
 
 
 def check_temperature(temperature, *, many: bool = False):
@@ -459,7 +470,7 @@ class PottsConditionals:
         if not (torch.isfinite(self.coupling).all() and torch.isfinite(self.field).all()):
             raise ValueError("coupling and field must be finite")
         self.vocab_size, self.max_sites, self.device = q, self.n_sites, torch.device("cpu")
-        self.allowed = torch.ones(q, dtype=torch.bool)
+        self.allowed, self.protein = torch.ones(q, dtype=torch.bool), False
         digest = zlib.crc32(self.coupling.numpy().tobytes() + self.field.numpy().tobytes())
         self.name_or_path = f"potts(n={self.n_sites}, q={q}, crc={digest:08x})"
 
@@ -594,13 +605,13 @@ class _HuggingFaceModel:
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self.allowed = _allowed_tokens(tokenizer, self.vocab_size).to(self.device)
         ids = self.allowed.cpu().nonzero().squeeze(1).tolist()  # a protein MLM: one residue a token, text unspaced
-        self.residues = len(ids) == 20 and sorted(tokenizer.convert_ids_to_tokens(ids)) == sorted(AMINO_ACIDS)
+        self.protein = len(ids) == 20 and sorted(tokenizer.convert_ids_to_tokens(ids)) == sorted(AMINO_ACIDS)
 
     def encode(self, text: str) -> torch.Tensor:
         """Content token ids of `text` (no special tokens; a protein model's residues with or without spaces)."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text is empty: give at least one word to encode")
-        text = " ".join("".join(text.split())) if self.residues else text
+        text = " ".join("".join(text.split())) if self.protein else text
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         if not ids:
             raise ValueError(f"text {text!r} encodes to no tokens")
@@ -609,7 +620,7 @@ class _HuggingFaceModel:
     def decode(self, ids) -> str:
         """Text of one state's content ids (a protein model's residues without spaces)."""
         text = self.tokenizer.decode(torch.as_tensor(ids).tolist())
-        return text.replace(" ", "") if self.residues else text
+        return text.replace(" ", "") if self.protein else text
 
     def decode_batch(self, ids) -> list[str]:
         """Texts of a batch of states [B, n]."""
@@ -1122,7 +1133,7 @@ def check_enumerable(cond: Conditionals, n: int, limit: int) -> int:
     if cond.vocab_size**n > limit:
         raise ValueError(
             f"model too large to enumerate: {cond.vocab_size}^{n} states (limit {limit}); "
-            "exact results need a small model (Potts, or RestrictedConditionals)"
+            "exact results need a small model (Potts, or a WindowConditionals with a token_set)"
         )
     return cond.vocab_size**n
 
@@ -1257,6 +1268,105 @@ def pair_temperatures(temperature, batch: int) -> torch.Tensor:
             raise ValueError("every temperature must be finite and > 0")
         return values
     return torch.full((batch,), check_temperature(temperature), dtype=torch.float64)
+
+
+class TemperedConditionals:
+    """`cond` with one temperature per batch row: log_scores returns s / temperatures[b] (in at least fp32), the
+    division scaled_scores makes for a run at that temperature alone, so one `glauber` or `coupling_times` call at
+    temperature 1 runs chains at many temperatures in one forward per step (eq. 3.1). The callers choose the
+    chains' seeds (a chain's trajectory is then that of a run at its temperature alone)."""
+
+    def __init__(self, cond: Conditionals, temperatures):
+        self.temperatures = pair_temperatures(temperatures, len(temperatures))
+        self.cond = cond
+        self.vocab_size, self.allowed, self.protein = cond.vocab_size, cond.allowed, is_protein(cond)
+        self.device = getattr(cond, "device", cond.allowed.device)
+        self.max_sites = getattr(cond, "max_sites", None)
+        self.name_or_path = f"{getattr(cond, 'name_or_path', type(cond).__name__)} (tempered)"
+
+    def log_scores(self, tokens, positions):
+        if len(tokens) != len(self.temperatures):
+            raise ValueError(
+                f"TemperedConditionals has {len(self.temperatures)} temperatures, got a batch of {len(tokens)}"
+            )
+        scores = self.cond.log_scores(tokens, positions)
+        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+        return scores / self.temperatures.to(scores.device, scores.dtype).unsqueeze(1)
+
+
+class WindowConditionals:
+    """A model's conditionals on `free_sites` (m of them) of one frozen `context` [n]: a window (section 7).
+
+    A state is the free sites' tokens [B, m], put back into the context for every forward, so `glauber` and
+    `coupling_times`, which update every site of their state, move only the free sites. Without `token_set` the
+    tokens are the model's own ids (every allowed token proposable). With `token_set` (K distinct ids) they are
+    indices 0..K-1 into it, the conditional at a free site is the model's renormalised over the set, and each score
+    is computed once (cached per site and rest of the window; `forwards` counts them), so `glauber_kernel`,
+    `exact_stationary` and `exact_mixing_time` apply unchanged to the K^m states. With the full vocabulary as
+    `token_set` (``cond.allowed.nonzero().squeeze(1)``) the window's chain is the model's own, exactly.
+    """
+
+    def __init__(self, cond: Conditionals, context, free_sites, token_set=None, max_rows: int = 256):
+        self.cond = cond
+        self.context = check_tokens(cond, context, "context")
+        if self.context.shape[0] != 1:
+            raise ValueError(f"context must be one state [n], got {tuple(self.context.shape)}")
+        n = self.context.shape[1]
+        sites = torch.as_tensor(free_sites)
+        if sites.dim() != 1 or len(sites) == 0 or sites.is_floating_point() or len(set(sites.tolist())) != len(sites):
+            raise ValueError(f"free_sites must be distinct site indices, got {free_sites!r}")
+        if ((sites < 0) | (sites >= n)).any():
+            raise ValueError(f"free_sites must lie in [0, {n}), got {sites.tolist()}")
+        self.free_sites, self.max_sites, self.protein = sites.long(), len(sites), is_protein(cond)
+        name = getattr(cond, "name_or_path", type(cond).__name__)
+        self.token_set = None if token_set is None else check_tokens(cond, token_set, "token_set")[0]
+        if self.token_set is None:
+            self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
+            self.device = getattr(cond, "device", cond.allowed.device)
+            self.name_or_path = f"{name} (window {self.free_sites.tolist()})"
+            return
+        if len(set(self.token_set.tolist())) != len(self.token_set) or len(self.token_set) < 2:
+            raise ValueError("token_set must hold at least two distinct token ids")
+        self.vocab_size = len(self.token_set)
+        self.allowed = torch.ones(self.vocab_size, dtype=torch.bool)
+        self.device = torch.device("cpu")
+        self.max_rows = check_count(max_rows, "max_rows", 1)
+        self.name_or_path = f"restricted({name}, sites={self.free_sites.tolist()})"
+        states = self.vocab_size**self.max_sites
+        self._cache = torch.zeros(self.max_sites, states, self.vocab_size, dtype=torch.float64)
+        self._known = torch.zeros(self.max_sites, states, dtype=torch.bool)
+        self.forwards = 0
+
+    def full_states(self, tokens) -> torch.Tensor:
+        """The model's token ids [B, n]: the context with each row's free sites set to tokens [B, m]."""
+        tokens = torch.as_tensor(tokens)
+        if self.token_set is not None:
+            states = self.context.cpu().repeat(len(tokens), 1)
+            states[:, self.free_sites] = self.token_set.cpu()[tokens.cpu()]
+            return states
+        states = self.context.to(tokens.device).repeat(len(tokens), 1)
+        states[:, self.free_sites.to(tokens.device)] = tokens
+        return states
+
+    def log_scores(self, tokens, positions):
+        positions = torch.as_tensor(positions)
+        if self.token_set is None:
+            return self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
+        tokens, positions = tokens.cpu(), positions.cpu()
+        place = self.vocab_size ** torch.arange(self.max_sites - 1, -1, -1)
+        rows = torch.arange(len(tokens))
+        keys = (tokens * place).sum(1) - tokens[rows, positions] * place[positions]  # the masked site's value is moot
+        missing = torch.unique(torch.stack([positions, keys], 1)[~self._known[positions, keys]], dim=0)
+        for start in range(0, len(missing), self.max_rows):
+            site, key = missing[start : start + self.max_rows].unbind(1)
+            window = (key.unsqueeze(1) // place) % self.vocab_size
+            scores = self.cond.log_scores(
+                self.full_states(window).to(self.context.device), self.free_sites[site].to(self.context.device)
+            )
+            self._cache[site, key] = scores.cpu().double()[:, self.token_set.cpu()]
+            self._known[site, key] = True
+            self.forwards += len(site)
+        return self._cache[positions, keys]
 
 
 def coupling_times(
@@ -1440,7 +1550,7 @@ def seed_passages(
         raise ValueError(f"n = {n} exceeds the model's maximum of {cond.max_sites} sites")
     if passages not in SEED_SOURCES:
         raise ValueError(f"passages must be one of {SEED_SOURCES}, got {passages!r}")
-    protein = getattr(cond, "residues", False)
+    protein = is_protein(cond)
     passages = "germline" if protein and passages == "bbc" else passages  # the default seeds of a protein model
     if protein != (passages == "germline"):
         raise ValueError(

@@ -25,6 +25,7 @@ from glauber_core import (
     check_tokens,
     embed,
     germline_v_genes,
+    is_protein,
     load_embedder,
     quiet_load,
     seed_passages,
@@ -760,7 +761,7 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     given), `scorer` (topic_scores' model: None for the embedding stand-in, an NLI model's name, or
     FAMILY_SCORER), `labels`, the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic
     -> its label), `baseline` 1/L and `score_every` (records between scored states)."""
-    protein = bool(getattr(cond, "residues", False))
+    protein = is_protein(cond)
     temperature = check_temperature(overrides.pop("temperature", 1.0))
     scorer = overrides.pop("scorer", "")
     cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)

@@ -20,6 +20,7 @@ from glauber_core import (
     Conditionals,
     MaskedLMConditionals,
     PottsConditionals,
+    WindowConditionals,
     all_states,
     alpha_from_influence,
     check_count,
@@ -32,6 +33,7 @@ from glauber_core import (
     exact_stationary,
     glauber_kernel,
     influence_coefficients,
+    is_protein,
     mixing_time_bound,
     score_gaps,
     seed_passages,
@@ -136,7 +138,7 @@ def settings(
     full-vocabulary windows, and `full_plan`, their (k, windows, temperatures), `full_windows` windows per k
     (0: the profile's) for k up to `full_k` (0: every k)."""
     base = vars(bt.profile_settings(profile, SETTINGS, **overrides))
-    protein = bool(getattr(cond, "residues", False))
+    protein = is_protein(cond)
     grid = np.unique(np.r_[base.pop("temperatures"), PAPER_TEMPERATURES].astype(float)).round(3)
     plan = [
         (k, full_windows or count, temperatures)
@@ -181,66 +183,8 @@ def pseudo_likelihood_law(cond: Conditionals, n: int, temperature: float = 1.0, 
     return torch.softmax(total, 0)
 
 
-class RestrictedConditionals:
-    """A real model's chain on a window small enough to enumerate (beyond the paper, section 7).
-
-    `free_sites` (m of them) of a frozen `context` each take a value in `token_set` (K ids); the
-    conditional at a free site is the model's, renormalised over that set. Tokens are 0..K-1 (indices into
-    `token_set`), so `glauber_kernel`, `exact_stationary` and friends apply unchanged to the K^m states.
-    The model's scores are cached per (site, rest of the window): each is computed once.
-    """
-
-    def __init__(self, cond: Conditionals, context, free_sites, token_set, max_rows: int = 256):
-        self.base = cond
-        self.context = check_tokens(cond, context, "context")
-        if self.context.shape[0] != 1:
-            raise ValueError(f"context must be one state [n], got {tuple(self.context.shape)}")
-        n = self.context.shape[1]
-        self.token_set = check_tokens(cond, token_set, "token_set")[0]
-        if len(set(self.token_set.tolist())) != len(self.token_set) or len(self.token_set) < 2:
-            raise ValueError("token_set must hold at least two distinct token ids")
-        sites = torch.as_tensor(free_sites)
-        if sites.dim() != 1 or len(sites) == 0 or sites.is_floating_point() or len(set(sites.tolist())) != len(sites):
-            raise ValueError(f"free_sites must be distinct site indices, got {free_sites!r}")
-        if ((sites < 0) | (sites >= n)).any():
-            raise ValueError(f"free_sites must lie in [0, {n}), got {sites.tolist()}")
-        self.free_sites = sites.long()
-        self.vocab_size = len(self.token_set)
-        self.max_sites = len(sites)
-        self.allowed = torch.ones(self.vocab_size, dtype=torch.bool)
-        self.device = torch.device("cpu")
-        self.max_rows = check_count(max_rows, "max_rows", 1)
-        self.name_or_path = f"restricted({getattr(cond, 'name_or_path', type(cond).__name__)}, sites={sites.tolist()})"
-        self._cache = torch.zeros(self.max_sites, self.vocab_size**self.max_sites, self.vocab_size, dtype=torch.float64)
-        self._known = torch.zeros(self.max_sites, self.vocab_size**self.max_sites, dtype=torch.bool)
-        self.forwards = 0
-
-    def full_states(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The model's token ids [B, n] for window states [B, m] (values 0..K-1)."""
-        states = self.context.cpu().repeat(len(tokens), 1)
-        states[:, self.free_sites] = self.token_set.cpu()[tokens.cpu()]
-        return states
-
-    def log_scores(self, tokens, positions):
-        tokens, positions = tokens.cpu(), positions.cpu()
-        place = self.vocab_size ** torch.arange(self.max_sites - 1, -1, -1)
-        rows = torch.arange(len(tokens))
-        keys = (tokens * place).sum(1) - tokens[rows, positions] * place[positions]  # the masked site's value is moot
-        missing = torch.unique(torch.stack([positions, keys], 1)[~self._known[positions, keys]], dim=0)
-        for start in range(0, len(missing), self.max_rows):
-            site, key = missing[start : start + self.max_rows].unbind(1)
-            window = (key.unsqueeze(1) // place) % self.vocab_size
-            scores = self.base.log_scores(
-                self.full_states(window).to(self.context.device), self.free_sites[site].to(self.context.device)
-            )
-            self._cache[site, key] = scores.cpu().double()[:, self.token_set.cpu()]
-            self._known[site, key] = True
-            self.forwards += len(site)
-        return self._cache[positions, keys]
-
-
 def window_token_set(cond: Conditionals, context, free_sites, k: int) -> torch.Tensor:
-    """K = k shared tokens for a `RestrictedConditionals` window: the context's own tokens at the free sites,
+    """K = k shared tokens for a `WindowConditionals` window: the context's own tokens at the free sites,
     then the allowed tokens of highest summed probability p_1(a | x_-i) over the free sites."""
     x = check_tokens(cond, context, "context")[:1]
     sites = torch.as_tensor(free_sites).long()
@@ -647,7 +591,7 @@ def window_contexts(cond: MaskedLMConditionals, n: int, count: int, seed: int = 
     protein model one human germline V gene from each of the first `count` WINDOW_FAMILIES (distinct families),
     else `count` seed passages (family: their topic)."""
     count = check_count(count, "count", 1)
-    if getattr(cond, "residues", False):
+    if is_protein(cond):
         if count > len(WINDOW_FAMILIES):
             raise ValueError(f"at most {len(WINDOW_FAMILIES)} germline families, got count = {count}")
         picks = [seed_passages(cond, n, 1, seed=seed, topic=family) for family in WINDOW_FAMILIES[:count]]
@@ -762,7 +706,7 @@ def full_window_table(
     sites = list(range(first_site, first_site + check_count(k, "k", 1)))
     rows, laws = [], []
     for context in contexts.itertuples():
-        window = RestrictedConditionals(cond, context.tokens, sites, every)
+        window = WindowConditionals(cond, context.tokens, sites, every)
         for tau in temperatures:
             start = time.perf_counter()
             result, mu = window_chain(window, k, float(tau), eps)
@@ -825,7 +769,7 @@ def restricted_windows(
     rows, laws = [], []
     for w, context in enumerate(passages.tokens):
         token_set = window_token_set(cond, context, free_sites, k)
-        window = RestrictedConditionals(cond, context, free_sites, token_set)
+        window = WindowConditionals(cond, context, free_sites, token_set)
         rows.append(
             dict(window=w, context=passages.texts[w], **stationary_vs_pseudo_likelihood(window, m, temperature))
         )
@@ -922,7 +866,7 @@ def single_token(cond: MaskedLMConditionals, text: str, n: int = 1) -> tuple[int
 def basin_token(cond: MaskedLMConditionals, n: int) -> tuple[int | None, str]:
     """The id of DRIFT_TOKEN ('!') for a basin of n sites, or (None, why not): a protein MLM has no '!', and
     no run of one residue stands for the paper's '!'-basin."""
-    if getattr(cond, "residues", False):
+    if is_protein(cond):
         return None, "no protein meaning: the model's tokens are the 20 amino acids, with no '!' to fill a basin"
     return single_token(cond, DRIFT_TOKEN, n)
 

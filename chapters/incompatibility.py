@@ -36,6 +36,7 @@ from glauber_core import (
     check_count,
     check_temperature,
     check_tokens,
+    is_protein,
     load_causal_lm,
     rectangle_delta,
     rectangle_input,
@@ -150,7 +151,7 @@ def _seed_count(cond, n: int, wanted: int) -> int:
     """How many distinct seed states of n tokens a run can have, at most `wanted`: for a protein model the
     distinct n-residue cuts of the human germline V genes (about 120 at n = 20; rectangles then share seeds,
     rectangle r on seed r mod P), else `wanted`."""
-    if not getattr(cond, "residues", False):
+    if not is_protein(cond):
         return wanted
     from glauber_core import germline_v_genes
 
@@ -160,7 +161,7 @@ def _seed_count(cond, n: int, wanted: int) -> int:
 def _seed_source(cond, passages: str) -> tuple[str, str]:
     """(the MLM's seed source, the causal control's) for the profile's `passages`: a protein MLM takes germline
     V genes, and the English causal control then takes the default BBC News paragraphs."""
-    if getattr(cond, "residues", False):
+    if is_protein(cond):
         return "germline", ("bbc" if passages in ("bbc", "germline") else passages)
     return passages, passages
 

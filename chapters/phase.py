@@ -19,7 +19,9 @@ from book_tools import share_intervals
 from glauber_core import (
     Conditionals,
     MaskedLMConditionals,
+    TemperedConditionals,
     Trajectory,
+    WindowConditionals,
     alpha_from_influence,
     check_count,
     check_temperature,
@@ -29,7 +31,7 @@ from glauber_core import (
     glauber,
     influence_candidates,
     influence_coefficients,
-    pair_temperatures,
+    is_protein,
     seed_passages,
     trajectory_distances,
 )
@@ -121,7 +123,7 @@ SETTINGS = {
 }
 
 
-# A protein MLM (AntiBERTy, `cond.residues`): full-length coupled chains to coalescence do not fit on two
+# A protein MLM (AntiBERTy, `glauber_core.is_protein`): full-length coupled chains to coalescence do not fit on two
 # cores (about 20 chain-steps/s at n = 24), so every coupling and drift run uses `n` free sites inside a frozen
 # human germline context of `context_length` residues; the number of free sites plays the role of n, and the
 # distance to the start is the Hamming share of free sites that differ from it (no sentence embedder).
@@ -214,7 +216,7 @@ PROTEIN_SETTINGS = {
 
 
 def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
-    """The chapter's settings at `profile`: SETTINGS, or PROTEIN_SETTINGS for a protein MLM (`cond.residues`),
+    """The chapter's settings at `profile`: SETTINGS, or PROTEIN_SETTINGS for a protein MLM (`glauber_core.is_protein`),
     each override that is not None, 0, "" or [] in place of the profile's value (bt.profile_settings), and what
     follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
     ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
@@ -247,42 +249,6 @@ def window_mask(context_length: int, free: int) -> torch.Tensor:
     mask = torch.ones(context_length, dtype=torch.bool)
     mask[window_sites(context_length, free)] = False
     return mask
-
-
-class WindowConditionals:
-    """A model's conditionals on `free_sites` of one frozen `context` [n]: a state is the m free sites' tokens
-    [B, m] (the model's own ids, every allowed token proposable), put back into the context for each forward.
-    So coupling_times, which updates every site of its state, couples only the free sites."""
-
-    def __init__(self, cond: Conditionals, context, free_sites):
-        self.cond = cond
-        self.context = check_tokens(cond, context, "context")
-        if self.context.shape[0] != 1:
-            raise ValueError(f"context must be one state [n], got {tuple(self.context.shape)}")
-        sites = torch.as_tensor(free_sites).long()
-        n = self.context.shape[1]
-        if (
-            sites.dim() != 1
-            or not len(sites)
-            or len(set(sites.tolist())) != len(sites)
-            or ((sites < 0) | (sites >= n)).any()
-        ):
-            raise ValueError(f"free_sites must be distinct sites in [0, {n}), got {free_sites!r}")
-        self.free_sites, self.vocab_size, self.allowed = sites, cond.vocab_size, cond.allowed
-        self.device = getattr(cond, "device", cond.allowed.device)
-        self.max_sites = len(sites)
-        self.name_or_path = f"{getattr(cond, 'name_or_path', type(cond).__name__)} (window {sites.tolist()})"
-
-    def full_states(self, tokens) -> torch.Tensor:
-        """The context [B, n] with each row's free sites set to tokens [B, m]."""
-        tokens = torch.as_tensor(tokens)
-        states = self.context.to(tokens.device).repeat(len(tokens), 1)
-        states[:, self.free_sites.to(tokens.device)] = tokens
-        return states
-
-    def log_scores(self, tokens, positions):
-        positions = torch.as_tensor(positions)
-        return self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
 
 
 def window_coupling_grid(
@@ -329,7 +295,7 @@ def hamming_distances(trajectory: Trajectory, frozen=0) -> torch.Tensor:
 def drift_starts(cond, n: int, cfg, seed: int = 0):
     """(Passages, frozen) of one drift length: a text model's `drift_chains` passages of n tokens, nothing
     frozen; a protein MLM's germline contexts of `context_length` residues with n free sites (window_mask)."""
-    if getattr(cond, "residues", False):
+    if is_protein(cond):
         starts = seed_passages(cond, cfg.context_length, cfg.drift_chains, seed=seed, passages=cfg.passages)
         return starts, window_mask(cfg.context_length, n)
     return seed_passages(cond, n, cfg.drift_chains, seed=seed, passages=cfg.passages), 0
@@ -338,14 +304,9 @@ def drift_starts(cond, n: int, cfg, seed: int = 0):
 def drift_distances(cond, embedder, trajectory: Trajectory, frozen=0) -> torch.Tensor:
     """d(x_t, x_0): the embedding distance of glauber.trajectory_distances for a text model, the Hamming share of
     free sites (hamming_distances) for a protein MLM (embedder None)."""
-    if getattr(cond, "residues", False):
+    if is_protein(cond):
         return hamming_distances(trajectory, frozen)
     return trajectory_distances(cond, embedder, trajectory)
-
-
-def is_protein(cond) -> bool:
-    """Whether `cond` is a protein MLM (amino-acid vocabulary, `cond.residues`): the window path of the chapter."""
-    return bool(getattr(cond, "residues", False))
 
 
 def length_label(protein: bool) -> str:
@@ -730,28 +691,6 @@ def scaling_fits(
     table.attrs["power_law"] = {"beta": float(beta), "c": float(math.exp(log_c))}
     table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
     return table
-
-
-class TemperedConditionals:
-    """`cond` with one temperature per batch row: log_scores returns s / temperatures[b], so that one
-    `glauber` call at temperature 1 runs chains at many temperatures in one forward (rows keep their order)."""
-
-    def __init__(self, cond: Conditionals, temperatures):
-        self.temperatures = pair_temperatures(temperatures, len(temperatures))
-        self.cond = cond
-        self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
-        self.device = getattr(cond, "device", cond.allowed.device)
-        self.max_sites = getattr(cond, "max_sites", None)
-        self.name_or_path = f"{getattr(cond, 'name_or_path', type(cond).__name__)} (tempered)"
-
-    def log_scores(self, tokens, positions):
-        if len(tokens) != len(self.temperatures):
-            raise ValueError(
-                f"TemperedConditionals has {len(self.temperatures)} temperatures, got a batch of {len(tokens)}"
-            )
-        scores = self.cond.log_scores(tokens, positions)
-        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
-        return scores / self.temperatures.to(scores.device, scores.dtype).unsqueeze(1)
 
 
 def multi_temperature_glauber(

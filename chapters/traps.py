@@ -27,6 +27,7 @@ from book_tools import (
 )
 from glauber_core import (
     Conditionals,
+    TemperedConditionals,
     Trajectory,
     chain_seeds,
     check_count,
@@ -34,6 +35,7 @@ from glauber_core import (
     check_tokens,
     conditional_probs,
     glauber,
+    is_protein,
     score_gaps,
 )
 from verdicts import (
@@ -374,23 +376,6 @@ def site_embeddings(tokens) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 
 
-class _TemperatureBlocks:
-    """`cond` over a batch of len(taus) blocks of `block` rows, block t at temperature taus[t]: log_scores
-    returns s / taus[t] on block t, the very division scaled_scores makes for a run at taus[t] alone, so
-    glauber at temperature 1 samples each block from its own p_tau (eq. 3.1)."""
-
-    def __init__(self, cond: Conditionals, taus: list, block: int):
-        self.cond, self.taus, self.block = cond, taus, block
-        self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
-        self.max_sites = getattr(cond, "max_sites", None)
-        self.name_or_path = getattr(cond, "name_or_path", type(cond).__name__)
-
-    def log_scores(self, tokens, positions):
-        scores = self.cond.log_scores(tokens, positions)
-        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
-        return torch.cat([part / tau for part, tau in zip(scores.split(self.block), self.taus)])
-
-
 def chains_at_temperatures(
     cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0, record_every: int = 1
 ) -> dict:
@@ -403,7 +388,7 @@ def chains_at_temperatures(
     x = check_tokens(cond, x0, "x0")
     batch = len(x)
     run = glauber(
-        _TemperatureBlocks(cond, taus, batch),
+        TemperedConditionals(cond, torch.tensor(taus, dtype=torch.float64).repeat_interleave(batch)),
         x.repeat(len(taus), 1),
         steps,
         1.0,
@@ -430,12 +415,6 @@ def chains_at_temperatures(
 # --------------------------------------------------------------------------------------------
 # A protein model (AntiBERTy): Hamming distances instead of sentence embeddings, germline seeds and their gaps
 # --------------------------------------------------------------------------------------------
-
-
-def is_protein(cond) -> bool:
-    """Whether `cond` is a protein MLM (its proposals are the 20 amino acids, `cond.residues`): a sentence
-    embedder has no meaning for its states, so the chapter measures distance by Hamming share instead."""
-    return bool(getattr(cond, "residues", False))
 
 
 def hamming_vectors(tokens) -> torch.Tensor:

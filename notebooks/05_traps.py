@@ -90,7 +90,7 @@ cfg = ch.settings(
     passages=passages,
 )
 # a protein model has no sentence embedder: Hamming distance (None) instead
-embedder = None if ch.is_protein(cond) else glauber.load_embedder()
+embedder = None if glauber.is_protein(cond) else glauber.load_embedder()
 bt.settings_view(cfg)
 
 # %% tags=["remove-input"]

@@ -29,7 +29,7 @@ def germline(allele: str) -> str:
 
 def test_loads_offline_by_name_in_fp32(antiberty):
     assert isinstance(antiberty, glauber.MaskedLMConditionals) and antiberty.name_or_path == "antiberty"
-    assert antiberty.vocab_size == 25 and antiberty.residues
+    assert antiberty.vocab_size == 25 and antiberty.protein
     assert {p.dtype for p in antiberty.model.parameters()} == {torch.float32}
 
 
@@ -99,10 +99,9 @@ def test_germline_table_counts():
 
 
 def test_exact_window_chain_over_the_full_vocabulary(antiberty):
-    bounds = pytest.importorskip("chapters.bounds")
     context = antiberty.encode(germline("IGHV1-69*01"))[:30]
     every = antiberty.allowed.nonzero().squeeze(1)
-    window = bounds.RestrictedConditionals(antiberty, context, [12, 17], every)  # 20 x 20 states
+    window = glauber.WindowConditionals(antiberty, context, [12, 17], every)  # 20 x 20 states
     kernel = glauber.glauber_kernel(window, 2, 1.0)
     assert window.forwards == 2 * 20  # one forward per (site, value of the other site)
     assert (kernel.sum(1) - 1).abs().max() <= 1e-12

@@ -62,7 +62,7 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     assert (table.pl_gap >= 0).all()
     # the structured mixing time equals the matrix-power one
     every = antiberty.allowed.nonzero().squeeze(1)
-    window = ch2.RestrictedConditionals(antiberty, contexts.tokens[0], [27, 28], every)
+    window = glauber.WindowConditionals(antiberty, contexts.tokens[0], [27, 28], every)
     assert glauber.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
     label, k, tau, ids, mu, pl = laws[0]
     assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12

@@ -29,14 +29,14 @@ def contexts(antiberty):
 
 def test_window_conditionals_are_the_models_own(antiberty, contexts):
     sites = ch.window_sites(CONTEXT, 2)
-    window = ch.WindowConditionals(antiberty, contexts[0], sites)
+    window = glauber.WindowConditionals(antiberty, contexts[0], sites)
     state = torch.stack([contexts[0, sites], contexts[1, sites]])
     positions = torch.tensor([0, 1])
     full = window.full_states(state)
     assert torch.equal(full[0], contexts[0]) and torch.equal(full[1, sites], contexts[1, sites])
     expected = antiberty.log_scores(full, sites[positions])
     assert torch.allclose(window.log_scores(state, positions), expected)
-    assert ch.is_protein(antiberty)
+    assert glauber.is_protein(antiberty)
     for profile, table in ch.PROTEIN_SETTINGS.items():  # a protein MLM runs the protein profiles
         cfg = ch.settings(profile, antiberty)
         assert cfg.protein and vars(cfg).items() >= table.items()

@@ -30,7 +30,7 @@ def germline(antiberty):
 
 
 def test_the_chapter_sees_a_protein_model_and_picks_germline_seeds_and_hamming(antiberty):
-    assert ch.is_protein(antiberty)
+    assert glauber.is_protein(antiberty)
     assert ch.seed_source(antiberty, "bbc") == ch.seed_source(antiberty, "") == "germline"
     phrases = ch.distance_phrases(antiberty)
     assert "Hamming" in phrases["distance"] and "germline" in phrases["seeds"]

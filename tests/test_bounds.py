@@ -255,7 +255,7 @@ def test_restricted_conditionals_renormalise_and_cache():
     base = potts(5, 6, seed=9, symmetric=False, scale=1.0)
     context = torch.tensor([4, 1, 5, 2, 0])
     token_set = torch.tensor([5, 0, 3])
-    window = ch.RestrictedConditionals(base, context, [3, 1], token_set)
+    window = glauber.WindowConditionals(base, context, [3, 1], token_set)
     assert window.vocab_size == 3 and window.max_sites == 2
     states = glauber.all_states(3, 2)
     for site in range(2):
@@ -268,13 +268,13 @@ def test_restricted_conditionals_renormalise_and_cache():
     assert window.forwards == 2 * 3  # one per (site, value of the other site)
     torch.testing.assert_close(kernel.sum(1), torch.ones(9, dtype=torch.float64))
     with pytest.raises(ValueError, match="free_sites"):
-        ch.RestrictedConditionals(base, context, [3, 3], token_set)
+        glauber.WindowConditionals(base, context, [3, 3], token_set)
 
 
 def test_restricted_real_model_chain_is_exact(tiny_bert):
     context = tiny_bert.encode("the market rose again today after the talks")[:8]
     token_set = glauber.influence_candidates(tiny_bert, context.unsqueeze(0), 3)[0, 2]
-    window = ch.RestrictedConditionals(tiny_bert, context, [1, 2, 5], token_set)
+    window = glauber.WindowConditionals(tiny_bert, context, [1, 2, 5], token_set)
     stationary = glauber.exact_stationary(window, 3, 1.0)
     kernel = glauber.glauber_kernel(window, 3, 1.0)
     torch.testing.assert_close(stationary @ kernel, stationary)
@@ -500,7 +500,7 @@ def test_settings_per_profile_with_overrides_and_the_paper_temperatures():
     custom = ch.settings("smoke", seq_len=10, top_k=0, temperatures=[3.0, 0.5])
     assert custom.seq_len == 10 and custom.top_k == ch.SETTINGS["smoke"]["top_k"]  # 0: the profile's
     assert list(custom.temperatures) == [0.5, 3.0, 10.0, 11.0]
-    protein = SimpleNamespace(residues=True, allowed=torch.ones(25, dtype=torch.bool))
+    protein = SimpleNamespace(protein=True, allowed=torch.ones(25, dtype=torch.bool))
     windows = ch.settings("quick", protein, full_windows=3, full_k=2)
     assert windows.protein and windows.full and windows.passages == bt.PASSAGE_NAMES["germline"]
     assert windows.full_plan == [(2, 3, [0.5, 1.0, 2.0, 4.0])]
@@ -667,5 +667,5 @@ def test_full_vocabulary_windows_at_one_temperature_their_texts_table_and_figure
 
 def test_basin_token_is_the_bang_or_says_why_not(tiny_bert):
     assert ch.basin_token(tiny_bert, 20) == ch.single_token(tiny_bert, "!", 20)
-    token, why = ch.basin_token(SimpleNamespace(residues=True), 100)
+    token, why = ch.basin_token(SimpleNamespace(protein=True), 100)
     assert token is None and "amino acids" in why

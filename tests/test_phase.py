@@ -102,7 +102,7 @@ def test_grid_and_multi_temperature_runs_reject_bad_temperature_lists(temperatur
 
 def test_tempered_conditionals_check_the_batch():
     with pytest.raises(ValueError, match="temperatures"):
-        ch.TemperedConditionals(potts(), [1.0, 2.0]).log_scores(
+        glauber.TemperedConditionals(potts(), [1.0, 2.0]).log_scores(
             torch.zeros(3, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long)
         )
 

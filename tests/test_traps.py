@@ -591,7 +591,7 @@ def test_settings_follow_the_profile_and_derive_the_rest():
         int(table4["window"]),
     )
     assert paper.passages == "ms_marco" and paper.temperatures == [ch.PAPER_TAU]
-    protein = SimpleNamespace(residues=True)
+    protein = SimpleNamespace(protein=True)
     assert ch.settings("smoke", protein).passages == "germline"
     assert ch.settings("paper", protein).passages == "ms_marco"  # named passages are kept
     with pytest.raises(ValueError, match="passages must be one of"):
@@ -644,8 +644,8 @@ def test_a_text_model_has_no_germline_section(capsys):
     """Text models keep their seeds and embedder; the germline table and sentences say there is nothing."""
     from types import SimpleNamespace
 
-    text_model = SimpleNamespace(residues=False)
-    assert not ch.is_protein(text_model) and ch.seed_source(text_model, "bbc") == "bbc"
+    text_model = SimpleNamespace(protein=False)
+    assert not glauber.is_protein(text_model) and ch.seed_source(text_model, "bbc") == "bbc"
     assert ch.germline_section(text_model, 8) is None
     assert "protein" in capsys.readouterr().out
     assert ch.germline_family_table(None) is None and ch.germline_figure(None) is None
