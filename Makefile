@@ -93,7 +93,7 @@ check-models: setup
 	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests/test_any_model.py -m "any_model and not quick_profile" \
 		-o addopts="-p no:cacheprovider" -n $(TEST_WORKERS) --durations=5
 
-# Issue 23's must-hold at the quick profile: chapters 4 and 5 on a random-weight MLM reproduce nothing (CI runs it).
+# At the quick profile, chapters 4 and 5 on a random-weight MLM must reproduce nothing (CI runs it).
 check-random: setup
 	rm -rf $(TEST_HOME) && mkdir -p $(TEST_HOME)
 	$(TEST_ENV) GLAUBER_PROFILE=quick $(BIN)/python -m pytest tests/test_any_model.py -m quick_profile \

@@ -1,5 +1,6 @@
-"""How the book measures and judges: profiles, results folders, figure style, glued numbers, intervals,
-the verdict rules and claims rows, and the summary pages' logic.
+"""How the book shows: `ChapterRun` (a chapter's profile, model, results folder, saving, glue and claims), results
+folders, claims and checks rows and their provenance (`code_version`), figure style, glued numbers, and the summary
+pages' logic. It judges nothing: every interval and verdict rule is in `verdicts.py`.
 
 The chapters write one `claims.csv` per notebook under `results/<notebook>/`; `book/paper_claims.csv` holds
 the paper's side (the only place where the paper's numbers are typed, each with its section). This module
@@ -26,52 +27,42 @@ import numpy as np
 import pandas as pd
 import torch
 
+from chapters import PROFILES, profile_settings  # noqa: F401 (defined once there, re-exported)
 from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, load_mlm
 
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
-from verdicts import (  # noqa: F401
+from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read the paper's side through book_tools)
     CHECK_COLUMNS,
     DIFFERS,
     INCONCLUSIVE,
+    KINDS,
     NOT_RUN,
+    OPTIONAL_PAPER_COLUMNS,
     OTHER_SETUP,
+    PAPER_CLAIMS,
+    PAPER_COLUMNS,
     REPRODUCED,
+    TABLES,
     VERDICTS,
+    _check_columns,
+    _check_values,
     bootstrap_ci,
     finite,
     judge_model_specific,
+    paper_band,
+    paper_claim,
+    paper_number,
+    paper_protocol,
+    parse_pairs,
     rank_correlation,
+    read_paper_claims,
     share_intervals,
     spearman_ci,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent
-PAPER_CLAIMS = REPO_ROOT / "book" / "paper_claims.csv"
-# The paper's side, typed once: `values` holds the paper's numbers as "key=number; ...", `protocol` how it
-# measured them ("key=value; ..."), `paper_model` the model(s) it measured on.
-# `paper_models` the exact Hugging Face names of those models ("; "-separated) and `band` the equivalence band a
-# model-specific number is judged against on the paper's own setup ("low=...; high=...": the paper's range, or its
-# value with the tolerance stated in `band_why`); `calibration`, for a general claim, the ground-truth chains its rule is
-# calibrated on ("holds on ...; fails on ...", tests/test_calibration_*.py).
-PAPER_COLUMNS = (
-    "claim",
-    "table",
-    "kind",
-    "chapter",
-    "section",
-    "what",
-    "paper_value",
-    "values",
-    "paper_model",
-    "protocol",
-    "paper_models",
-    "band",
-    "band_why",
-    "calibration",
-)
 # `low`, `high`: our 95% interval where the rule has one; `null`: the value the rule judges against (the reproduction
 # page's forest plot draws them); NaN where a rule has none (a count, a bound on exact values).
-OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration")  # empty when a file lacks them
 ROW_COLUMNS = (
     "claim",
     "table",
@@ -91,94 +82,14 @@ NUMBER_COLUMNS = ("ours", "low", "high", "null")
 # commit and the date, so that the summary pages can refuse to mix runs.
 RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
 CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
-KINDS = ("general", "model-specific")
 # How a chapter names its seed passages in setups and on its page (glauber_core.seed_passages(passages=...)).
 PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
-TABLES = ("paper", "beyond")
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
 
 def results_root() -> Path:
     """results/ at the repository root, or $GLAUBER_RESULTS."""
     return Path(os.environ.get("GLAUBER_RESULTS") or REPO_ROOT / "results")
-
-
-def _check_columns(frame: pd.DataFrame, expected: tuple[str, ...], source: str) -> None:
-    missing = [c for c in expected if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{source} lacks the column(s) {missing}; expected {list(expected)}")
-
-
-def _check_values(frame: pd.DataFrame, column: str, allowed: tuple[str, ...], source: str) -> None:
-    bad = sorted(set(frame[column]) - set(allowed))
-    if bad:
-        raise ValueError(f"{source}: {column} must be one of {list(allowed)}, got {bad}")
-
-
-def parse_pairs(text: str) -> dict[str, str]:
-    """ "key=value; key=value" -> {key: value} (the `values` and `protocol` columns of paper_claims.csv)."""
-    pairs = {}
-    for item in filter(None, (part.strip() for part in str(text).split(";"))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"expected key=value, got {item!r} in {text!r}")
-        pairs[key.strip()] = value.strip()
-    return pairs
-
-
-def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
-    """The paper's side: one row per claim id (columns PAPER_COLUMNS), checked."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    frame = frame.assign(**{c: "" for c in OPTIONAL_PAPER_COLUMNS if c not in frame})
-    _check_columns(frame, PAPER_COLUMNS, str(path))
-    _check_values(frame, "table", TABLES, str(path))
-    _check_values(frame, "kind", KINDS, str(path))
-    duplicated = sorted(set(frame.claim[frame.claim.duplicated()]))
-    if duplicated:
-        raise ValueError(f"{path}: claim ids listed twice: {duplicated}")
-    for column in ("values", "protocol"):
-        frame[column].map(parse_pairs)
-    return frame[list(PAPER_COLUMNS)]
-
-
-@functools.cache
-def _paper_claims_cached(path: str) -> pd.DataFrame:
-    return read_paper_claims(path).set_index("claim")
-
-
-def paper_claim(claim: str, path: str | Path = PAPER_CLAIMS) -> pd.Series:
-    """One row of paper_claims.csv by id (ValueError naming the id when it is not listed)."""
-    table = _paper_claims_cached(str(path))
-    if claim not in table.index:
-        raise ValueError(f"claim {claim!r} is not in {path}")
-    return table.loc[claim]
-
-
-def paper_number(claim: str, key: str, path: str | Path = PAPER_CLAIMS) -> float:
-    """A number the paper reports, read from paper_claims.csv's `values` column (the only place it is typed)."""
-    values = parse_pairs(paper_claim(claim, path)["values"])
-    if key not in values:
-        raise ValueError(f"claim {claim!r} has no value {key!r} in {path} (it has {sorted(values)})")
-    return float(values[key].replace(",", ""))
-
-
-def paper_protocol(claim: str, path: str | Path = PAPER_CLAIMS) -> dict[str, str]:
-    """How the paper measured a claim (n, budget, chains, tau, ...), from paper_claims.csv's `protocol`."""
-    return parse_pairs(paper_claim(claim, path)["protocol"])
-
-
-def paper_band(claim: str, model: str = "", path: str | Path = PAPER_CLAIMS) -> tuple[float, float] | None:
-    """The equivalence band of a model-specific claim (paper_claims.csv's `band`: "low=a; high=b", or one
-    "<model>=a..b" per model for a number the paper gives per model), or None when it has none."""
-    band = {k.lower(): v for k, v in parse_pairs(paper_claim(claim, path)["band"]).items()}
-    if not band:
-        return None
-    if str(model).lower() in band:
-        low, sep, high = band[str(model).lower()].partition("..")
-        return float(low), float(high if sep else low)
-    if set(band) >= {"low", "high"}:
-        return float(band["low"]), float(band["high"])
-    return None
 
 
 def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
@@ -308,22 +219,33 @@ def model_specific_row(
 
 
 def code_version(notebook: str) -> str:
-    """A short hash of the code a chapter runs: the core, book_tools, verdicts, the chapter modules its notebook
-    imports (chapters never import one another) and the notebook itself."""
-    digest = hashlib.sha256()
+    """A short hash of the code a chapter's numbers depend on: the core, `verdicts`, the paper's side
+    (book/paper_claims.csv), the chapters' shared settings (chapters/__init__.py), every module of the chapter
+    packages its notebook imports except the presentation ones (``presentation*.py``: figures, display tables,
+    prose) and the notebook's code cells. A fix to a figure, a sentence or the book's plumbing (this module) leaves
+    committed results valid; a change to an estimator, a rule or a protocol marks them stale."""
     folder = "book" if (REPO_ROOT / "book" / f"{notebook}.ipynb").exists() else "notebooks"
     source = REPO_ROOT / folder / f"{notebook}.ipynb"
-    text = source.read_text() if source.exists() else ""
-    modules = sorted(set(re.findall(r"from chapters import (\w+)|import chapters\.(\w+)", text)))
-    chapters = [REPO_ROOT / "chapters" / f"{name}.py" for pair in modules for name in pair if name]
-    for path in [
-        REPO_ROOT / "glauber_core.py",
-        REPO_ROOT / "book_tools.py",
-        REPO_ROOT / "verdicts.py",
-        *chapters,
-        source,
-    ]:
-        digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b""))
+    cells = json.loads(source.read_text()).get("cells", []) if source.exists() else []
+    code = "\n".join("".join(cell["source"]) for cell in cells if cell.get("cell_type") == "code")
+    names = sorted(
+        {
+            name
+            for pair in re.findall(r"from chapters import (\w+)|import chapters\.(\w+)", code)
+            for name in pair
+            if name
+        }
+    )
+    paths = [REPO_ROOT / "glauber_core.py", REPO_ROOT / "verdicts.py", REPO_ROOT / "chapters" / "__init__.py"]
+    paths.append(REPO_ROOT / "book" / "paper_claims.csv")  # the paper's side: protocols, values and bands
+    for name in names:
+        package = REPO_ROOT / "chapters" / name
+        modules = sorted(package.glob("*.py")) if package.is_dir() else [REPO_ROOT / "chapters" / f"{name}.py"]
+        paths += [path for path in modules if not path.name.startswith("presentation")]
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + (path.read_bytes() if path.exists() else b""))
+    digest.update(b"notebook code cells\n" + code.encode())
     return digest.hexdigest()[:12]
 
 
@@ -896,8 +818,6 @@ def depth_trend(estimates: list[tuple[float, float, float]]) -> str:
 # Profiles, results folders, figure style and glued numbers
 # --------------------------------------------------------------------------------------------
 
-PROFILES = ("smoke", "quick", "paper")  # the profile names, defined once (sweep.py and tools/ import them)
-
 
 def model_label(model: str = "") -> str:
     """The name a run's rows carry: the model name as given, or the bundled model's folder name for ""."""
@@ -910,37 +830,6 @@ def glue_prefix(notebook: str) -> str:
     `<prefix>_<claim>_verdict`."""
     number = re.match(r"(\d+)_", notebook)
     return f"ch{int(number.group(1))}" if number else notebook
-
-
-def profile_settings(profile: str, table: dict, **overrides) -> SimpleNamespace:
-    """A chapter's settings (its module's `settings`): the profile's row of `table`, then each override that
-    is not None, 0, "" or [] in place of the profile's value. The profile is the notebook's parameter as it
-    stands: the parameters cell reads $GLAUBER_PROFILE there, visibly, never here."""
-    if profile not in table:
-        raise ValueError(f"profile must be one of {sorted(table)}, got {profile!r}")
-    settings = dict(table[profile])
-    for name, value in overrides.items():
-        if not _unset(value):
-            settings[name] = _as_list(value, name) if isinstance(settings.get(name), list) else value
-    return SimpleNamespace(profile=profile, **settings)
-
-
-def _as_list(value, name: str) -> list:
-    """A list setting given as one number or as text ("0.5 1 2", "[0.5, 1]": how `papermill -p` and sweep.py
-    pass a list parameter) as a list of numbers; a list as it is."""
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, str):
-        try:
-            return [float(v) for v in value.replace("[", " ").replace("]", " ").replace(",", " ").split()]
-        except ValueError:
-            raise ValueError(f"{name} must be numbers, got {value!r}") from None
-    return [value]
-
-
-def _unset(value) -> bool:
-    """A parameter left at "the profile's": None, 0, "" or an empty list."""
-    return value is None or (isinstance(value, (int, float, str, list, tuple)) and not value)
 
 
 def results_dir(notebook: str) -> Path:
@@ -1154,8 +1043,6 @@ def fill_mask_table(fills: pd.DataFrame):
 # book/antiberty.ipynb reads it)
 # --------------------------------------------------------------------------------------------
 
-ANTIBERTY_COMMAND = "make antiberty"
-
 
 def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every general claim (paper_claims.csv's order), one column per model of `claims` (label -> that model's
@@ -1169,48 +1056,3 @@ def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None 
         frame[label] = frame.claim.map(verdicts.verdict).fillna(NOT_RUN)
         frame[f"{label}: what was measured"] = frame.claim.map(verdicts.quantity).fillna("—")
     return frame
-
-
-def windows_figure(windows: pd.DataFrame):
-    """Exact full-vocabulary windows of a protein MLM (chapter 2's windows_full.csv): exact t_mix(1/4) against
-    Theorem 5's bound where the window's exact alpha < 1 (a window with alpha >= 1 has no bound and is marked at
-    the bottom), and per window the PL gap TV(PL law of the model, PL law of mu_tau's own conditionals), exactly
-    0 for a compatible chain. Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    bound = pd.to_numeric(windows.bound, errors="coerce")
-    has_bound = np.isfinite(bound)
-    floor = 0.8 * float(windows.t_mix.min())
-    for k in sorted(windows.k.unique()):
-        rows = windows.k == k
-        if (rows & has_bound).any():
-            axes[0].scatter(windows.t_mix[rows & has_bound], bound[rows & has_bound], s=30, label=f"k = {k}, α < 1")
-        if (rows & ~has_bound).any():
-            axes[0].scatter(
-                windows.t_mix[rows & ~has_bound],
-                np.full(int((rows & ~has_bound).sum()), floor),
-                marker="v",
-                s=30,
-                label=f"k = {k}, α ≥ 1 (no bound)",
-            )
-    line = [floor, max(float(windows.t_mix.max()), float(bound[has_bound].max()) if has_bound.any() else 10.0)]
-    axes[0].plot(line, line, color="grey", lw=1, label="bound = exact")
-    axes[0].set(
-        xscale="log",
-        yscale="log",
-        xlabel="exact $t_{\\mathrm{mix}}(1/4)$, steps",
-        ylabel="Theorem 5's bound (exact α), steps",
-        title="Exact mixing time against Theorem 5",
-    )
-    axes[0].legend(fontsize=8)
-    at_one = windows[np.isclose(windows.temperature, 1.0)]
-    labels = [f"{g} (k = {k})" for g, k in zip(at_one.germline, at_one.k)]
-    axes[1].barh(labels, at_one.pl_gap, color="#0969da")
-    axes[1].set(
-        xlabel="PL gap: TV(PL law of the model, PL law of $\\mu_\\tau$'s conditionals)",
-        title="$\\mu_\\tau$ against the pseudo-likelihood law, τ = 1",
-    )
-    axes[1].tick_params(axis="y", labelsize=8)
-    fig.tight_layout()
-    return fig

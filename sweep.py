@@ -34,7 +34,6 @@ a Dask worker otherwise sets to 1) = cores // workers, or the caller's ``OMP_NUM
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import csv
 import hashlib
@@ -65,20 +64,25 @@ class _Parser(argparse.ArgumentParser):
 
 
 def papermill_value(text: str):
-    """`text` read exactly as `papermill -p NAME VALUE` reads VALUE (papermill's own helper, imported here:
-    papermill takes seconds to import, and each Dask worker imports this module)."""
-    from papermill.cli import _resolve_type
-
-    return _resolve_type(text)
+    """`text` read as `papermill -p NAME VALUE` reads VALUE: True, False, None, an int, a float, else the text
+    itself (tests/test_sweep.py checks this against papermill's command line)."""
+    constants = {"True": True, "False": False, "None": None}
+    if text in constants:
+        return constants[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def profile_names() -> tuple[str, ...]:
-    """book_tools.PROFILES, the profile names defined once, read from its source (a literal tuple there):
-    importing book_tools brings in torch, which a bad command line should not wait for."""
-    for node in ast.parse((REPO_ROOT / "book_tools.py").read_text()).body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PROFILES"]:
-            return tuple(ast.literal_eval(node.value))
-    raise RuntimeError("book_tools.py defines no PROFILES")
+    """The profile names, defined once in `chapters` (whose package import is light: a bad command line need not
+    wait for torch)."""
+    from chapters import PROFILES
+
+    return PROFILES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -12,10 +12,13 @@ such as a joint's delta being 0) is not a reproduction: `check_row` writes it to
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 REPRODUCED, DIFFERS, INCONCLUSIVE, OTHER_SETUP, NOT_RUN = (
     "reproduced",
@@ -447,3 +450,114 @@ def rule_threshold_ratio(
     if high <= factor:
         return DIFFERS, f"{where}, at most the factor {factor:g}", low, high
     return INCONCLUSIVE, f"{where} contains the factor {factor:g}; a denser grid would decide it", low, high
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's side (book/paper_claims.csv, the only place the paper's numbers are typed): what each claim is judged
+# against, its protocol (which sizes some chapters run) and its equivalence band
+# --------------------------------------------------------------------------------------------
+
+PAPER_CLAIMS = Path(__file__).resolve().parent / "book" / "paper_claims.csv"
+# The paper's side, typed once: `values` holds the paper's numbers as "key=number; ...", `protocol` how it
+# measured them ("key=value; ..."), `paper_model` the model(s) it measured on.
+# `paper_models` the exact Hugging Face names of those models ("; "-separated) and `band` the equivalence band a
+# model-specific number is judged against on the paper's own setup ("low=...; high=...": the paper's range, or its
+# value with the tolerance stated in `band_why`); `calibration`, for a general claim, the ground-truth chains its rule is
+# calibrated on ("holds on ...; fails on ...", tests/test_calibration_*.py).
+PAPER_COLUMNS = (
+    "claim",
+    "table",
+    "kind",
+    "chapter",
+    "section",
+    "what",
+    "paper_value",
+    "values",
+    "paper_model",
+    "protocol",
+    "paper_models",
+    "band",
+    "band_why",
+    "calibration",
+)
+OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration")  # empty when a file lacks them
+KINDS = ("general", "model-specific")
+TABLES = ("paper", "beyond")
+
+
+def _check_columns(frame: pd.DataFrame, expected: tuple[str, ...], source: str) -> None:
+    missing = [c for c in expected if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{source} lacks the column(s) {missing}; expected {list(expected)}")
+
+
+def _check_values(frame: pd.DataFrame, column: str, allowed: tuple[str, ...], source: str) -> None:
+    bad = sorted(set(frame[column]) - set(allowed))
+    if bad:
+        raise ValueError(f"{source}: {column} must be one of {list(allowed)}, got {bad}")
+
+
+def parse_pairs(text: str) -> dict[str, str]:
+    """ "key=value; key=value" -> {key: value} (the `values` and `protocol` columns of paper_claims.csv)."""
+    pairs = {}
+    for item in filter(None, (part.strip() for part in str(text).split(";"))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected key=value, got {item!r} in {text!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
+    """The paper's side: one row per claim id (columns PAPER_COLUMNS), checked."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = frame.assign(**{c: "" for c in OPTIONAL_PAPER_COLUMNS if c not in frame})
+    _check_columns(frame, PAPER_COLUMNS, str(path))
+    _check_values(frame, "table", TABLES, str(path))
+    _check_values(frame, "kind", KINDS, str(path))
+    duplicated = sorted(set(frame.claim[frame.claim.duplicated()]))
+    if duplicated:
+        raise ValueError(f"{path}: claim ids listed twice: {duplicated}")
+    for column in ("values", "protocol"):
+        frame[column].map(parse_pairs)
+    return frame[list(PAPER_COLUMNS)]
+
+
+@functools.cache
+def _paper_claims_cached(path: str) -> pd.DataFrame:
+    return read_paper_claims(path).set_index("claim")
+
+
+def paper_claim(claim: str, path: str | Path = PAPER_CLAIMS) -> pd.Series:
+    """One row of paper_claims.csv by id (ValueError naming the id when it is not listed)."""
+    table = _paper_claims_cached(str(path))
+    if claim not in table.index:
+        raise ValueError(f"claim {claim!r} is not in {path}")
+    return table.loc[claim]
+
+
+def paper_number(claim: str, key: str, path: str | Path = PAPER_CLAIMS) -> float:
+    """A number the paper reports, read from paper_claims.csv's `values` column (the only place it is typed)."""
+    values = parse_pairs(paper_claim(claim, path)["values"])
+    if key not in values:
+        raise ValueError(f"claim {claim!r} has no value {key!r} in {path} (it has {sorted(values)})")
+    return float(values[key].replace(",", ""))
+
+
+def paper_protocol(claim: str, path: str | Path = PAPER_CLAIMS) -> dict[str, str]:
+    """How the paper measured a claim (n, budget, chains, tau, ...), from paper_claims.csv's `protocol`."""
+    return parse_pairs(paper_claim(claim, path)["protocol"])
+
+
+def paper_band(claim: str, model: str = "", path: str | Path = PAPER_CLAIMS) -> tuple[float, float] | None:
+    """The equivalence band of a model-specific claim (paper_claims.csv's `band`: "low=a; high=b", or one
+    "<model>=a..b" per model for a number the paper gives per model), or None when it has none."""
+    band = {k.lower(): v for k, v in parse_pairs(paper_claim(claim, path)["band"]).items()}
+    if not band:
+        return None
+    if str(model).lower() in band:
+        low, sep, high = band[str(model).lower()].partition("..")
+        return float(low), float(high if sep else low)
+    if set(band) >= {"low", "high"}:
+        return float(band["low"]), float(band["high"])
+    return None

@@ -59,6 +59,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 import book_tools as bt
+from chapters import bounds
 
 bt.set_book_style()
 root = bt.ANTIBERTY_RESULTS
@@ -136,7 +137,7 @@ if ran:
 # %%
 if ran:
     windows = bt.read_across("02_mixing_bounds", "windows_full", root)
-    fig = bt.windows_figure(windows)
+    fig = bounds.windows_figure(windows)
     plt.show()
 
 # %% [markdown]

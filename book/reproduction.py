@@ -149,11 +149,9 @@ checks = bt.read_checks(bt.results_root())
 # that a seed can overturn.
 #
 # The two runs' chains draw independently: `chain_seeds` mixes the seed before adding the chain's
-# index, so no chain of the seed-1 run reuses a stream of the seed-0 run (until 2026-12-02, chain b
-# of seed 1 drew what chain b + 1 of seed 0 drew, which tied the two runs together; the records
-# since then are of independent runs). Chapter 3's batches that run many temperatures at once key
-# each chain by (seed, temperature), so a cell's chains do not depend on the grid's other
-# temperatures.
+# index, so no chain of the seed-1 run reuses a stream of the seed-0 run. Chapter 3's batches that
+# run many temperatures at once key each chain by (seed, temperature), so a cell's chains do not
+# depend on the grid's other temperatures.
 
 # %% tags=["remove-input"]
 import pandas as pd

@@ -76,7 +76,7 @@ bt.settings_view(cfg)
 # | `quick` (this page) | 300 | 100 | 20 | 50 | 10,000 | 40 rectangles | BBC News |
 # | `paper` | the paper's | the paper's | 20 | the paper's | 10,000 | every rectangle | MS MARCO (online) |
 #
-# The profiles are data in `chapters/incompatibility.py` (`SETTINGS`); the `paper` profile reads
+# The profiles are data in `chapters/incompatibility/science.py` (`SETTINGS`); the `paper` profile reads
 # the number of rectangles and the top-$k$ from the paper's protocol (`book/paper_claims.csv`) and
 # fetches the paper's MS MARCO passages online, and every profile cuts them to the paper's seed
 # length (appendix B.2). Every rectangle sits on its own held-out seed passage, so the `quick`
@@ -190,7 +190,7 @@ models = {
 ch.rectangles_view(control.head())
 
 # %% tags=["remove-input"]
-run.save(ch.rectangle_table(models), "rectangles");
+run.save(ch.all_rectangles_frame(models), "rectangles");
 
 # %% [markdown]
 # ## Table 1
@@ -223,11 +223,19 @@ floors = {
     name: ch.rounding_floor(m, r, f, cfg.temperature)
     for name, (m, r, f) in models.items()
 }
-floor_table = ch.floor_table(floors, cfg.temperature)
-ch.floors_view(floor_table)
+floor_frame = ch.floor_frame(floors, cfg.temperature)
+ch.floors_view(floor_frame)
+
+# %% [markdown]
+# :::{admonition} The code: how `rounding_floor` fixes each model's rounding floor
+# :class: dropdown
+# ```{literalinclude} ../chapters/incompatibility/science.py
+# :pyobject: rounding_floor
+# ```
+# :::
 
 # %% tags=["remove-input"]
-run.save(floor_table, "floors");
+run.save(floor_frame, "floors");
 
 # %% [markdown]
 # **The rules, fixed before the run** (both from the book's judging module, `verdicts.py`, and
@@ -253,8 +261,16 @@ summaries = {
     )
     for name, (_, _, f) in models.items()
 }
-table = ch.table_one(summaries, models, cfg.temperature)
+table = ch.table_one_frame(summaries, models, cfg.temperature)
 ch.table_one_view(table)
+
+# %% [markdown]
+# :::{admonition} The code: how `incompatibility_summary` computes a row of Table 1
+# :class: dropdown
+# ```{literalinclude} ../chapters/incompatibility/science.py
+# :pyobject: incompatibility_summary
+# ```
+# :::
 
 # %% tags=["remove-input"]
 run.save(table, "table1");
@@ -300,6 +316,14 @@ shared = ch.rank_correlation_ci(
 ch.influence_figure(mlm, influence, shared);
 
 # %% [markdown]
+# :::{admonition} The code: how `pair_influence` measures the influence apart from δ (`rectangle_frame`'s `influence` column)
+# :class: dropdown
+# ```{literalinclude} ../chapters/incompatibility/science.py
+# :pyobject: pair_influence
+# ```
+# :::
+
+# %% [markdown]
 # ## Beyond the paper: does distance matter?
 #
 # If incompatibility comes from the two sites influencing each other, nearby sites should show
@@ -313,7 +337,7 @@ ch.distance_figure(mlm, distance);
 
 # %% tags=["remove-input"]
 run.save(
-    ch.correlation_table(
+    ch.correlation_frame(
         cfg.temperature,
         **{
             "influence (judged)": influence,
@@ -336,7 +360,7 @@ run.save(
 # compared with $\delta(1)/\tau$:
 
 # %%
-scaling = ch.temperature_check(cond, rects, cfg.temperature_rows)
+scaling = ch.temperature_check_frame(cond, rects, cfg.temperature_rows)
 ch.temperature_view(scaling)
 
 # %% tags=["remove-input"]
@@ -354,7 +378,7 @@ run.save(scaling, "temperature_check");
 # The rectangles with the largest $|\delta|$, as text: the swaps, then the four states.
 
 # %%
-print(ch.most_incompatible(cond, rects, mlm, 3))
+print(ch.most_incompatible_text(cond, rects, mlm, 3))
 
 # %% [markdown]
 # ## Verdicts
@@ -369,7 +393,7 @@ run.claims(rows)
 
 # %% tags=["remove-input"]
 run.glue(
-    ch.prose_words(
+    ch.prose_text(
         rows,
         summaries[run.model],
         influence=influence,

@@ -139,12 +139,20 @@ run.save(ch.influence_frame(influence, cfg.temperatures), "influence");
 # true $\alpha(\tau)$, a supremum over every context.
 
 # %%
-alpha = ch.alpha_table(influence, cfg.temperatures, seed=seed)
+alpha = ch.alpha_frame(influence, cfg.temperatures, seed=seed)
 tau_star = ch.crossing_temperature(alpha)
 ch.alpha_figure(alpha, tau_star, run.model, cfg.seq_len);
 
+# %% [markdown]
+# :::{admonition} The code: how `alpha_frame` estimates α(τ) and its bootstrap interval
+# :class: dropdown
+# ```{literalinclude} ../chapters/bounds/science.py
+# :pyobject: alpha_frame
+# ```
+# :::
+
 # %% tags=["remove-input"]
-run.glue(ch.alpha_texts(alpha, tau_star))
+run.glue(ch.alpha_text(alpha, tau_star))
 
 # %% [markdown]
 # Averaged over contexts, our $\hat\alpha$ {glue:text}`ch2_crossing` on
@@ -177,23 +185,23 @@ ch.influence_figure(influence, cfg.temperatures, temperature=10.0);
 # temperature and report the slack.
 
 # %%
-lemma6 = ch.lemma6_table(influence, oscillation, cfg.temperatures)
+lemma6 = ch.lemma6_frame(influence, oscillation, cfg.temperatures)
 ch.lemma6_view(lemma6)
 
 # %% tags=["remove-input"]
 run.save(lemma6, "lemma6")
-run.glue(ch.lemma6_texts(lemma6))
+run.glue(ch.lemma6_text(lemma6))
 
 # %% [markdown]
 # Corollary 7 turns Lemma 6 into a temperature: $\alpha(\tau) < 1$ as soon
 # as $\tau > \max_i \sum_{j \ne i} \Delta_{ij} / 4$.
 
 # %%
-corollary7 = ch.corollary7_table(oscillation)
+corollary7 = ch.corollary7_frame(oscillation)
 ch.corollary7_view(corollary7)
 
 # %% tags=["remove-input"]
-run.glue(ch.corollary7_texts(corollary7, tau_star))
+run.glue(ch.corollary7_text(corollary7, tau_star))
 
 # %% [markdown]
 # Lemma 6 finds {glue:text}`ch2_lemma6_violations` violations in
@@ -262,6 +270,14 @@ chains = {
 potts_mixing = ch.mixing_profiles(chains, 5, ch.POTTS_TEMPERATURES)
 ch.potts_mixing_figure(potts_mixing);
 
+# %% [markdown]
+# :::{admonition} The code: how `mixing_profile` computes the exact α, t_mix and Theorem 5's bound
+# :class: dropdown
+# ```{literalinclude} ../chapters/bounds/science.py
+# :pyobject: mixing_profile
+# ```
+# :::
+
 # %% tags=["remove-input"]
 run.save(potts_mixing.assign(model=ch.POTTS_LABEL), "potts_mixing");
 
@@ -283,8 +299,8 @@ references = ch.mixing_profiles(
 )
 thresholds = pd.concat(
     [
-        ch.threshold_table(potts_mixing).assign(n=5, role="judged"),
-        ch.threshold_table(references).assign(n=6, role="calibration"),
+        ch.threshold_frame(potts_mixing).assign(n=5, role="judged"),
+        ch.threshold_frame(references).assign(n=6, role="calibration"),
     ]
 )
 ch.thresholds_view(thresholds)
@@ -293,7 +309,7 @@ ch.thresholds_view(thresholds)
 run.save(
     thresholds.assign(model="Potts and reference chains"), "theorem5_thresholds"
 )
-run.glue(ch.theorem5_texts(potts_mixing))
+run.glue(ch.theorem5_text(potts_mixing))
 
 # %% [markdown]
 # $\alpha < 1$ in {glue:text}`ch2_t5_cases` (chain, temperature) cases.
@@ -318,12 +334,12 @@ run.glue(ch.theorem5_texts(potts_mixing))
 # %%
 ising = glauber.PottsConditionals(torch.ones(6, 6), q=2)
 basin = (glauber.all_states(2, 6) == 0).sum(1) >= 4
-theorem8 = ch.theorem8_table(ising, 6, basin, [0.5, 0.6, 0.75, 1.0, 1.5, 2.0])
+theorem8 = ch.theorem8_frame(ising, 6, basin, [0.5, 0.6, 0.75, 1.0, 1.5, 2.0])
 ch.theorem8_view(theorem8)
 
 # %% tags=["remove-input"]
 run.save(theorem8.assign(model="Ising, 6 sites"), "theorem8")
-run.glue(ch.theorem8_texts(theorem8))
+run.glue(ch.theorem8_text(theorem8))
 
 # %% [markdown]
 # {glue:text}`ch2_t8_holds`. The escape bound is loose by a factor from
@@ -352,12 +368,12 @@ seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
 ends = glauber.glauber(
     cond, seeds, cfg.chain_steps, cold, seed=seed, progress=False
 ).final
-margins = ch.margin_table(cond, seeds, ends, cold)
+margins = ch.margin_frame(cond, seeds, ends, cold)
 ch.margins_view(margins)
 
 # %% tags=["remove-input"]
 run.save(margins, "margins")
-run.glue(ch.margin_texts(margins, cond, cfg.seq_len))
+run.glue(ch.margin_text(margins, cond, cfg.seq_len))
 
 # %% [markdown]
 # {glue:text}`ch2_perfect_traps` states are perfect traps (a positive
@@ -395,7 +411,7 @@ if bang is not None:
         cond, bang, cfg.drift_n, cfg.drift_states, seed=seed
     )
     drift = glauber.basin_drifts(cond, boundary, bang, ch.DRIFT_TEMPERATURES)
-    drift_table = ch.drift_summary(drift, ch.DRIFT_TEMPERATURES)
+    drift_table = ch.drift_summary_frame(drift, ch.DRIFT_TEMPERATURES)
     print(cond.decode(boundary[0]))
     display(ch.drift_view(drift_table))
 else:
@@ -405,7 +421,7 @@ else:
 if drift is not None:
     run.save(drift_table, "drift_summary")
     run.save(ch.drift_frame(drift, ch.DRIFT_TEMPERATURES), "drift")
-run.glue(ch.drift_texts(drift_table, no_bang))
+run.glue(ch.drift_text(drift_table, no_bang))
 
 # %% [markdown]
 # The paper finds {glue:text}`paper_basin_drift_positive`. Over our
@@ -468,11 +484,19 @@ else:
     )
 ch.windows_view(windows_table)
 
+# %% [markdown]
+# :::{admonition} The code: how `stationary_vs_pseudo_likelihood` compares μ_τ with the pseudo-likelihood laws
+# :class: dropdown
+# ```{literalinclude} ../chapters/bounds/windows.py
+# :pyobject: stationary_vs_pseudo_likelihood
+# ```
+# :::
+
 # %% tags=["remove-input"]
 if cfg.full:
     run.save(full_table, "windows_full")
 run.save(windows_table, "stationary_vs_pl")
-run.glue(ch.window_texts(windows_table))
+run.glue(ch.window_text(windows_table))
 
 # %% [markdown]
 # Over {glue:text}`ch2_window_count` windows at $\tau = 1$, $\mu_\tau$ lies
@@ -503,12 +527,12 @@ run.save(top_states, "window_top_states");
 # distances and the PL gap as $a$ grows.
 
 # %%
-asymmetry = ch.asymmetry_table(raw, field, np.linspace(0, 2, 9))
+asymmetry = ch.asymmetry_frame(raw, field, np.linspace(0, 2, 9))
 ch.asymmetry_figure(asymmetry);
 
 # %% tags=["remove-input"]
 run.save(asymmetry.assign(model=ch.POTTS_LABEL), "potts_asymmetry")
-run.glue(ch.asymmetry_texts(asymmetry))
+run.glue(ch.asymmetry_text(asymmetry))
 
 # %% [markdown]
 # In total variation $\mu_\tau$ lies {glue:text}`ch2_potts_a0` at
@@ -544,7 +568,7 @@ else:
     )
 
 # %% tags=["remove-input"]
-run.glue(ch.full_window_texts(full_table, cfg.full_plan))
+run.glue(ch.full_window_text(full_table, cfg.full_plan))
 
 # %% [markdown]
 # Windows run: {glue:text}`ch2_full_plan` ({glue:text}`ch2_full_rows`

@@ -98,18 +98,18 @@ run.glue(
             "crossover_fractions",
         )
     }
-    | {"model_note": ch.model_note(cond, cfg)}
+    | {"model_note": ch.model_note_text(cond, cfg)}
 )
 
 # %% [markdown]
-# Each profile (`SETTINGS` in `chapters/phase.py`, `PROTEIN_SETTINGS` for
-# a protein MLM) fixes every size; a parameter left at 0 or `[]` keeps the
-# profile's value, and `temperatures` replaces the coupling grid's
-# temperatures. `smoke` only exercises the code (CI). `quick` (the book, 2
-# CPU cores) couples 6 pairs per cell for $n \in \{8, 24\}$ and $\tau$
-# from 1 to 3 (steps of 0.25 across the crossover) within a 400-step
-# budget, and runs 6 drift chains per $(\tau, n)$ for 300 steps,
-# $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24\}$.
+# Each profile (`SETTINGS` in `chapters/phase/protocol.py`, `PROTEIN_SETTINGS`
+# for a protein MLM) fixes every size; a parameter left at 0 or `[]` keeps the
+# profile's value, and `temperatures` replaces the coupling grid's temperatures.
+# `smoke` only exercises the code (CI). `quick` (the book, 2 CPU cores) couples
+# 6 pairs per cell for $n \in \{8, 24\}$ and $\tau$ from 1 to 3 (steps of 0.25
+# across the crossover) within a 400-step budget, and runs 6 drift chains per
+# $(\tau, n)$ for 300 steps, $\tau \in \{0.3, 1, 1.4, 2.5\}$,
+# $n \in \{8, 12, 16, 24\}$.
 #
 # `paper` follows the paper's protocol item by item, as
 # `book/paper_claims.csv` records it: Fig. 2
@@ -219,7 +219,7 @@ half_low, half_high = bt.share_intervals(cfg.pairs // 2, cfg.pairs)
 paper_budget = float(bt.paper_protocol("coupling_boundary_tau")["budget"])
 run.glue(
     {
-        "overview": ch.coupling_overview(cells, cfg.budget),
+        "overview": ch.coupling_overview_text(cells, cfg.budget),
         "half_small": ch.boundary_text(cells, cfg.small),
         "half_large": ch.boundary_text(cells, cfg.large),
         "n_small": f"{cfg.small}",
@@ -255,7 +255,15 @@ run.glue(
 
 # %%
 fits = ch.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
-ch.fits_table(fits)
+ch.fits_view(fits)
+
+# %% [markdown]
+# :::{admonition} The code: how `transition_fits` finds the boundary
+# :class: dropdown
+# ```{literalinclude} ../chapters/phase/estimators.py
+# :pyobject: transition_fits
+# ```
+# :::
 
 # %% tags=["remove-input"]
 run.save(fits, "transition_fits")
@@ -288,7 +296,15 @@ scaled = ch.scaled_budget_grid(grid, cfg.budget)
 scaled_fits = ch.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
 fixed = ch.compare_lengths(fits, cfg.small, cfg.large)
 budget_free = ch.compare_lengths(scaled_fits, cfg.small, cfg.large)
-ch.comparison_table(fixed, budget_free)
+ch.comparison_view(fixed, budget_free)
+
+# %% [markdown]
+# :::{admonition} The code: how `scaled_budget_grid` removes the budget effect
+# :class: dropdown
+# ```{literalinclude} ../chapters/phase/estimators.py
+# :pyobject: scaled_budget_grid
+# ```
+# :::
 
 # %% tags=["remove-input"]
 small, large = cfg.small, cfg.large
@@ -296,10 +312,10 @@ run.save(scaled_fits, "transition_fits_nlogn_budget")
 run.glue(
     {
         "midpoints": ", ".join(
-            f"{row.midpoint:.2f} at n = {n}"
-            if np.isfinite(row.midpoint)
+            f"{fit.midpoint:.2f} at n = {n}"
+            if np.isfinite(fit.midpoint)
             else f"outside the grid at n = {n}"
-            for n, row in fits.set_index("n").iterrows()
+            for n, fit in fits.set_index("n").iterrows()
         ),
         "shift_fixed": bt.interval_text(
             fixed["shift"],
@@ -384,7 +400,7 @@ run.glue(
 frames, runs, frozen_at = [], {}, {}
 for n in cfg.drift_lengths:
     starts, frozen_at[n] = ch.drift_starts(cond, n, cfg, seed=seed + 1)
-    chains, rows = ch.multi_temperature_glauber(
+    chains, chain_frame = ch.multi_temperature_glauber(
         cond,
         starts.tokens,
         cfg.drift_taus,
@@ -395,9 +411,9 @@ for n in cfg.drift_lengths:
         frozen=frozen_at[n],
     )
     distance = ch.drift_distances(cond, embedder, chains, frozen_at[n])
-    runs[n] = (chains, rows.assign(n=n), distance)
+    runs[n] = (chains, chain_frame.assign(n=n), distance)
     frame = bt.trajectory_frame(distance, chains.steps, n=n)
-    frames.append(frame.merge(rows, left_on="chain", right_on="row"))
+    frames.append(frame.merge(chain_frame, left_on="chain", right_on="row"))
 drift = pd.concat(frames, ignore_index=True).drop(columns="row")
 
 # %% tags=["remove-input"]
@@ -423,7 +439,7 @@ at_unit = last[last.temperature == cfg.saturation_tau]
 trend = ch.saturation_trend(
     at_unit.n, at_unit.distance, n_boot=cfg.n_boot, seed=seed
 )
-ch.saturation_table(trend)
+ch.saturation_view(trend)
 
 # %% tags=["remove-input"]
 final = last.groupby(["temperature", "n"]).distance.mean()
@@ -480,20 +496,28 @@ run.glue(
 
 # %%
 hits = []
-for chains, rows, distance in runs.values():
+for chains, chain_frame, distance in runs.values():
     keep, records = ch.protocol_slice(
-        rows, chains.steps, cfg.hit_chains, cfg.hit_steps
+        chain_frame, chains.steps, cfg.hit_chains, cfg.hit_steps
     )
     times = ch.hitting_times(
         distance[keep][:, records], chains.steps[records], cfg.hit_radius
     )
-    hits.append(rows[keep.numpy()].assign(hitting_time=times.numpy()))
+    hits.append(chain_frame[keep.numpy()].assign(hitting_time=times.numpy()))
 hits = pd.concat(hits, ignore_index=True)
 at_tau = hits[hits.temperature == cfg.hit_tau]
 scaling = ch.scaling_fits(
     at_tau.n, at_tau.hitting_time, n_boot=cfg.n_boot, seed=seed
 )
-ch.scaling_table(scaling)
+ch.scaling_view(scaling)
+
+# %% [markdown]
+# :::{admonition} The code: how `scaling_fits` compares the growth laws
+# :class: dropdown
+# ```{literalinclude} ../chapters/phase/estimators.py
+# :pyobject: scaling_fits
+# ```
+# :::
 
 # %% tags=["remove-input"]
 run.save(hits, "hitting_times")
@@ -546,12 +570,12 @@ run.glue(
 
 # %%
 peaks, started = [], []
-for chains, rows, distance in runs.values():
+for chains, chain_frame, distance in runs.values():
     keep, records = ch.protocol_slice(
-        rows, chains.steps, cfg.crossover_chains, cfg.crossover_steps
+        chain_frame, chains.steps, cfg.crossover_chains, cfg.crossover_steps
     )
     peaks.append(distance[keep][:, records])
-    started.append(rows[keep.numpy()])
+    started.append(chain_frame[keep.numpy()])
 peaks, started = torch.cat(peaks), pd.concat(started, ignore_index=True)
 shares = ch.threshold_shares(peaks, started, radii=ch.crossover_radii())
 rise = ch.rise_with_temperature(peaks, started, ch.crossover_radii(), seed=seed)
@@ -599,17 +623,19 @@ run.glue(
 
 # %%
 diagnostics = []
-for n, (_chains, rows, distance) in runs.items():
+for n, (_chains, chain_frame, distance) in runs.items():
     for tau in cfg.drift_taus:
-        traces = distance[torch.as_tensor(rows.temperature.values == tau)]
+        traces = distance[
+            torch.as_tensor(chain_frame.temperature.values == tau)
+        ]
         diagnostics.append(
             dict(n=n, temperature=tau, **ch.convergence_diagnostics(traces))
         )
 diagnostics = pd.DataFrame(diagnostics)
-ch.diagnostics_table(diagnostics, "rhat")
+ch.diagnostics_view(diagnostics, "rhat")
 
 # %%
-ch.diagnostics_table(diagnostics, "ess_bulk")
+ch.diagnostics_view(diagnostics, "ess_bulk")
 
 # %% tags=["remove-input"]
 run.save(diagnostics, "diagnostics")
@@ -661,7 +687,7 @@ regimes, _ = ch.multi_temperature_glauber(
 excerpts = ch.chain_excerpts(
     cond, regimes, [f"tau = {t:g}" for t in regime_taus], count=3
 )
-ch.regimes_table(excerpts)
+ch.regimes_view(excerpts)
 
 # %% tags=["remove-input"]
 run.save(excerpts, "regimes", index=True);
@@ -691,9 +717,9 @@ run.save(excerpts, "regimes", index=True);
 # tried per site).
 
 # %%
-chains, rows, _ = runs[cfg.alpha_length]
+chains, chain_frame, _ = runs[cfg.alpha_length]
 taus = cfg.drift_taus
-at = {t: torch.as_tensor(rows.temperature.values == t) for t in taus}
+at = {t: torch.as_tensor(chain_frame.temperature.values == t) for t in taus}
 seeds = chains.tokens[at[taus[0]], 0][: cfg.alpha_contexts]
 visited = {t: chains.final[at[t]][: cfg.alpha_contexts] for t in taus}
 frozen = frozen_at[cfg.alpha_length] if cfg.protein else None
@@ -731,7 +757,7 @@ run.glue(
 # **inconclusive**, with the reason in words.
 
 # %%
-rows = ch.claim_rows(
+claims = ch.claim_rows(
     cfg,
     run.model,
     fits=fits,
@@ -745,7 +771,7 @@ rows = ch.claim_rows(
     rise=rise,
     alpha=alpha,
 )
-run.claims(rows)
+run.claims(claims)
 
 # %% tags=["remove-input"]
 sizes = (
@@ -753,14 +779,14 @@ sizes = (
     f"{cfg.drift_chains} chains per drift cell and lengths up to "
     f"{max(cfg.large, *cfg.drift_lengths)} (profile `{cfg.profile}`)"
 )
-setups = {row["claim"]: row["setup"] for row in rows}
+setups = {claim["claim"]: claim["setup"] for claim in claims}
 run.glue(
     {
         "n_near": f"{cfg.near}",
         "sizes": sizes,
         "boundary_setup": setups.get("coupling_boundary_tau") or "not recorded",
     }
-    | {row["claim"]: row["ours_text"] for row in rows}
+    | {claim["claim"]: claim["ours_text"] for claim in claims}
 )
 
 # %% [markdown]

@@ -193,12 +193,14 @@ else:
 
 # %%
 if cfg.protein:
-    check, accuracy = ch.germline_check(cfg.seq_len, cfg.labels, cfg.target)
+    check, accuracy = ch.germline_check_frames(
+        cfg.seq_len, cfg.labels, cfg.target
+    )
 else:
-    check = ch.bbc_check(
+    check = ch.bbc_check_frame(
         cond, cfg.seq_len, cfg.n_check, cfg.labels, seed=seed, model=cfg.scorer
     )
-    accuracy = ch.check_accuracy(check)
+    accuracy = ch.accuracy_frame(check)
 ch.accuracy_view(accuracy)
 
 # %%
@@ -208,9 +210,9 @@ if not cfg.protein:  # a protein model's check is the table above
 # %% tags=["remove-input"]
 run.save(check.drop(columns="text", errors="ignore"), "validation")
 run.glue(
-    ch.protein_words(check)
+    ch.protein_check_text(check)
     if cfg.protein
-    else ch.scorer_check_words(check, accuracy, cfg.seq_len)
+    else ch.scorer_check_text(check, accuracy, cfg.seq_len)
 );
 
 # %% [markdown]
@@ -283,7 +285,7 @@ run.glue(
 # the trajectory plots and score every `record_every` steps.
 
 # %%
-seeds = ch.chain_seeds(cond, cfg, seed=seed)
+seeds = ch.topic_seed_passages(cond, cfg, seed=seed)
 x0 = torch.cat([p.tokens for p in seeds])
 seed_topic = [t for p in seeds for t in p.topics]
 trajectory = glauber.glauber(
@@ -326,7 +328,7 @@ run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores");
 # end if the chain dissolved into word salad.
 
 # %%
-table3 = ch.recurrence_table(frame, cfg.target, cfg.baseline, cfg.seed_labels)
+table3 = ch.recurrence_frame(frame, cfg.target, cfg.baseline, cfg.seed_labels)
 table3["seed score, basin-free text"] = [
     chance[:, cfg.labels.index(label)].mean().item()
     for label in table3["seed label"]
@@ -342,7 +344,7 @@ ch.table3_view(table3, cfg.target)
 # on the same looks; basin-free text gives the chance share:
 
 # %%
-crossings = ch.crossing_table(
+crossings = ch.crossing_frame(
     frame, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
 )
 recurrence = ch.recurrence_verdict(crossings, chance_target, cfg.baseline)
@@ -351,12 +353,28 @@ ch.recurrence_view(
 )
 
 # %% [markdown]
+# :::{admonition} The code: how `recurrence_verdict` compares politics with a control label and with basin-free text
+# :class: dropdown
+# ```{literalinclude} ../chapters/basins/judging.py
+# :pyobject: recurrence_verdict
+# ```
+# :::
+
+# %% [markdown]
 # Table 3a, topic by topic: the rise of the mean politics score from the
 # start to the last step, and where it ends against basin-free text.
 
 # %%
-rises = ch.rise_table(frame, chance_target, cfg.target, cfg.seed_labels)
+rises = ch.rise_frame(frame, chance_target, cfg.target, cfg.seed_labels)
 ch.rises_view(rises, cfg.target)
+
+# %% [markdown]
+# :::{admonition} The code: how `rise_frame` judges the politics rise, topic by topic
+# :class: dropdown
+# ```{literalinclude} ../chapters/basins/judging.py
+# :pyobject: rise_frame
+# ```
+# :::
 
 # %% [markdown]
 # The same question asked of a single held-out snippet: the share of
@@ -388,10 +406,18 @@ own = [cfg.labels.index(cfg.seed_labels[t]) for t in seed_topic]
 at = np.arange(len(own))
 start_score = scores[at, 0, own].numpy()
 end_score = scores[at, -1, own].numpy()
-loss = ch.seed_loss_table(
+loss = ch.seed_loss_frame(
     seed_topic, start_score, end_score, chance[:, own].numpy()
 )
 ch.loss_view(loss)
+
+# %% [markdown]
+# :::{admonition} The code: how `seed_loss_intervals` measures the loss of the seed topic against basin-free text
+# :class: dropdown
+# ```{literalinclude} ../chapters/basins/science.py
+# :pyobject: seed_loss_intervals
+# ```
+# :::
 
 # %% tags=["remove-input"]
 run.save(table3, "table3", index=True)
@@ -445,7 +471,7 @@ for chain, path in paths.items():
 ch.pca_figure(paths, trajectory.steps, seed_topic);
 
 # %% tags=["remove-input"]
-run.glue(ch.trajectory_words(paths, cfg.pca_every))
+run.glue(ch.trajectory_text(paths, cfg.pca_every))
 
 # %% [markdown]
 # The two chains show {glue:text}`ch4_pca_distinct` distinct states in
@@ -557,7 +583,7 @@ rows = ch.claim_rows(
     recurrence,
     rises,
     loss,
-    ch.endpoint_table(frame, cfg),
+    ch.endpoint_frame(frame, cfg),
     setup=setup,
     model=run.model,
     target=cfg.target,
@@ -568,8 +594,8 @@ run.claims(rows)
 # %% tags=["remove-input"]
 run.glue(
     {
-        **ch.verdict_words(crossings, recurrence, rises, loss, cfg.target),
-        **ch.summary_words(
+        **ch.verdict_text(crossings, recurrence, rises, loss, cfg.target),
+        **ch.summary_text(
             table3,
             frame,
             cfg.labels,

@@ -94,44 +94,44 @@ embedder = None if glauber.is_protein(cond) else glauber.load_embedder()
 bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
-run.glue(ch.setup_phrases(cfg, cond) | ch.distance_phrases(cond))
+run.glue(ch.setup_text(cfg, cond) | ch.distance_text(cond))
 
 # %% [markdown]
-# | profile | $n$ | chains per $\tau$ | steps | $\tau$ | embedded every | window | cold chains |
-# |---|---|---|---|---|---|---|---|
-# | `smoke` (CI) | 8 | 3 | 240 | 1, 0.5 | 8 steps | 120 steps | 48 steps |
-# | `quick` (this book) | 12 | 16 | 1,000 | 1, 0.5 | 10 steps | 180 steps | 400 steps |
-# | `paper` (GPU) | 20 | Table 4's | Table 4's | Table 4's | 5 steps | Table 4's | C.3's |
-#
-# The profiles are data in the chapter module (`ch.SETTINGS`; `ch.settings` derives the rest). The
-# `paper` profile follows Table 4 item by item ({glue:text}`ch5_table4`) and runs C.3's cold
-# chains for {glue:text}`ch5_paper_cold_steps` steps. Where it still differs: the model (ours, unless
-# `model` names BERT), the seed text (MS MARCO passages at `paper`, online; offline, and at the smaller
-# profiles, held-out BBC News paragraphs {cite}`greene2006bbc`), the embedder (all-MiniLM-L6-v2 {cite}`reimers2019sbert`; the paper's Jina v4
-# is not available offline) and the passage length. **The paper does not state $n$** (its traps
-# are single sentences and short strings), so the `paper` profile takes $n = 20$, our choice, and
-# records it in every claims row's setup. The smaller profiles scale the window with the length:
-# 15 sweeps of the sequence, which would be the paper's window *if* its passages had 20 tokens (an
+# The profiles, as the chapter's settings define them (`ch.SETTINGS`; `ch.settings` derives
+# the run length, the window and the seeds):
+
+# %% tags=["remove-input"]
+ch.profiles_view(cond)
+
+# %% [markdown]
+# The `paper` profile follows Table 4 item by item ({glue:text}`ch5_table4`) and runs C.3's cold
+# chains for {glue:text}`ch5_paper_cold_steps` steps. It differs from the paper in the model (ours,
+# unless `model` names BERT), the seed text (MS MARCO passages at `paper`, online; offline, and at
+# the smaller profiles, held-out BBC News paragraphs {cite}`greene2006bbc`), the embedder
+# (all-MiniLM-L6-v2 {cite}`reimers2019sbert`; the paper's Jina v4 is not available offline) and the
+# passage length. **The paper does not state $n$** (its traps are single sentences and short
+# strings), so the `paper` profile takes $n$ = {glue:text}`ch5_paper_n`, our choice, and records it
+# in every claims row's setup. The smaller profiles scale the window with the length: 15 sweeps of
+# the sequence, which would be the paper's window *if* its passages had that many tokens (an
 # assumption, not a number the paper gives), so that a site is offered about as many updates per
 # window at every length. The threshold stays at the paper's value at every size (a cosine
-# distance from the same kind of embedder). The `quick` and `smoke` profiles also run a colder
-# $\tau = 0.5$ beside the paper's $\tau = 1$, fixed in advance (appendix C.3 names $\tau \le 0.5$
-# as the regime where chains stall), not tuned to produce traps. `quick` runs 1,000 steps: at
-# 2,000 steps (seeds 0 and 1) it found at most one trap, so every trap claim stayed inconclusive
-# at twice the cost, and the cold-chain comparison reads only the first 400 steps, which a chain's
-# seed fixes whatever the run's length. Traps need the `paper` profile's chains. On a protein model
+# distance from the same kind of embedder). The smaller profiles also run a colder
+# $\tau$ = {glue:text}`ch5_colder_taus` beside the paper's $\tau = 1$, fixed in advance (appendix
+# C.3 names $\tau \le 0.5$ as the regime where chains stall), not tuned to produce traps. Their
+# runs are short: traps need the `paper` profile's chains. On a protein model
 # (`-p model antiberty`) the seeds are germline V genes and every distance is a Hamming distance
 # (section "Running the chains"); the profiles stay the same.
 #
 # ## What we test, and how we judge it
 #
 # The rules are fixed here, before the run. The paper states its trap claims at $\tau = 1$
-# (Table 4), so **each is judged on the $\tau = 1$ traps only**; the colder $\tau = 0.5$ of the
-# smaller profiles gets its own labelled rows in the tables below, never a verdict. Each rule has a
-# null that the run must exclude to count as **reproduced**; it **differs** when the run excludes
-# what the paper says, and it is **inconclusive** otherwise, saying what would decide it (how
-# many traps, or how much larger a run). Every rule is calibrated on chains whose answer is known
-# by mathematics (`tests/test_calibration_traps.py`, one line per claim on the reproduction page).
+# (Table 4), so **each is judged on the $\tau = 1$ traps only**; the colder
+# $\tau$ = {glue:text}`ch5_colder_taus` of the smaller profiles gets its own labelled rows in the
+# tables below, never a verdict. Each rule has a null that the run must exclude to count as
+# **reproduced**; it **differs** when the run excludes what the paper says, and it is
+# **inconclusive** otherwise, saying what would decide it (how many traps, or how much larger a
+# run). Every rule is calibrated on chains whose answer is known by mathematics
+# (`tests/test_calibration_traps.py`, one line per claim on the reproduction page).
 #
 # - `trap_split` (both kinds occur). Null: one kind is absent. Reproduced with at least one perfect
 #   and one approximate trap; differs when one kind is absent although there are enough traps for the
@@ -226,6 +226,21 @@ for tau, (chains, vectors) in runs.items():
     )
 
 # %% [markdown]
+# :::{admonition} The code: how `detect_traps` flags the traps
+# :class: dropdown
+# ```{literalinclude} ../chapters/traps/science.py
+# :pyobject: detect_traps
+# ```
+# :::
+#
+# :::{admonition} The code: how `trap_catalogue` measures a trap's gaps and class
+# :class: dropdown
+# ```{literalinclude} ../chapters/traps/science.py
+# :pyobject: trap_catalogue
+# ```
+# :::
+
+# %% [markdown]
 # The drift of the first few chains at each temperature, with the threshold and the detected traps
 # shaded:
 
@@ -241,11 +256,11 @@ ch.drift_figure(runs, found, cfg.window, cfg.threshold);
 # and whether that site had the smallest gap (`ch.escape_events`).
 
 # %%
-traps = ch.trap_table(cond, runs, found)
+traps = ch.trap_frame(cond, runs, found)
 ch.catalogue_view(traps)
 
 # %% tags=["remove-input"]
-run.save(ch.site_table(traps), "trap_sites")
+run.save(ch.site_frame(traps), "trap_sites")
 run.save(traps.drop(columns=["state", "gaps"]).assign(n=cfg.seq_len), "traps");
 
 # %% [markdown]
@@ -259,9 +274,17 @@ summaries = {
     tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps, seed=seed)
     for tau in found
 }
-ch.counts_table(
+ch.counts_view(
     summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len
 )
+
+# %% [markdown]
+# :::{admonition} The code: how `trap_summary` computes the counts, the perfect share and the mean duration
+# :class: dropdown
+# ```{literalinclude} ../chapters/traps/science.py
+# :pyobject: trap_summary
+# ```
+# :::
 
 # %% tags=["remove-input"]
 run.save(ch.summary_frame(summaries), "summary");
@@ -290,10 +313,10 @@ ch.germline_figure(germline);
 # %% tags=["remove-input"]
 if germline is not None:
     run.save(germline.assign(n=cfg.seq_len), "germline_gaps")
-run.glue(ch.germline_phrases(germline, seeds.texts))
+run.glue(ch.germline_text(germline, seeds.texts))
 
 # %%
-ch.germline_family_table(germline)
+ch.germline_family_view(germline)
 
 # %% [markdown]
 # "perfect traps" is a count ("k of m") for small families and a share with its 95% Wilson
@@ -309,7 +332,7 @@ ch.germline_family_table(germline)
 # {glue:text}`paper_delta_star_below_lnv_trap1_duration` observed (the table's first row).
 
 # %%
-ch.theorem8_table(traps)
+ch.theorem8_view(traps)
 
 # %% [markdown]
 # Whatever the model, the bound is below one step unless $\Delta^*/\tau$ exceeds $\ln(4|V|)$
@@ -326,7 +349,7 @@ ch.theorem8_table(traps)
 ch.gap_figure(traps, summaries);
 
 # %%
-ch.correlation_table(summaries)
+ch.correlation_view(summaries)
 
 # %% [markdown]
 # The difference is $\rho(\text{duration}, \bar\Delta) - \rho(\text{duration}, \Delta^*)$ with a 95%
@@ -344,7 +367,7 @@ ch.correlation_table(summaries)
 ch.escape_view(traps, cond.tokenizer)
 
 # %%
-ch.weakest_table(traps)
+ch.weakest_view(traps)
 
 # %% [markdown]
 # A departure is any move that left a held state during its trap; the kernel's share is the share
@@ -416,7 +439,7 @@ rows = ch.claim_rows(
 run.claims(rows)
 
 # %% tags=["remove-input"]
-run.glue(ch.run_phrases(traps, summaries, median_drift, rows, cfg))
+run.glue(ch.run_text(traps, summaries, median_drift, rows, cfg))
 
 # %% [markdown]
 # ## What this shows

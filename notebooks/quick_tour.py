@@ -150,6 +150,14 @@ print(
     f"about {noise:.4f} ({cfg.ising_chains} chains)"
 )
 
+# %% [markdown]
+# :::{admonition} The code: how `ising_check` builds the chain and its exact law
+# :class: dropdown
+# ```{literalinclude} ../chapters/tour.py
+# :pyobject: ising_check
+# ```
+# :::
+
 # %% tags=["remove-input"]
 check = run.save(check, "ising_check")
 

@@ -57,7 +57,7 @@ def test_identity_counts_residues_and_scores_route_through_topic_scores():
     assert (through[:, 0] > 0.5).all()
     with pytest.raises(ValueError, match="no human germline families"):
         ch.family_identity([germline], ["politics"])
-    check, accuracy = ch.germline_check(20, ch.germline_families())
+    check, accuracy = ch.germline_check_frames(20, ch.germline_families())
     assert set(accuracy.index) == {"heavy", "kappa", "lambda"} and (check["own identity"] == 1).all()
 
 
@@ -80,18 +80,18 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
         antiberty, ch.chance_tokens(antiberty, 40, n, seed=1), labels, model=ch.FAMILY_SCORER
     )
     chance_target = chance[:, labels.index(target)].numpy()
-    crossings = ch.crossing_table(frame, labels, baseline, target, seed_labels)
+    crossings = ch.crossing_frame(frame, labels, baseline, target, seed_labels)
     assert len(crossings) == 8 and target not in set(crossings.seed_topic)
     recurrence = ch.recurrence_verdict(crossings, chance_target, baseline)
-    rises = ch.rise_table(frame, chance_target, target, seed_labels)
+    rises = ch.rise_frame(frame, chance_target, target, seed_labels)
     assert list(rises.index) == [f for f in ch.FAMILY_SEEDS if f != target]
     own = [labels.index(t) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_table(
+    loss = ch.seed_loss_frame(
         seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy()
     )
     assert list(loss.index) == list(ch.FAMILY_SEEDS) and (loss.chains == 2).all()
-    table3 = ch.recurrence_table(frame, target, baseline, seed_labels)
+    table3 = ch.recurrence_frame(frame, target, baseline, seed_labels)
     assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
     rows = ch.claim_rows(
         crossings, recurrence, rises, loss, setup={"n": n, "labels": len(labels)}, model="antiberty", target=target
@@ -102,5 +102,5 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     )
     assert all("politics" not in r["ours_text"] for r in rows)
     assert "softmax over 22 families" in rows[0]["quantity"]
-    summary = ch.summary_words(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test", target=target)
+    summary = ch.summary_text(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test", target=target)
     assert summary["prefix_gains"] == "no prefix run"

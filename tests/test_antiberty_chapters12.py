@@ -11,6 +11,7 @@ import torch
 import glauber_core as glauber
 from chapters import bounds as ch2
 from chapters import incompatibility as ch1
+from chapters.bounds import judging
 
 pytestmark = [  # found, not imported: importing antiberty costs every worker seconds of collection
     pytest.mark.skipif(
@@ -30,7 +31,7 @@ def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antib
     frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
     assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
     assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A_new != frame.A).all()
-    texts = ch1.rectangle_texts(antiberty, rects, [0])[0]
+    texts = ch1.rectangle_text(antiberty, rects, [0])[0]
     assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
     floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
     assert math.isfinite(floor["precision_gap"]) and floor["precision_gap"] < 1e-3  # fp32 against fp64
@@ -41,7 +42,7 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     contexts = ch2.window_contexts(antiberty, 32, 2)
     assert contexts.family.nunique() == 2 and set(contexts.chain) <= {"heavy", "kappa", "lambda"}
     assert ch2.full_vocabulary(antiberty)
-    table, laws = ch2.full_window_table(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
+    table, laws = ch2.full_window_frame(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
     assert list(table.columns[:10]) == [
         "model",
         "germline",
@@ -66,7 +67,7 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     assert glauber.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
     label, k, tau, ids, mu, pl = laws[0]
     assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12
-    assert [row["check"] for row in ch2._window_checks(table)] == ["window_kernels", "theorem5_windows"]
+    assert [row["check"] for row in judging._window_checks(table)] == ["window_kernels", "theorem5_windows"]
 
 
 def test_window_mixing_time_equals_matrix_powers_on_potts():

@@ -32,7 +32,7 @@ def germline(antiberty):
 def test_the_chapter_sees_a_protein_model_and_picks_germline_seeds_and_hamming(antiberty):
     assert glauber.is_protein(antiberty)
     assert ch.seed_source(antiberty, "bbc") == ch.seed_source(antiberty, "") == "germline"
-    phrases = ch.distance_phrases(antiberty)
+    phrases = ch.distance_text(antiberty)
     assert "Hamming" in phrases["distance"] and "germline" in phrases["seeds"]
 
 
@@ -60,12 +60,12 @@ def test_germline_gaps_are_the_score_margins_of_the_model(antiberty, germline):
 
 
 def test_the_family_table_counts_every_seed_once(germline):
-    table = ch.germline_family_table(germline).data
+    table = ch.germline_family_view(germline).data
     families, total = table[table.family != "all"], table[table.family == "all"].iloc[0]
     assert families.seeds.sum() == total.seeds == len(germline)
     assert total["sites with Δ_i < 0"] == germline.negative_sites.sum() and total["of sites"] == N * len(germline)
     assert list(families.chain) == sorted(families.chain, key=["heavy", "kappa", "lambda"].index)
-    phrases = ch.germline_phrases(germline, germline.residues[:3])
+    phrases = ch.germline_text(germline, germline.residues[:3])
     assert f"of {len(germline)} germline seeds" in phrases["germline"]
     assert "run's 3 seeds" in phrases["cold_germline"]
 

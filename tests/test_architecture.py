@@ -1,4 +1,4 @@
-"""The three layers of the project (README, Architecture): one-way imports, a thin core, declared dependencies."""
+"""The three layers of the project (CONTRIBUTING.md, Layout): one-way imports, a thin core, declared dependencies."""
 
 import ast
 import re
@@ -9,7 +9,19 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.py") if p.stem != "__init__")
+# a chapter is a package chapters/<name>/ (science, judging, presentation) or, for the tour, one module
+CHAPTERS = sorted(
+    p.parent.name if p.name == "__init__.py" else p.stem
+    for p in [*(ROOT / "chapters").glob("*.py"), *(ROOT / "chapters").glob("*/__init__.py")]
+    if p != ROOT / "chapters" / "__init__.py"
+)
+PRESENTATION = ("presentation",)
+
+
+def chapter_modules(chapter: str) -> list[Path]:
+    """The module files of a chapter: the package's modules, or the one module."""
+    package = ROOT / "chapters" / chapter
+    return sorted(package.glob("*.py")) if package.is_dir() else [ROOT / "chapters" / f"{chapter}.py"]
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -18,7 +30,7 @@ def imported_modules(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
@@ -41,14 +53,44 @@ def test_the_judging_module_imports_no_project_module():
 
 
 def test_book_tools_imports_no_chapter():
-    assert not {m for m in imported_modules(ROOT / "book_tools.py") if m.split(".")[0] == "chapters"}
+    """Only the package's own light init (the profile names), never a chapter."""
+    modules = {m for m in imported_modules(ROOT / "book_tools.py") if m.split(".")[0] == "chapters"}
+    assert modules <= {"chapters", "chapters.PROFILES", "chapters.profile_settings"}, modules
+
+
+def test_the_chapters_package_init_imports_only_the_standard_library():
+    """sweep.py reads the profile names from it before importing torch."""
+    modules = {m.split(".")[0] for m in imported_modules(ROOT / "chapters" / "__init__.py")}
+    assert modules <= set(sys.stdlib_module_names), modules
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_a_chapter_module_imports_no_other_chapter(chapter):
-    modules = imported_modules(ROOT / "chapters" / f"{chapter}.py")
-    others = {m for m in modules if m.split(".")[0] == "chapters" or m in CHAPTERS}
-    assert not others, f"chapters/{chapter}.py imports {others}: what two chapters share belongs in the core"
+def test_a_chapter_imports_no_other_chapter(chapter):
+    for path in chapter_modules(chapter):
+        tree = ast.parse(path.read_text())
+        absolute = {m for m in imported_modules(path) if m.split(".")[0] == "chapters" or m in CHAPTERS}
+        others = {m for m in absolute if m.split(".")[:2] != ["chapters", chapter]}
+        assert not others, f"{path.relative_to(ROOT)} imports {others}: what two chapters share belongs in the core"
+        relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 1]
+        assert not relative, f"{path.relative_to(ROOT)}: a relative import out of its chapter"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_modules_are_short_and_split_by_concern(chapter):
+    """At most 800 formatted lines a module; a package's presentation is apart from its science and judging."""
+    for path in chapter_modules(chapter):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 800, f"{path.relative_to(ROOT)} has {lines} lines (at most 800)"
+    package = ROOT / "chapters" / chapter
+    if package.is_dir():
+        names = {p.stem for p in package.glob("*.py")}
+        assert "judging" in names and any(n.startswith(PRESENTATION) for n in names), names
+
+
+def test_no_protein_flag_is_read_ad_hoc():
+    """One protein flag, read through glauber_core.is_protein."""
+    for path in [ROOT / "glauber_core.py", *(ROOT / "chapters").rglob("*.py"), *(ROOT / "notebooks").glob("*.py")]:
+        assert not re.search(r"getattr\([^)]*[\"']residues[\"']", path.read_text()), path
 
 
 def test_the_core_is_thin():
@@ -76,10 +118,20 @@ def public_names(path: Path) -> list[str]:
     return [n for n in names if not n.startswith("_")]
 
 
-def test_every_public_core_name_is_in_the_readme_table():
-    readme = (ROOT / "README.md").read_text()
-    missing = [n for n in public_names(ROOT / "glauber_core.py") if not re.search(rf"`{n}[`(]", readme)]
-    assert not missing, f"README's API table lacks {missing}"
+def test_every_public_core_name_is_in_the_overview_and_documented():
+    """The book's "Using the core" table names every public name; the API page (autodoc) needs a docstring each."""
+    overview = (ROOT / "book" / "using_the_core.md").read_text()
+    missing = [n for n in public_names(ROOT / "glauber_core.py") if not re.search(rf"`{n}[`(]", overview)]
+    assert not missing, f"book/using_the_core.md's table lacks {missing}"
+    tree = ast.parse((ROOT / "glauber_core.py").read_text())
+    undocumented = [
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")
+        if not ast.get_docstring(node)
+    ]
+    assert not undocumented, f"no docstring for the API page: {undocumented}"
+    assert "automodule:: glauber_core" in (ROOT / "book" / "api.md").read_text()
 
 
 CONTRACT = (
@@ -126,7 +178,7 @@ BOOK_ONLY = {"myst_nb", "papermill", "IPython", "nbformat", "jupytext"}  # guard
 def runtime_imports() -> set[str]:
     sources = [
         ROOT / "glauber_core.py",
-        *(ROOT / "chapters").glob("*.py"),
+        *(ROOT / "chapters").rglob("*.py"),
         ROOT / "book_tools.py",
         ROOT / "verdicts.py",
     ]
@@ -157,5 +209,5 @@ def test_pyproject_declares_what_the_core_chapters_and_notebooks_import():
 
 def test_pyproject_installs_the_chapters_package():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "chapters" in setuptools["packages"]
+    assert setuptools["packages"]["find"]["include"] == ["chapters", "chapters.*"]
     assert {"glauber_core", "book_tools", "verdicts"} <= set(setuptools["py-modules"])

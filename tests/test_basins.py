@@ -12,6 +12,7 @@ import torch
 import glauber_core as glauber
 import verdicts as vd
 from chapters import basins as ch
+from chapters.basins import scorer as basins_scorer
 
 
 class FixedEmbedder:
@@ -108,7 +109,8 @@ def test_nli_path_reorders_pipeline_output_to_label_order(monkeypatch):
         ranked = [("sport", 0.7), ("politics", 0.2), ("food", 0.1)]
         return [{"sequence": t, "labels": [k for k, _ in ranked], "scores": [v for _, v in ranked]} for t in texts]
 
-    monkeypatch.setattr(ch, "_zero_shot_pipeline", lambda name: classify)
+    # topic_scores calls the pipeline inside chapters.basins.scorer: patch it there, not on the package
+    monkeypatch.setattr(basins_scorer, "_zero_shot_pipeline", lambda name: classify)
     scores = ch.topic_scores(["x", "y"], ["politics", "food", "sport"], model="some/nli-model")
     assert torch.allclose(scores, torch.tensor([[0.2, 0.1, 0.7]] * 2))
 
@@ -147,8 +149,8 @@ def _frame():
     return pd.DataFrame(rows, columns=["chain", "step", "seed_topic", "politics", "finance", "sport"])
 
 
-def test_recurrence_table_on_a_constructed_table():
-    table = ch.recurrence_table(_frame(), "politics", baseline=0.25)
+def test_recurrence_frame_on_a_constructed_table():
+    table = ch.recurrence_frame(_frame(), "politics", baseline=0.25)
     business = table.loc["business"]
     assert business["chains"] == 2
     assert business["politics at start"] == pytest.approx(0.05)
@@ -166,11 +168,11 @@ def test_recurrence_table_on_a_constructed_table():
 def test_recurrence_ignores_the_start_when_counting_crossings():
     frame = _frame()
     frame.loc[frame.step == 0, "politics"] = 0.99
-    assert ch.recurrence_table(frame, "politics", baseline=0.25).loc["business", "chains crossing"] == 1
+    assert ch.recurrence_frame(frame, "politics", baseline=0.25).loc["business", "chains crossing"] == 1
     with pytest.raises(ValueError, match="baseline"):
-        ch.recurrence_table(frame, "politics", baseline=None)
+        ch.recurrence_frame(frame, "politics", baseline=None)
     with pytest.raises(ValueError, match="missing"):
-        ch.recurrence_table(frame.drop(columns="finance"), "politics", baseline=0.25)
+        ch.recurrence_frame(frame.drop(columns="finance"), "politics", baseline=0.25)
 
 
 def test_leading_label_shares_on_a_constructed_table():
@@ -181,12 +183,12 @@ def test_leading_label_shares_on_a_constructed_table():
     assert ch.leading_label_shares(tie, ["politics", "finance", "sport"]).loc["x"].tolist() == [1.0, 0.0, 0.0]
 
 
-def test_confusion_table_counts_argmax_predictions():
+def test_confusion_frame_counts_argmax_predictions():
     scores = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
-    table = ch.confusion_table(["a", "b", "b"], scores, ["a", "b"])
+    table = ch.confusion_frame(["a", "b", "b"], scores, ["a", "b"])
     assert table.to_numpy().tolist() == [[1, 0], [1, 1]]
     with pytest.raises(ValueError, match="true labels"):
-        ch.confusion_table(["a", "c", "b"], scores, ["a", "b"])
+        ch.confusion_frame(["a", "c", "b"], scores, ["a", "b"])
 
 
 def test_topic_frame_and_trajectory_scores(tiny_bert):
@@ -303,18 +305,18 @@ def test_control_labels_cycle_and_skip_target_and_seed():
         ch.control_labels(["finance"], ["finance", "sport"])
 
 
-def test_crossing_table_counts_target_and_control_after_the_start():
+def test_crossing_frame_counts_target_and_control_after_the_start():
     frame = _frame()  # labels politics, finance, sport; chains 0, 1 business, chain 2 sports
-    table = ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=0.25)
+    table = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
     assert table.chain.tolist() == [0, 1, 2]
     assert table.control_label.tolist() == ["sport", "sport", "finance"]
     assert table.target_crossed.tolist() == [True, False, False]
     assert table.control_crossed.tolist() == [False, True, False]  # chain 1's sport reaches 0.40
     assert table.target_peak.tolist() == pytest.approx([0.30, 0.20, 0.03])
     politics_only = frame.assign(seed_topic="politics")
-    assert ch.crossing_table(politics_only, ["politics", "finance", "sport"], 0.25).empty
+    assert ch.crossing_frame(politics_only, ["politics", "finance", "sport"], 0.25).empty
     with pytest.raises(ValueError, match="baseline"):
-        ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=1.5)
+        ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=1.5)
 
 
 def _looks_frame(politics, control, chains=6, looks=10, seed=0):
@@ -341,7 +343,7 @@ def _looks_frame(politics, control, chains=6, looks=10, seed=0):
 )
 def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, control, chance, verdict):
     frame = _looks_frame(politics, control, chains=12, looks=20)
-    crossings = ch.crossing_table(frame, ["politics", "finance", "sport"], baseline=0.25)
+    crossings = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
     assert set(crossings.control_label) == {"sport"} and (crossings.looks == 20).all()
     chance_scores = (
         frame[frame.step > 0].politics.to_numpy()
@@ -355,21 +357,21 @@ def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, contro
     assert few["verdict"] == bt.INCONCLUSIVE
 
 
-def test_crossing_table_shares_and_first_crossing():
-    table = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
+def test_crossing_frame_shares_and_first_crossing():
+    table = ch.crossing_frame(_frame(), ["politics", "finance", "sport"], baseline=0.25)
     assert table.target_share.tolist() == pytest.approx([0.5, 0.0, 0.0])
     assert table.control_share.tolist() == pytest.approx([0.0, 1.0, 0.0])  # chain 1: sport 0.40 twice
     assert table.first_crossing.iloc[0] > 0 and np.isnan(table.first_crossing.iloc[1])
 
 
-def test_rise_table_needs_a_rise_and_an_end_above_chance():
+def test_rise_frame_needs_a_rise_and_an_end_above_chance():
     frame = _looks_frame(0.0, 0.0, chains=4, looks=2)
     frame.loc[frame.step == 2, "politics"] = 0.5 + 0.01 * frame.chain[frame.step == 2]
     chance = np.random.default_rng(0).uniform(0.0, 0.2, 200)
-    rises = ch.rise_table(frame, chance)
+    rises = ch.rise_frame(frame, chance)
     assert rises.loc["business", "verdict"] == bt.REPRODUCED and rises.loc["business", "chains"] == 4
-    assert ch.rise_table(frame, chance + 0.6).loc["business", "verdict"] == bt.DIFFERS  # salad scores higher
-    flat = ch.rise_table(_looks_frame(0.0, 0.0, chains=4, looks=2), chance)
+    assert ch.rise_frame(frame, chance + 0.6).loc["business", "verdict"] == bt.DIFFERS  # salad scores higher
+    flat = ch.rise_frame(_looks_frame(0.0, 0.0, chains=4, looks=2), chance)
     assert flat.loc["business", "verdict"] == bt.DIFFERS
     assert ch.rises_verdict(rises)[0] == bt.REPRODUCED
 
@@ -409,17 +411,17 @@ def test_seed_loss_is_judged_topic_by_topic():
     start = np.full(24, 0.9)
     kept = np.r_[0.02 + rng.normal(0, 0.005, 20), 0.8 + rng.normal(0, 0.01, 4)]
     topics = ["a"] * 10 + ["b"] * 10 + ["c"] * 4
-    table = ch.seed_loss_table(topics, start, kept, chance_end)
+    table = ch.seed_loss_frame(topics, start, kept, chance_end)
     assert table.index.tolist() == ["a", "b", "c"] and table.chains.tolist() == [10, 10, 4]
     assert table.verdict.tolist() == [bt.REPRODUCED, bt.REPRODUCED, bt.DIFFERS]
     assert ch.seed_loss_verdict(ch.seed_loss_intervals(start, kept, chance_end))[0] == bt.REPRODUCED  # pooled
     assert ch.seed_loss_topics_verdict(table)[0] == bt.DIFFERS
     assert ch.seed_loss_topics_verdict(table.iloc[:2])[0] == bt.REPRODUCED
-    lone = ch.seed_loss_table(["a"] * 10 + ["d"], start[:11], kept[:11], chance_end[:, :11])
+    lone = ch.seed_loss_frame(["a"] * 10 + ["d"], start[:11], kept[:11], chance_end[:, :11])
     assert lone.verdict.tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE]
     assert ch.seed_loss_topics_verdict(lone)[0] == bt.INCONCLUSIVE
     with pytest.raises(ValueError, match="one length"):
-        ch.seed_loss_table(topics[:3], start, kept, chance_end)
+        ch.seed_loss_frame(topics[:3], start, kept, chance_end)
 
 
 def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
@@ -433,11 +435,11 @@ def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
 
 
 def _verdict_inputs():
-    crossings = ch.crossing_table(_frame(), ["politics", "finance", "sport"], baseline=0.25)
+    crossings = ch.crossing_frame(_frame(), ["politics", "finance", "sport"], baseline=0.25)
     recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
-    rises = ch.rise_table(_frame(), np.full(10, 0.05))
+    rises = ch.rise_frame(_frame(), np.full(10, 0.05))
     rng = np.random.default_rng(0)  # two topics whose chains keep their seed label (share below 0.5)
-    loss = ch.seed_loss_table(
+    loss = ch.seed_loss_frame(
         ["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8), rng.uniform(0.0, 0.5, (50, 8))
     )
     return crossings, recurrence, rises, loss
@@ -453,7 +455,7 @@ def test_claim_rows_keep_model_specific_rows_unjudged():
         setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
         model="tiny",
     )
-    words = ch.verdict_words(crossings, recurrence, rises, loss)
+    words = ch.verdict_text(crossings, recurrence, rises, loss)
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
     assert verdicts["seed_topic_loss"] == bt.DIFFERS
@@ -514,7 +516,7 @@ def test_settings_derive_everything_the_notebook_uses():
 
 def test_tables_for_the_page_have_no_index_no_nan_and_few_columns():
     crossings, recurrence, rises, loss = _verdict_inputs()
-    table3 = ch.recurrence_table(_frame(), "politics", baseline=0.25).assign(**{"seed score, basin-free text": 0.1})
+    table3 = ch.recurrence_frame(_frame(), "politics", baseline=0.25).assign(**{"seed score, basin-free text": 0.1})
     empty = crossings.iloc[:0]
     accuracy = pd.DataFrame(
         {"paragraphs": [5, 5], "accuracy": [0.8, 0.6]},
@@ -571,7 +573,7 @@ def test_model_specific_rows_are_judged_on_the_papers_setup_only():
         for row in rows[3:]:
             assert (row["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)) == judged, row
             assert judged or row["verdict"] == bt.OTHER_SETUP
-    table = ch.recurrence_table(_frame(), "politics", baseline=0.12).assign(chains=5)
+    table = ch.recurrence_frame(_frame(), "politics", baseline=0.12).assign(chains=5)
     judged = ch.claim_rows(
         crossings, recurrence, rises, loss, table, setup=paper_setup(), model="roberta-base", baseline=0.12
     )[-1]
@@ -596,7 +598,7 @@ def table5_row(table5, baseline, *, setup, model):
 
 
 def test_endpoint_row_counts_topics_ending_above_the_baseline_and_judges_only_the_papers_setup():
-    table = ch.recurrence_table(_frame(), "politics", baseline=0.12)
+    table = ch.recurrence_frame(_frame(), "politics", baseline=0.12)
     row = table5_row(table, 0.12, setup={"n": 20, "chains": 3, "record_every": 10}, model="tiny")
     assert row["ours"] == 1 and row["verdict"] == bt.OTHER_SETUP
     assert row["ours_text"] == "1 of 2 topics (business 0.15 ✓, sports 0.03)"

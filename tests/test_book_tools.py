@@ -219,17 +219,37 @@ def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
         assert judged(claim, low, high) == D, claim
 
 
-def test_code_version_follows_the_chapter_modules_a_notebook_imports(tmp_path, monkeypatch):
-    for name in ("glauber_core.py", "book_tools.py", "verdicts.py"):
+def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
+    """The core, verdicts, the paper's side, the chapters' shared settings, the imported chapter package's science
+    and judging modules and the notebook's code cells move the version; another chapter, the presentation module, book_tools and the prose do not."""
+    import json
+
+    for name in ("glauber_core.py", "book_tools.py", "verdicts.py", "chapters/__init__.py", "book/paper_claims.csv"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("x")
-    (tmp_path / "chapters").mkdir()
-    (tmp_path / "notebooks").mkdir()
     for name in ("phase", "traps"):
-        (tmp_path / "chapters" / f"{name}.py").write_text(name)
-    (tmp_path / "notebooks" / "03_x.ipynb").write_text('"from chapters import phase as ch"')
+        (tmp_path / "chapters" / name).mkdir()
+        for module in ("__init__", "science", "judging", "presentation"):
+            (tmp_path / "chapters" / name / f"{module}.py").write_text(module)
+    (tmp_path / "notebooks").mkdir()
+    notebook = tmp_path / "notebooks" / "03_x.ipynb"
+
+    def write(code: str, prose: str) -> None:
+        cells = [{"cell_type": "markdown", "source": [prose]}, {"cell_type": "code", "source": [code]}]
+        notebook.write_text(json.dumps({"cells": cells}))
+
+    write("from chapters import phase as ch\nx = 1", "A claim.")
     monkeypatch.setattr(bt, "REPO_ROOT", tmp_path)
     before = bt.code_version("03_x")
-    (tmp_path / "chapters" / "traps.py").write_text("changed")
+    for unchanged in ("chapters/traps/science.py", "chapters/phase/presentation.py", "book_tools.py"):
+        (tmp_path / unchanged).write_text("changed")
+        assert bt.code_version("03_x") == before, unchanged
+    write("from chapters import phase as ch\nx = 1", "The claim, reworded.")
     assert bt.code_version("03_x") == before
-    (tmp_path / "chapters" / "phase.py").write_text("changed")
+    numbers = ("glauber_core.py", "verdicts.py", "chapters/__init__.py", "book/paper_claims.csv")
+    for changed in (*numbers, "chapters/phase/science.py", "chapters/phase/judging.py"):
+        (tmp_path / changed).write_text("changed")
+        assert bt.code_version("03_x") != before, changed
+        before = bt.code_version("03_x")
+    write("from chapters import phase as ch\nx = 2", "The claim, reworded.")
     assert bt.code_version("03_x") != before

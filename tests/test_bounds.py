@@ -12,6 +12,7 @@ import torch
 import book_tools as bt
 import glauber_core as glauber
 from chapters import bounds as ch
+from chapters.bounds import judging
 
 
 def potts(n: int, q: int, seed: int, symmetric: bool = True, scale: float = 1.0) -> glauber.PottsConditionals:
@@ -319,14 +320,14 @@ def test_drift_boundary_states_and_window_tokens(tiny_bert):
 def test_alpha_table_mean_max_and_bootstrap_over_contexts():
     generator = torch.Generator().manual_seed(0)
     influence = torch.rand(3, 5, 4, 4, generator=generator, dtype=torch.float64) * (1 - torch.eye(4))
-    table = ch.alpha_table(influence, [1.0, 2.0, 3.0])
+    table = ch.alpha_frame(influence, [1.0, 2.0, 3.0])
     assert torch.allclose(torch.tensor(table.alpha_mean.values), glauber.alpha_from_influence(influence.mean(1)))
     assert torch.allclose(torch.tensor(table.alpha_max.values), glauber.alpha_from_influence(influence.amax(1)))
     assert (table.low <= table.alpha_mean + 1e-12).all() and (table.low < table.high).all()
-    one = ch.alpha_table(influence[:, :1], [1.0, 2.0, 3.0])
+    one = ch.alpha_frame(influence[:, :1], [1.0, 2.0, 3.0])
     assert one.low.isna().all() and one.high.isna().all()
     with pytest.raises(ValueError, match="temperatures"):
-        ch.alpha_table(influence, [1.0, 2.0])
+        ch.alpha_frame(influence, [1.0, 2.0])
 
 
 @pytest.mark.parametrize(
@@ -357,21 +358,21 @@ def test_alpha_rows_are_judged_on_the_paper_setup_and_other_setup_elsewhere():
             "high": [1.3, 1.0],
         }
     )
-    rows = ch._alpha_rows(table, "bundled", ALPHA_SETUP)
+    rows = judging._alpha_rows(table, "bundled", ALPHA_SETUP)
     assert [r["claim"] for r in rows] == ["alpha_tau10", "alpha_tau11"]
     assert [r["ours"] for r in rows] == [1.2, 0.9] and rows[0]["ours_text"] != rows[1]["ours_text"]
     assert all(r["verdict"] == bt.OTHER_SETUP and "model bundled" in r["setup"] for r in rows)
     # on BERT with the paper profile's setup: judged (items the paper does not state do not block)
-    bert = ch._alpha_rows(table, "bert-base-uncased", ALPHA_SETUP)
+    bert = judging._alpha_rows(table, "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in bert] == [bt.INCONCLUSIVE] * 2  # [1.1, 1.3] vs 0.94-1.14: straddles an edge
     assert all("not stated" in r["setup"] and "contexts 20" in r["setup"] for r in bert)
-    inside = ch._alpha_rows(table.assign(low=[0.98, 0.88], high=[1.1, 1.0]), "bert-base-uncased", ALPHA_SETUP)
+    inside = judging._alpha_rows(table.assign(low=[0.98, 0.88], high=[1.1, 1.0]), "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in inside] == [bt.REPRODUCED, bt.REPRODUCED]
-    outside = ch._alpha_rows(table.assign(low=[1.2, 0.5], high=[1.3, 0.7]), "bert-base-uncased", ALPHA_SETUP)
+    outside = judging._alpha_rows(table.assign(low=[1.2, 0.5], high=[1.3, 0.7]), "bert-base-uncased", ALPHA_SETUP)
     assert [r["verdict"] for r in outside] == [bt.DIFFERS, bt.DIFFERS]
-    shorter = ch._alpha_rows(table, "bert-base-uncased", dict(ALPHA_SETUP, seed_tokens=12))
+    shorter = judging._alpha_rows(table, "bert-base-uncased", dict(ALPHA_SETUP, seed_tokens=12))
     assert all(r["verdict"] == bt.OTHER_SETUP and "seed_tokens 12" in r["setup"] for r in shorter)
-    single = ch._alpha_rows(table.assign(low=math.nan, high=math.nan), "bundled", {})
+    single = judging._alpha_rows(table.assign(low=math.nan, high=math.nan), "bundled", {})
     assert "one context" in single[0]["ours_text"] and "nan" not in single[0]["ours_text"]
 
 
@@ -401,10 +402,10 @@ def test_theorem5_row_reaches_every_outcome():
         )
 
     fast = [10] * 5
-    assert ch._theorem5_row(profile([3, 2, 1.5, 0.9, 0.5], fast))["verdict"] == bt.REPRODUCED
-    assert ch._theorem5_row(profile([0.5] * 5, fast))["verdict"] == bt.DIFFERS
-    assert ch._theorem5_row(profile([3, 1.5, 0.9, 0.5, 0.2], [99, 15, 15, 15, 15]))["verdict"] == bt.INCONCLUSIVE
-    never = ch._theorem5_row(profile([0.5] * 5, [math.inf] * 5))
+    assert judging._theorem5_row(profile([3, 2, 1.5, 0.9, 0.5], fast))["verdict"] == bt.REPRODUCED
+    assert judging._theorem5_row(profile([0.5] * 5, fast))["verdict"] == bt.DIFFERS
+    assert judging._theorem5_row(profile([3, 1.5, 0.9, 0.5, 0.2], [99, 15, 15, 15, 15]))["verdict"] == bt.INCONCLUSIVE
+    never = judging._theorem5_row(profile([0.5] * 5, [math.inf] * 5))
     assert never["verdict"] == bt.INCONCLUSIVE and "no fast temperature" in never["ours_text"]
 
 
@@ -434,7 +435,7 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     ],
 )
 def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
-    row = ch._pseudo_likelihood_row(gaps)
+    row = judging._pseudo_likelihood_row(gaps)
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
 
@@ -446,22 +447,22 @@ DRIFT_SETUP = dict(
 
 def test_drift_row_is_a_share_judged_on_the_paper_setup_only():
     drift = torch.tensor([[0.1, -0.2, 0.3], [0.2, 0.1, 0.4]])
-    row = ch._drift_row(drift, "bundled", dict(DRIFT_SETUP, states=3))
+    row = judging._drift_row(drift, "bundled", dict(DRIFT_SETUP, states=3))
     assert row["verdict"] == bt.OTHER_SETUP and row["ours"] == pytest.approx(2 / 3) and "states 3" in row["setup"]
     assert 0 < row["low"] < 2 / 3 < row["high"] < 1
-    summary = ch.drift_summary(drift, [1.0, 2.0])
-    assert summary.positive.tolist() == [2, 3] and ch.drift_texts(summary)["drift_phrase"] == "fails"
+    summary = ch.drift_summary_frame(drift, [1.0, 2.0])
+    assert summary.positive.tolist() == [2, 3] and ch.drift_text(summary)["drift_phrase"] == "fails"
     all_positive = torch.full((2, 200), 0.3)
-    judged = ch._drift_row(all_positive, "bert-base-uncased", DRIFT_SETUP)
+    judged = judging._drift_row(all_positive, "bert-base-uncased", DRIFT_SETUP)
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE) and "not stated" in judged["setup"]
     assert judged["verdict"] == bt.REPRODUCED  # 200 of 200: Wilson [0.98, 1] inside the band [0.95, 1]
-    half = ch._drift_row(all_positive * torch.tensor([1.0, -1.0]).repeat(100), "bert-base-uncased", DRIFT_SETUP)
+    half = judging._drift_row(all_positive * torch.tensor([1.0, -1.0]).repeat(100), "bert-base-uncased", DRIFT_SETUP)
     assert half["verdict"] == bt.DIFFERS
-    other = ch._drift_row(all_positive, "bert-base-uncased", dict(DRIFT_SETUP, N=50))
+    other = judging._drift_row(all_positive, "bert-base-uncased", dict(DRIFT_SETUP, N=50))
     assert other["verdict"] == bt.OTHER_SETUP and "N 50" in other["setup"]
-    missing = ch._drift_row(None, "tiny", {}, missing="no single '!' token")
+    missing = judging._drift_row(None, "tiny", {}, missing="no single '!' token")
     assert missing["verdict"] == bt.OTHER_SETUP and missing["ours_text"] == "no single '!' token"
-    assert "could not" in ch.drift_texts(None, "why")["drift_result"]
+    assert "could not" in ch.drift_text(None, "why")["drift_result"]
     frame = ch.drift_frame(drift, [1.0, 2.0])
     assert frame.temperature.tolist() == [1.0] * 3 + [2.0] * 3 and frame.delta.tolist() == drift.flatten().tolist()
 
@@ -471,15 +472,15 @@ def test_lemma6_table_and_sentences():
     contexts = torch.randint(0, 3, (2, 4), generator=torch.Generator().manual_seed(6))
     candidates = torch.arange(3).expand(2, 4, 3)
     influence, oscillation = glauber.influence_and_oscillation(cond, contexts, candidates, [0.5, 2.0])
-    table = ch.lemma6_table(influence, oscillation, [0.5, 2.0])
+    table = ch.lemma6_frame(influence, oscillation, [0.5, 2.0])
     assert (table.violations == 0).all() and (table.median_ratio <= 1).all() and (table.pairs == 24).all()
-    corollary7 = ch.corollary7_table(oscillation)
+    corollary7 = ch.corollary7_frame(oscillation)
     assert corollary7.corollary7_temperature.tolist() == pytest.approx(
         [glauber.alpha_from_influence(reduce).item() / 4 for reduce in (oscillation.mean(0), oscillation.amax(0))]
     )
-    assert "not comparable" in ch.corollary7_texts(corollary7, math.inf)["tau7_factor"]
-    assert ch.corollary7_texts(corollary7, 2.0)["tau7"] == f"{corollary7.corollary7_temperature[0]:.1f}"
-    assert ch.theorem_phrase(False).startswith("FAILS")
+    assert "not comparable" in ch.corollary7_text(corollary7, math.inf)["tau7_factor"]
+    assert ch.corollary7_text(corollary7, 2.0)["tau7"] == f"{corollary7.corollary7_temperature[0]:.1f}"
+    assert ch.theorem_text(False).startswith("FAILS")
 
 
 def test_single_token(tiny_bert):
@@ -533,14 +534,14 @@ def small_chapter(violations: bool = False):
     influence, oscillation = glauber.influence_and_oscillation(cond, states, candidates, temperatures)
     if violations:
         influence = influence + 1.0
-    alpha = ch.alpha_table(influence, temperatures)
+    alpha = ch.alpha_frame(influence, temperatures)
     profiles = ch.mixing_profiles({"asymmetric": cond}, 3, [0.5, 1.0, 2.0, 4.0, 8.0])
     ising = glauber.PottsConditionals(torch.ones(6, 6), q=2)
-    theorem8 = ch.theorem8_table(ising, 6, (glauber.all_states(2, 6) == 0).sum(1) >= 4, [1.0, 2.0])
+    theorem8 = ch.theorem8_frame(ising, 6, (glauber.all_states(2, 6) == 0).sum(1) >= 4, [1.0, 2.0])
     raw = torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    asymmetry = ch.asymmetry_table(raw, 0.5 * torch.ones(3, 2, dtype=torch.float64), [0.0, 1.0], q=2)
+    asymmetry = ch.asymmetry_frame(raw, 0.5 * torch.ones(3, 2, dtype=torch.float64), [0.0, 1.0], q=2)
     return SimpleNamespace(
-        lemma6=ch.lemma6_table(influence, oscillation, temperatures),
+        lemma6=ch.lemma6_frame(influence, oscillation, temperatures),
         alpha=alpha,
         profiles=profiles,
         theorem8=theorem8,
@@ -560,10 +561,10 @@ def test_claim_rows_are_the_chapters_claims_in_order():
         "theorem5_bound_loose",
         "mu_vs_pseudolikelihood_tv",
     ]
-    assert rows[3] == ch._theorem5_row(run.profiles) and rows[4] == ch._pseudo_likelihood_row([0.02, 0.03])
+    assert rows[3] == judging._theorem5_row(run.profiles) and rows[4] == judging._pseudo_likelihood_row([0.02, 0.03])
     assert "contexts 2" in rows[0]["setup"] and "tau 1 and 2" in rows[2]["setup"]
     assert rows[2]["ours"] == pytest.approx(0.5)
-    texts = ch.alpha_texts(run.alpha, ch.crossing_temperature(run.alpha))
+    texts = ch.alpha_text(run.alpha, ch.crossing_temperature(run.alpha))
     assert [texts["alpha10"], texts["alpha11"]] == [rows[0]["ours_text"], rows[1]["ours_text"]]
     missing = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, None, [0.02], no_drift="no '!' token")
     assert missing[2]["ours_text"] == "no '!' token"
@@ -576,11 +577,11 @@ def test_check_rows_pass_on_exact_chains_and_fail_on_a_violation():
     assert all(r["result"] == "pass" for r in rows), rows
     broken = small_chapter(violations=True)
     assert ch.check_rows(broken.lemma6, run.profiles, run.theorem8, run.asymmetry)[0]["result"] == "fail"
-    assert ch.theorem8_texts(run.theorem8)["t8_holds"] == "Both bounds hold"
-    assert ch.asymmetry_texts(run.asymmetry).keys() == {"potts_a0", "potts_a1"}
-    assert ch.lemma6_texts(run.lemma6)["lemma6_violations"] == "0"
-    texts = ch.theorem5_texts(run.profiles)
-    assert texts["t5_thresholds"] == ch._theorem5_row(run.profiles)["ours_text"]
+    assert ch.theorem8_text(run.theorem8)["t8_holds"] == "Both bounds hold"
+    assert ch.asymmetry_text(run.asymmetry).keys() == {"potts_a0", "potts_a1"}
+    assert ch.lemma6_text(run.lemma6)["lemma6_violations"] == "0"
+    texts = ch.theorem5_text(run.profiles)
+    assert texts["t5_thresholds"] == judging._theorem5_row(run.profiles)["ours_text"]
 
 
 def test_windows_margins_and_top_states_on_a_tiny_bert(tiny_bert):
@@ -591,13 +592,13 @@ def test_windows_margins_and_top_states_on_a_tiny_bert(tiny_bert):
     top = ch.top_states(tiny_bert, ids, mu, pl, count=2)
     assert 2 <= len(top) <= 4 and top.mu_tau.is_monotonic_decreasing
     seeds = glauber.seed_passages(tiny_bert, 6, 2, seed=0).tokens
-    margins = ch.margin_table(tiny_bert, seeds, seeds.flip(0), 0.25)
+    margins = ch.margin_frame(tiny_bert, seeds, seeds.flip(0), 0.25)
     gaps = glauber.score_gaps(tiny_bert, torch.cat([seeds, seeds.flip(0)]))
     assert margins.delta_star.tolist() == pytest.approx(gaps.amin(1).tolist())
     assert list(margins.columns[-2:]) == ["bound_tau_1", "bound_tau_0.25"]
     assert margins.bound_tau_1.isna().tolist() == (~margins.perfect_trap).tolist()
-    assert ch.margin_texts(margins, tiny_bert, 6)["size_v"] == f"{int(tiny_bert.allowed.sum()):,}"
-    assert ch.full_window_texts(None, [])["full_rows"].startswith("not computed")
+    assert ch.margin_text(margins, tiny_bert, 6)["size_v"] == f"{int(tiny_bert.allowed.sum()):,}"
+    assert ch.full_window_text(None, [])["full_rows"].startswith("not computed")
 
 
 def test_reading_tables_and_figures_draw_without_missing_values():
@@ -607,7 +608,7 @@ def test_reading_tables_and_figures_draw_without_missing_values():
     import matplotlib.pyplot as plt
 
     run = small_chapter()
-    thresholds = ch.threshold_table(run.profiles).assign(role="judged")
+    thresholds = ch.threshold_frame(run.profiles).assign(role="judged")
     margins = pd.DataFrame(
         {
             "state": ["seed 0"],
@@ -652,17 +653,39 @@ def test_full_vocabulary_windows_at_one_temperature_their_texts_table_and_figure
             for k, tokens in enumerate([[0, 1, 2, 0], [2, 2, 1, 0]])
         ]
     )
-    table, laws = ch.full_window_table(cond, contexts, 2, [1.0, 2.0], 1, "potts")
+    table, laws = ch.full_window_frame(cond, contexts, 2, [1.0, 2.0], 1, "potts")
     assert "tau" not in table.columns and (table.states == 9).all()
     windows, window_laws = ch.windows_at(table, laws, 1.0)
     assert windows.window.tolist() == ["w0", "w1"] and len(window_laws) == 2 and window_laws[0][0].shape == (9, 2)
-    assert ch.window_texts(windows)["window_count"] == "2"
-    texts = ch.full_window_texts(table, [(2, 2, [1.0, 2.0])])
+    assert ch.window_text(windows)["window_count"] == "2"
+    texts = ch.full_window_text(table, [(2, 2, [1.0, 2.0])])
     assert texts["full_rows"] == "4" and texts["full_plan"] == "k = 2: 2 germlines at tau = 1, 2"
     assert "nan" not in ch.full_windows_view(table).to_html().lower()
     assert isinstance(ch.full_windows_figure(table, laws), matplotlib.figure.Figure)
     plt.close("all")
-    assert [row["result"] for row in ch._window_checks(table)] == ["pass", "pass"]
+    assert [row["result"] for row in judging._window_checks(table)] == ["pass", "pass"]
+
+
+def test_windows_figure_draws_the_saved_windows_table():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    windows = pd.DataFrame(  # as windows_full.csv reads back: one window without a bound (alpha >= 1)
+        {
+            "germline": ["IGHV3-23", "IGKV1-39", "IGHV3-23", "IGKV1-39"],
+            "k": [2, 2, 2, 2],
+            "temperature": [1.0, 1.0, 2.0, 2.0],
+            "t_mix": [12.0, 30.0, 8.0, 10.0],
+            "bound": [40.0, math.inf, 25.0, 31.0],
+            "pl_gap": [0.01, 0.02, 0.005, 0.004],
+        }
+    )
+    fig = ch.windows_figure(windows)
+    assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
+    assert len(fig.axes[1].patches) == 2  # one PL-gap bar per window at tau = 1
+    plt.close("all")
 
 
 def test_basin_token_is_the_bang_or_says_why_not(tiny_bert):

@@ -87,12 +87,12 @@ def chapter_run(cond, chance: torch.Tensor, seeds_per_topic: int = SEEDS_PER_TOP
     run = glauber.glauber(cond, x0, STEPS, 1.0, seed=0, record_every=RECORD_EVERY, progress=False)
     scores, steps = ch.trajectory_topic_scores(cond, run, LABELS)
     frame = ch.topic_frame(scores, steps, LABELS, seed_topic=seed_topic)
-    crossings = ch.crossing_table(frame, LABELS, BASELINE)
+    crossings = ch.crossing_frame(frame, LABELS, BASELINE)
     recurrence = ch.recurrence_verdict(crossings, chance[:, 0].numpy(), BASELINE)
-    rises = ch.rise_table(frame, chance[:, 0].numpy())
+    rises = ch.rise_frame(frame, chance[:, 0].numpy())
     own = [LABELS.index(ch.BBC_TOPIC_LABELS[t]) for t in seed_topic]
     at = np.arange(len(own))
-    loss = ch.seed_loss_table(
+    loss = ch.seed_loss_frame(
         seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy()
     )
     return {

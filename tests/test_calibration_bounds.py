@@ -11,6 +11,7 @@ import torch
 import book_tools as bt
 import glauber_core as glauber
 from chapters import bounds as ch
+from chapters.bounds import judging
 
 GRID = np.geomspace(0.1, 30, 25)  # the notebook's exact-chain grid, at a small n
 N = 6
@@ -22,7 +23,7 @@ def references():
 
 
 def one_chain(name, cond, n=N):
-    return ch._theorem5_row(ch.mixing_profile(cond, n, GRID).assign(chain=name))
+    return judging._theorem5_row(ch.mixing_profile(cond, n, GRID).assign(chain=name))
 
 
 def test_coupon_collector_time_is_the_independent_sites_mixing_time_with_concentrated_marginals():
@@ -55,7 +56,7 @@ def test_theorem5_condition_differs_on_curie_weiss_where_dobrushin_is_sharp(refe
 def test_theorem5_condition_reproduced_on_a_ferromagnet_in_a_balancing_field(references):
     cond = references["ferromagnet in a balancing field"]
     profile = ch.mixing_profile(cond, N, GRID)
-    table = ch.threshold_table(profile.assign(chain="field"))
+    table = ch.threshold_frame(profile.assign(chain="field"))
     exact_threshold = 1.0 / math.atanh(2 / (N - 1))  # alpha = (n - 1) tanh(J / tau) / 2 = 1, J = 1
     assert table.tau_alpha_above[0] < exact_threshold <= table.tau_alpha[0]
     assert np.allclose(profile.alpha, (N - 1) * np.tanh(1 / GRID) / 2)
@@ -64,7 +65,7 @@ def test_theorem5_condition_reproduced_on_a_ferromagnet_in_a_balancing_field(ref
 
 def test_theorem5_row_over_several_chains_differs_when_one_does(references):
     profiles = ch.mixing_profiles(references, N, GRID)
-    row = ch._theorem5_row(profiles)
+    row = judging._theorem5_row(profiles)
     assert row["verdict"] == bt.DIFFERS and "balancing field: at least" in row["ours_text"]
 
 
@@ -83,10 +84,10 @@ def test_mu_vs_pseudolikelihood_differs_on_symmetric_potts():
     laws = potts_windows(symmetric=True)
     assert all(law["pl_gap"] < ch.PL_FLOOR and law["conditional_gap"] < ch.PL_FLOOR for law in laws)
     assert all(law["tv_model_pl"] > 0.01 for law in laws)  # the PL law is not mu even here
-    assert ch._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
+    assert judging._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
 
 
 def test_mu_vs_pseudolikelihood_reproduced_on_asymmetric_potts():
     laws = potts_windows(symmetric=False)
     assert all(law["pl_gap"] > 1e-3 and law["conditional_gap"] > 1e-3 for law in laws)
-    assert ch._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED
+    assert judging._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED

@@ -16,6 +16,7 @@ import torch
 import glauber_core as glauber
 import verdicts as vd
 from chapters import incompatibility as ch
+from chapters.incompatibility import judging
 
 # ---------------------------------------------------------------------------------------------
 # Ground-truth chains
@@ -88,7 +89,7 @@ def detected(cond, rectangles, top_k):
     frame = ch.rectangle_frame(cond, rectangles, top_k=top_k)
     floor = ch.rounding_floor(cond, rectangles, frame)
     summary = ch.incompatibility_summary(frame, floor["floor"], resamples=200)
-    return ch._detected_verdict(summary), summary, floor
+    return judging._detected_verdict(summary), summary, floor
 
 
 def influence(cond, count=300, seed=1):
@@ -97,7 +98,7 @@ def influence(cond, count=300, seed=1):
     frame = ch.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
     estimate = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=1000)
     paper = ch.rank_correlation_ci(frame.paper_influence, frame.abs_delta, resamples=1000)
-    return ch._influence_verdict(estimate), estimate, paper
+    return judging._influence_verdict(estimate), estimate, paper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_detected_verdict_is_the_same_at_every_temperature():
             frame = ch.rectangle_frame(cond, rectangles, temperature, top_k=3)
             floor = ch.rounding_floor(cond, rectangles, frame, temperature)
             summary = ch.incompatibility_summary(frame, floor["floor"], resamples=100)
-            assert ch._detected_verdict(summary)[0] == expected, (name, temperature)
+            assert judging._detected_verdict(summary)[0] == expected, (name, temperature)
 
 
 # ---------------------------------------------------------------------------------------------

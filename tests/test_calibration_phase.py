@@ -1,6 +1,6 @@
 """Chapter 3's verdict rules calibrated on chains whose answer is known by mathematics.
 
-Each test runs the estimator and the claims-row builder the notebook calls (chapters/phase.py: coupling_grid,
+Each test runs the estimator and the claims-row builder the notebook calls (chapters/phase: coupling_grid,
 scaled_budget_grid, transition_fits, compare_lengths, hitting_times, scaling_fits, saturation_trend,
 rise_with_temperature, context_alpha and the per-claim helpers behind claim_rows), at a small size, on a chain
 where the claim holds and on one where it fails, and asserts "reproduced" and "differs". The notebook feeds those
@@ -36,6 +36,7 @@ import torch
 import book_tools as bt
 import glauber_core as glauber
 from chapters import phase as ch
+from chapters.phase import judging
 
 TAUS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 SMALL, LARGE = 4, 16
@@ -101,19 +102,19 @@ def no_sharpening():
 
 def test_boundary_shift_holds_when_the_critical_temperature_grows_with_n(widening):
     scaled, _, events = widening
-    row = ch._boundary_shift_row(scaled, events, SMALL, LARGE)
+    row = judging._boundary_shift_row(scaled, events, SMALL, LARGE)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_boundary_shift_fails_when_the_critical_temperature_falls_with_n(narrowing):
     scaled, _, events = narrowing
-    row = ch._boundary_shift_row(scaled, events, SMALL, LARGE)
+    row = judging._boundary_shift_row(scaled, events, SMALL, LARGE)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
 def test_transition_width_holds_when_a_fixed_barrier_sets_the_crossover(no_sharpening):
     scaled, fixed, _ = no_sharpening
-    row = ch._transition_width_row(scaled, SMALL, LARGE, fixed)
+    row = judging._transition_width_row(scaled, SMALL, LARGE, fixed)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
     assert "budget scaled by n log n" in row["ours_text"] and "fixed budget" in row["ours_text"]
 
@@ -122,7 +123,7 @@ def test_transition_width_holds_when_a_fixed_barrier_sets_the_crossover(no_sharp
 def test_transition_width_fails_on_curie_weiss_whatever_its_location_does(chain, request):
     # tau_c ~ n (absolute width grows) or ~ 1/n (shrinks): in log tau both sharpen like n^-1/2
     scaled, fixed, _ = request.getfixturevalue(chain)
-    row = ch._transition_width_row(scaled, SMALL, LARGE, fixed)
+    row = judging._transition_width_row(scaled, SMALL, LARGE, fixed)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
@@ -162,13 +163,13 @@ def coupon_hits():
 
 def test_nlogn_fit_holds_on_the_coupon_collector(coupon_hits):
     n, times = coupon_hits[1.0]  # every site changed: the coupon collector, median n (ln n + 0.37)
-    row = ch._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 1.0)
+    row = judging._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 1.0)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_nlogn_fit_fails_when_half_the_sites_suffice(coupon_hits):
     n, times = coupon_hits[0.5]  # half the sites changed: n (H_n - H_n/2) -> n ln 2 steps, linear in n
-    row = ch._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 0.5)
+    row = judging._nlogn_row(ch.scaling_fits(n, times, n_boot=20), int((times >= 0).sum()), 1.0, 0.5)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
@@ -190,13 +191,13 @@ def fixed_time_distances(steps: int, normalised: bool, lengths=(8, 16, 32, 64, 1
 
 def test_distance_saturates_holds_when_the_count_changed_saturates_at_T():
     n, d = fixed_time_distances(24, normalised=False)  # n (1 - (1 - 1/n)^T): grows, below linear, up to T
-    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    row = judging._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
 def test_distance_saturates_fails_when_the_distance_falls_with_n():
     n, d = fixed_time_distances(24, normalised=True)  # 1 - (1 - 1/n)^T falls with n
-    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
+    row = judging._saturation_row(ch.saturation_trend(n, d, n_boot=200), 1.0, 24)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
 
 
@@ -207,7 +208,7 @@ def test_distance_saturates_is_not_reproduced_by_linear_growth():
         run = glauber.glauber(cond, torch.zeros(30, n, dtype=torch.long), 400, seed=n, record_every=400, progress=False)
         n_all += [n] * 30
         d_all += hamming(run, normalised=False)[:, -1].tolist()
-    row = ch._saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
+    row = judging._saturation_row(ch.saturation_trend(np.array(n_all), np.array(d_all), n_boot=200), 1.0, 400)
     assert row["verdict"] != bt.REPRODUCED, row["reason"]
     assert "slower than linear: inconclusive" in row["reason"] or "slower than linear: differs" in row["reason"]
 
@@ -229,7 +230,7 @@ def fig7_rise(field_on_start: float, steps: int, radii):
 
 
 def test_crossover_fractions_holds_when_hot_chains_leave_a_favoured_start():
-    row = ch._crossover_row(fig7_rise(3.0, 40, (0.2, 0.4, 0.6)))  # leaving share 2 / (e^(3 / tau) + 2)
+    row = judging._crossover_row(fig7_rise(3.0, 40, (0.2, 0.4, 0.6)))  # leaving share 2 / (e^(3 / tau) + 2)
     assert row["verdict"] == bt.REPRODUCED, row["reason"]
 
 
@@ -237,7 +238,7 @@ def test_crossover_fractions_fails_when_hot_chains_leave_less():
     # the start colour disfavoured: cold chains leave every site (d = 1), hot ones hover near 2/3; at R = 0.2
     # and 0.6 every chain gets there (a ceiling: those parts cannot decide), at R = 1 the share falls with tau
     rise = fig7_rise(-3.0, 80, (0.2, 0.6, 1.0))
-    row = ch._crossover_row(rise)
+    row = judging._crossover_row(rise)
     assert row["verdict"] == bt.DIFFERS, row["reason"]
     assert "n=8 R=0.2: inconclusive" in row["reason"] and "R=1: differs" in row["reason"]
 
@@ -270,7 +271,7 @@ def alpha_calibration(cond, n: int = 5, contexts: int = 6, tau: float = 2.0):
     seeds[:, 0] = 0
     run = glauber.glauber(cond, seeds, 40 * n, tau, seed=0, progress=False)
     alpha = ch.context_alpha(cond, seeds, {tau: run.final}, top_k=2)
-    return ch._alpha_row(alpha, 1.0, [tau])
+    return judging._alpha_row(alpha, 1.0, [tau])
 
 
 def test_context_alpha_holds_when_visited_states_are_uncoupled():

@@ -1,5 +1,5 @@
 """Chapter 5's verdict rules calibrated on ground truth: each general claim's estimator and rule, the very
-functions the notebook calls (detect_traps, trap_catalogue, trap_table, judge_*), run on small chains whose answer
+functions the notebook calls (detect_traps, trap_catalogue, trap_frame, judge_*), run on small chains whose answer
 is known by mathematics, must say "reproduced" where the claim holds and "differs" where it fails (or, where only
 one side can exist, that side; book/paper_claims.csv's `calibration` column says which).
 
@@ -60,7 +60,7 @@ def run_profiles(
     embeddings = ch.site_embeddings(run.tokens[:, :, :n])
     judge = judge_with or cond
     found = {tau: ch.trap_catalogue(judge, run, ch.detect_traps(embeddings, run.steps, window, threshold))}
-    return ch.trap_table(judge, {tau: (run, embeddings)}, found), run
+    return ch.trap_frame(judge, {tau: (run, embeddings)}, found), run
 
 
 def locked(profiles: int, n: int, vocab: int = 2, gap: float = 30.0, free_last: bool = False):
@@ -230,7 +230,7 @@ def gate_traps(gate: float, fields, chains: int, steps: int, window: int):
     run = glauber.glauber(cond, torch.zeros(chains, cond.n, dtype=torch.long), steps, 1.0, seed=0, progress=False)
     vectors = ch.site_embeddings(run.tokens)
     found = {1.0: ch.trap_catalogue(cond, run, ch.detect_traps(vectors, run.steps, window, THRESHOLD))}
-    return ch.trap_table(cond, {1.0: (run, vectors)}, found)
+    return ch.trap_frame(cond, {1.0: (run, vectors)}, found)
 
 
 def test_final_escapes_at_a_weakest_gate_beat_the_kernel_and_at_a_strong_gate_fall_below_it():

@@ -10,6 +10,7 @@ import torch
 import book_tools as bt
 import glauber_core as glauber
 from chapters import incompatibility as ch
+from chapters.incompatibility import judging, science
 
 
 def random_states(cond, count, n, seed):
@@ -367,8 +368,8 @@ def test_summary_with_nan_or_zero_deltas_says_so_without_warnings():
         assert zeros["above_floor"] == 0 and zeros["share_above"] == 0 and zeros["max_abs_delta"] == 0
         empty = ch.incompatibility_summary(pd.DataFrame({"abs_delta": [np.nan, np.nan]}), floor=1e-4)
     assert empty["finite"] == 0 and math.isnan(empty["mean_abs_delta"]) and math.isnan(empty["max_abs_delta"])
-    assert ch._detected_verdict(zeros)[0] == bt.DIFFERS  # zero above the floor is the answer
-    assert ch._detected_verdict(empty) == (bt.INCONCLUSIVE, "no rectangle gave a finite delta")
+    assert judging._detected_verdict(zeros)[0] == bt.DIFFERS  # zero above the floor is the answer
+    assert judging._detected_verdict(empty) == (bt.INCONCLUSIVE, "no rectangle gave a finite delta")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,16 +380,16 @@ def test_summary_with_nan_or_zero_deltas_says_so_without_warnings():
 def test_rectangle_frame_takes_delta_from_the_cores_rectangle_delta(tiny_bert, monkeypatch):
     rectangles = ch.sample_rectangles(tiny_bert, random_states(tiny_bert, 4, 8, 11), 10, seed=3)
     calls = []
-    original = ch.rectangle_delta
+    original = science.rectangle_delta
 
     def spy(*args, **kwargs):
         calls.append(len(args[1]))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(ch, "rectangle_delta", spy)
+    monkeypatch.setattr(science, "rectangle_delta", spy)
     frame = ch.rectangle_frame(tiny_bert, rectangles, batch_size=4)
     assert calls == [4, 4, 2]
-    assert ch.rectangle_delta is spy and glauber.rectangle_delta is original
+    assert science.rectangle_delta is spy and glauber.rectangle_delta is original
     np.testing.assert_array_equal(frame.delta[:4], original(tiny_bert, *rectangles.take([0, 1, 2, 3]).args()).numpy())
 
 
@@ -455,9 +456,9 @@ def summary(max_abs=1.0, above=290, finite=300):
     "above, expected", [(290, bt.REPRODUCED), (150, bt.REPRODUCED), (1, bt.REPRODUCED), (0, bt.DIFFERS)]
 )
 def test_detected_rule_reaches_every_outcome(above, expected):
-    verdict, reason = ch._detected_verdict(summary(above=above))
+    verdict, reason = judging._detected_verdict(summary(above=above))
     assert verdict == expected and f"{above} of 300" in reason
-    assert ch._detected_verdict(dict(summary(), finite=0))[0] == bt.INCONCLUSIVE
+    assert judging._detected_verdict(dict(summary(), finite=0))[0] == bt.INCONCLUSIVE
 
 
 def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
@@ -470,11 +471,11 @@ def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
         assert "fewer than 3" in ch.rank_correlation_ci([1.0, np.nan, 2.0], [1.0, 2.0, 3.0])[3]
         rho, low, high, why = ch.rank_correlation_ci(np.arange(30.0), np.arange(30.0) ** 2, resamples=200)
     assert rho == pytest.approx(1.0) and low <= rho <= high and why == ""
-    assert ch.distance_phrase(low, high) == "farther sites show more incompatibility"
-    assert ch.distance_phrase(-0.5, -0.1) == "closer sites show more incompatibility"
-    assert ch.distance_phrase(-0.5, 0.1).startswith("the interval includes 0")
-    assert "no interval" in ch.distance_phrase(math.nan, math.nan, why)
-    assert [ch.range_phrase(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
+    assert ch.distance_text(low, high) == "farther sites show more incompatibility"
+    assert ch.distance_text(-0.5, -0.1) == "closer sites show more incompatibility"
+    assert ch.distance_text(-0.5, 0.1).startswith("the interval includes 0")
+    assert "no interval" in ch.distance_text(math.nan, math.nan, why)
+    assert [ch.range_text(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
         "lies below",
         "lies above",
         "overlaps",
@@ -507,7 +508,7 @@ def test_claim_rows(influence, expected):
     assert "minilm-l4-bbc-mlm" in specific["setup"]
     assert all("nan" not in row["ours_text"].lower() for row in rows)
     assert all("temperature" not in row["quantity"] for row in rows)
-    words = prose_words(rows, summary(), influence)
+    words = prose_text(rows, summary(), influence)
     assert words["size_phrase"] == "lies below" and words["mean_setup"] == specific["setup"]
     assert words["above_floor"] == "290 of 300" and words["floor"] == "1.0e-04"
     assert set(words) >= {"mean_text", "floor", "rho_influence", "sign_p", "temperature_gap", "temperature_rows"}
@@ -549,18 +550,18 @@ def test_mean_abs_delta_is_judged_only_on_the_papers_setup(model, setup, judged)
         assert verdicts == [bt.OTHER_SETUP] * 3
 
 
-def prose_words(rows, m, influence):
+def prose_text(rows, m, influence):
     check = pd.DataFrame(
         {"temperature": [0.5, 2.0], "rectangles": 8, "max_abs_delta": [2.0, 0.5], "identity_gap": [1e-16, 2e-16]}
     )
     rho = (0.3, -0.1, 0.6, "")
-    return ch.prose_words(rows, m, influence=influence, shared=rho, distance=rho, check=check, temperature=1.0)
+    return ch.prose_text(rows, m, influence=influence, shared=rho, distance=rho, check=check, temperature=1.0)
 
 
 def test_small_mean_abs_delta_keeps_two_significant_digits():
     small = dict(summary(), mean_abs_delta=1.8e-4, ci_low=1.1e-4, ci_high=2.7e-4)
     rows = ch.claim_rows(small, (0.5, 0.2, 0.7, ""), model="m", setup={"rectangles": 16})
-    assert prose_words(rows, small, (0.5, 0.2, 0.7, ""))["mean_text"] == "0.00018 [0.00011, 0.00027]"
+    assert prose_text(rows, small, (0.5, 0.2, 0.7, ""))["mean_text"] == "0.00018 [0.00011, 0.00027]"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -606,10 +607,10 @@ def test_every_saved_table_carries_the_temperature():
     rho = ch.rank_correlation_ci(np.arange(10.0), np.arange(10.0) ** 2, resamples=50)
     rects = models[ch.ASYMMETRIC][1]
     tables = {
-        "rectangles": ch.rectangle_table(models),
-        "floors": ch.floor_table(floors, 0.5),
-        "table1": ch.table_one(summaries, models, 0.5),
-        "correlations": ch.correlation_table(0.5, influence=rho, distance=rho),
+        "rectangles": ch.all_rectangles_frame(models),
+        "floors": ch.floor_frame(floors, 0.5),
+        "table1": ch.table_one_frame(summaries, models, 0.5),
+        "correlations": ch.correlation_frame(0.5, influence=rho, distance=rho),
     }
     for name, table in tables.items():
         assert set(table.temperature) == {0.5}, name
@@ -617,7 +618,7 @@ def test_every_saved_table_carries_the_temperature():
     assert list(tables["table1"].role) == ["compatible (reference)", "incompatible (reference)"]
     assert list(tables["table1"].paper) == ["—", "—"] and list(tables["floors"].model) == list(models)
     assert set(tables["rectangles"].kind) == {ch.SYMMETRIC, ch.ASYMMETRIC}
-    check = ch.temperature_check(models[ch.ASYMMETRIC][0], rects, 4)
+    check = ch.temperature_check_frame(models[ch.ASYMMETRIC][0], rects, 4)
     assert list(check.temperature) == list(ch.CHECK_TEMPERATURES) and (check.rectangles == 4).all()
     assert (check.identity_gap < 1e-12).all() and (check.max_abs_delta > 0).all()
 
@@ -630,9 +631,9 @@ def test_views_read_without_index_or_nan_and_figures_are_returned():
     frame = models[ch.ASYMMETRIC][2]
     views = [
         ch.rectangles_view(frame.head()),
-        ch.floors_view(ch.floor_table(floors, 1.0)),
-        ch.table_one_view(ch.table_one(summaries, models, 1.0)),
-        ch.temperature_view(ch.temperature_check(models[ch.ASYMMETRIC][0], models[ch.ASYMMETRIC][1], 3)),
+        ch.floors_view(ch.floor_frame(floors, 1.0)),
+        ch.table_one_view(ch.table_one_frame(summaries, models, 1.0)),
+        ch.temperature_view(ch.temperature_check_frame(models[ch.ASYMMETRIC][0], models[ch.ASYMMETRIC][1], 3)),
     ]
     for view in views:
         html = view.to_html()
@@ -649,7 +650,7 @@ def test_views_read_without_index_or_nan_and_figures_are_returned():
 
 
 def test_a_gguf_is_parsed_once_while_the_control_loads(tmp_path):
-    """ch._gguf_read_once: inside, one GGUFReader per file and one tensor-name map per architecture (the
+    """science._gguf_read_once: inside, one GGUFReader per file and one tensor-name map per architecture (the
     same objects on a second call, the file's content unchanged); outside, gguf's own functions again."""
     import gguf
 
@@ -658,7 +659,7 @@ def test_a_gguf_is_parsed_once_while_the_control_loads(tmp_path):
     writer.add_tensor("x", np.arange(4, dtype=np.float32))
     writer.write_header_to_file(), writer.write_kv_data_to_file(), writer.write_tensors_to_file(), writer.close()
     original = gguf.GGUFReader, gguf.get_tensor_name_map
-    with ch._gguf_read_once():
+    with science._gguf_read_once():
         first = gguf.GGUFReader(path)
         assert gguf.GGUFReader(path) is first
         assert first.tensors[0].data.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -12,6 +12,7 @@ from pandas.testing import assert_frame_equal
 import book_tools as bt
 import glauber_core as glauber
 from chapters import phase as ch
+from chapters.phase import judging
 
 
 def potts(n=5, q=3, seed=0):
@@ -378,9 +379,9 @@ def test_no_coupling_everything_coupled_and_a_transition_each_get_a_sentence():
     none = ch.coupling_summary(constructed_grid({8: [0] * 5, 16: [0] * 5}))
     every = ch.coupling_summary(constructed_grid({8: [10] * 5, 16: [10] * 5}))
     some = ch.coupling_summary(constructed_grid({8: [0, 2, 6, 9, 10], 16: [0, 0, 3, 6, 10]}))
-    assert "No pair met" in ch.coupling_overview(none, 100)
-    assert "Every pair met" in ch.coupling_overview(every, 100)
-    assert "pairs met" in ch.coupling_overview(some, 100)
+    assert "No pair met" in ch.coupling_overview_text(none, 100)
+    assert "Every pair met" in ch.coupling_overview_text(every, 100)
+    assert "pairs met" in ch.coupling_overview_text(some, 100)
     assert ch.boundary_text(none, 8).startswith("beyond the grid: no pair")
     assert ch.boundary_text(every, 8).startswith("at or below the coldest")
     assert ch.boundary_text(some, 8) == "tau = 2" and ch.boundary_text(some, 16) == "tau = 2.5"
@@ -425,7 +426,7 @@ def comparison(shift, low, high, ratio=1.0, ratio_low=0.8, ratio_high=1.2, undef
     ],
 )
 def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
-    row = ch._boundary_shift_row(summary, events, 8, 32)
+    row = judging._boundary_shift_row(summary, events, 8, 32)
     assert row["verdict"] == verdict and "null: no shift" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
@@ -441,7 +442,7 @@ def test_boundary_shift_rule_reaches_each_outcome(summary, events, verdict):
 )
 def test_transition_width_rule_reaches_each_outcome(low, high, verdict):
     # the relative width's null for n = 8 -> 32: (8 / 32)^(1/4) = 0.71; the absolute ratio (2.0) is not judged
-    row = ch._transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
+    row = judging._transition_width_row(comparison(0, -1, 1, (low + high) / 2, low, high), 8, 32)
     assert row["verdict"] == verdict and "0.71" in row["reason"]
 
 
@@ -465,14 +466,14 @@ def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):
     ],
 )
 def test_nlogn_rule_reaches_each_outcome(law, events, verdict):
-    assert ch._nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
+    assert judging._nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
 
 
 def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
     noisy = scaling_table(lambda n: 2.0 * n * np.log(n), lengths=(8, 9, 10), noise=0.3)
-    assert ch._nlogn_row(noisy, 27, 1.4, 0.7)["verdict"] == bt.INCONCLUSIVE
+    assert judging._nlogn_row(noisy, 27, 1.4, 0.7)["verdict"] == bt.INCONCLUSIVE
     empty = ch.scaling_fits([8, 8, 16, 16, 32, 32], [-1] * 6)
-    row = ch._nlogn_row(empty, 0, 1.4, 0.7)
+    row = judging._nlogn_row(empty, 0, 1.4, 0.7)
     assert row["verdict"] == bt.INCONCLUSIVE and "zero events" in row["reason"] and "nan" not in row["ours_text"]
 
 
@@ -488,17 +489,17 @@ def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
 def test_saturation_rule_reaches_each_outcome(law, verdict):
     n = np.repeat([8, 16, 32, 64, 128], 5)
     d = law(n) * np.exp(np.random.default_rng(1).normal(0, 0.01, len(n)))
-    row = ch._saturation_row(ch.saturation_trend(n, d, n_boot=100), 1.0, 300)
+    row = judging._saturation_row(ch.saturation_trend(n, d, n_boot=100), 1.0, 300)
     assert row["verdict"] == verdict and "null: no growth" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
 def test_saturation_needs_three_lengths_and_a_positive_median_for_the_exponent():
     trend = ch.saturation_trend([8, 8, 16, 16], [0.1, 0.2, 0.3, 0.4], n_boot=10)
-    assert math.isnan(trend["slope"]) and ch._saturation_row(trend, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
+    assert math.isnan(trend["slope"]) and judging._saturation_row(trend, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
     zero = ch.saturation_trend(np.repeat([8, 16, 32], 3), [0.0] * 3 + [0.1] * 3 + [0.2] * 3, n_boot=10)
     assert math.isnan(zero["exponent"]) and zero["slope"] > 0
-    assert ch._saturation_row(zero, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
+    assert judging._saturation_row(zero, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
 
 
 def crossover_table(hits_by_tau, chains=10, n=8):
@@ -522,7 +523,7 @@ def test_crossover_rule_reaches_each_outcome(hits, verdict):
     peaks, rows = crossover_table(hits)
     rise = ch.rise_with_temperature(peaks, rows, [0.7])
     assert rise.reached.iloc[0] == " ".join(f"{k}/10" for k in hits.values())
-    row = ch._crossover_row(rise)
+    row = judging._crossover_row(rise)
     assert row["verdict"] == verdict and "n=8 R=0.7" in row["reason"]
 
 
@@ -533,8 +534,8 @@ def test_crossover_needs_every_length_and_radius():
     rows = pd.DataFrame({"temperature": [0.3] * 10 + [1.0] * 10 + [2.5] * 10, "n": 8})
     rows = pd.concat([rows, rows.assign(n=16)], ignore_index=True)
     rise = ch.rise_with_temperature(peaks, rows, [0.7])
-    assert ch._crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
-    assert ch._crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
+    assert judging._crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
+    assert judging._crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
     assert "1 of 2 parts rise" in ch.rise_text(rise) and "n = 16, R = 0.7" in ch.rise_text(rise)
 
 
@@ -555,24 +556,24 @@ def alpha_frame(seed_values, visited_values, tau=2.5):
     ],
 )
 def test_context_alpha_rule_reaches_each_outcome(seeds, visited, boundary, verdict):
-    row = ch._alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
+    row = judging._alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
     assert row["verdict"] == verdict and "null: no difference" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
 def test_two_contexts_are_not_enough_to_decide():
     # a bootstrap over two contexts would call this decided; Student's t with one degree of freedom does not
-    row = ch._alpha_row(alpha_frame([0.37, 0.38], [0.50, 0.64]), 1.7, [2.5])
+    row = judging._alpha_row(alpha_frame([0.37, 0.38], [0.50, 0.64]), 1.7, [2.5])
     assert row["verdict"] == bt.INCONCLUSIVE
 
 
 def test_boundary_row_is_never_judged_off_the_papers_setup():
     fit = pd.Series({"midpoint": 1.7, "midpoint_low": 1.5, "midpoint_high": 1.9})
-    row = ch._boundary_row(fit, 16, model="minilm-l4-bbc-mlm", budget=400, pairs=8, passages="bbc")
+    row = judging._boundary_row(fit, 16, model="minilm-l4-bbc-mlm", budget=400, pairs=8, passages="bbc")
     assert row["verdict"] == bt.OTHER_SETUP
     for item in ("budget 400", "passages BBC News", "model minilm"):
         assert item in row["setup"]
-    empty = ch._boundary_row(
+    empty = judging._boundary_row(
         pd.Series({"midpoint": math.nan, "midpoint_low": math.nan, "midpoint_high": math.nan}),
         16,
         model="x",
@@ -592,13 +593,13 @@ def test_boundary_row_is_judged_on_the_papers_model_and_profile(midpoint, low, h
     fit = pd.Series({"midpoint": midpoint, "midpoint_low": low, "midpoint_high": high})
     near = min(paper["grid_lengths"], key=lambda n: abs(n - ch.PAPER_SEED_LENGTH))
     setup = dict(budget=paper["budget"], pairs=paper["pairs"], passages=paper["passages"])
-    row = ch._boundary_row(fit, near, model="roberta-base", **setup)
+    row = judging._boundary_row(fit, near, model="roberta-base", **setup)
     assert row["verdict"] == verdict, (row["reason"], row["setup"])
     assert row["setup"].startswith("the paper's model and protocol")
     for changed in (dict(setup, budget=400), dict(setup, passages="bbc")):
-        other = ch._boundary_row(fit, near, model="roberta-base", **changed)
+        other = judging._boundary_row(fit, near, model="roberta-base", **changed)
         assert other["verdict"] == bt.OTHER_SETUP
-    assert ch._boundary_row(fit, near, model="bert-base-uncased", **setup)["verdict"] == bt.OTHER_SETUP
+    assert judging._boundary_row(fit, near, model="bert-base-uncased", **setup)["verdict"] == bt.OTHER_SETUP
 
 
 def test_arviz_daily_notice_does_not_reach_stderr(tmp_path, monkeypatch):
@@ -784,12 +785,12 @@ def test_the_pages_figures_and_tables():
     )
     excerpts = pd.DataFrame({"tau = 1": ["a b", "a c"], "tau = 10": ["a b", "x y"]}, index=["step 0", "step 5"])
     tables = [
-        ch.fits_table(inputs["fits"]),
-        ch.comparison_table(inputs["fixed"], inputs["budget_free"]),
-        ch.saturation_table(inputs["trend"]),
-        ch.scaling_table(inputs["scaling"]),
-        ch.diagnostics_table(diagnostics, "rhat"),
-        ch.regimes_table(excerpts),
+        ch.fits_view(inputs["fits"]),
+        ch.comparison_view(inputs["fixed"], inputs["budget_free"]),
+        ch.saturation_view(inputs["trend"]),
+        ch.scaling_view(inputs["scaling"]),
+        ch.diagnostics_view(diagnostics, "rhat"),
+        ch.regimes_view(excerpts),
     ]
     for table in tables:  # made for reading: no index, no NaN, at most 6 columns
         html = table.to_html()

@@ -103,12 +103,21 @@ def read_index(folder: Path) -> dict[str, dict[str, str]]:
 # ---------------------------------------------------------------- pieces (no cluster)
 
 
-def test_values_are_parsed_by_papermills_own_helper():
-    from papermill.cli import _resolve_type
+def test_values_are_parsed_as_papermills_command_line_reads_them():
+    """papermill_value against papermill's own command line (`papermill -p NAME VALUE`), its execution stubbed."""
+    from unittest import mock
 
-    values = ["4", "-5", "0.5", "1e3", "True", "None", "bert", "", "[1, 2]"]
-    assert [sweep.papermill_value(v) for v in values] == [_resolve_type(v) for v in values]
-    assert [sweep.papermill_value(v) for v in values[:8]] == [4, -5, 0.5, 1000.0, True, None, "bert", ""]
+    from click.testing import CliRunner
+    from papermill.cli import papermill
+
+    values = ["4", "-5", "0.5", "1e3", "True", "False", "None", "bert", "", "[1, 2]", "1_000", "nan"]
+    arguments = ["in.ipynb", "out.ipynb"] + [a for i, v in enumerate(values) for a in ("-p", f"p{i}", v)]
+    with mock.patch("papermill.cli.execute_notebook") as execute:
+        assert CliRunner().invoke(papermill, arguments).exit_code == 0
+    parameters = execute.call_args.kwargs["parameters"]
+    read = [sweep.papermill_value(v) for v in values]
+    assert [repr(p) for p in read] == [repr(parameters[f"p{i}"]) for i in range(len(values))]
+    assert read[:9] == [4, -5, 0.5, 1000.0, True, False, None, "bert", ""]
 
 
 def test_grid_is_the_product_of_the_value_lists():
@@ -195,10 +204,11 @@ def test_a_dask_worker_importing_sweep_imports_only_the_standard_library():
     assert top and top <= set(sys.stdlib_module_names) | {"__future__"}, top - set(sys.stdlib_module_names)
 
 
-def test_the_profile_names_are_book_tools_own():
+def test_the_profile_names_are_defined_once():
     import book_tools
+    import chapters
 
-    assert sweep.profile_names() == book_tools.PROFILES
+    assert sweep.profile_names() == chapters.PROFILES == book_tools.PROFILES == ("smoke", "quick", "paper")
 
 
 def test_bad_command_line_from_the_shell_exits_2_before_importing_torch_or_papermill():

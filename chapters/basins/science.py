@@ -1,0 +1,467 @@
+"""Chapter 4's protocol and estimators (section 6.2.1, Tables 3 and 5, appendix C.4): the settings per profile,
+the chains' seeds, the setup its claims rows record, the chance level (basin-free text), the topic frames and the
+per-chain statistics and intervals the verdicts are judged on."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import torch
+
+import book_tools as bt
+from glauber_core import (
+    MaskedLMConditionals,
+    Passages,
+    Trajectory,
+    check_count,
+    check_temperature,
+    check_tokens,
+    embed,
+    is_protein,
+    seed_passages,
+)
+from verdicts import mean_interval
+
+from .scorer import (
+    BBC_TOPIC_LABELS,
+    FAMILY_SCORER,
+    FAMILY_SEEDS,
+    FAMILY_TARGET,
+    TOPIC_LABELS,
+    family_identity,
+    family_seeds,
+    germline_families,
+    scores_or_uniform,
+    topic_descriptions,
+)
+
+# --------------------------------------------------------------------------------------------
+# The notebook's settings, its chains' seeds and the setup its claims rows record
+# --------------------------------------------------------------------------------------------
+
+
+# Per profile; paper follows section 6.2.1 (5 topics x 10 seeds, 10,000 steps, scores every 200, n = 20)
+SETTINGS = {
+    "smoke": dict(
+        seq_len=20,
+        n_seeds=2,
+        steps=30,
+        record_every=10,
+        pca_every=5,
+        n_check=5,
+        chance_texts=20,
+        prefix_chains=1,
+        prefix_steps=10,
+        passages="bbc",
+    ),
+    "quick": dict(
+        seq_len=20,
+        n_seeds=6,
+        steps=1200,
+        record_every=50,
+        pca_every=10,
+        n_check=60,
+        chance_texts=300,
+        prefix_chains=4,
+        prefix_steps=250,
+        passages="bbc",
+    ),
+    "paper": dict(
+        seq_len=20,
+        n_seeds=10,
+        steps=10_000,
+        record_every=200,
+        pca_every=10,
+        n_check=200,
+        chance_texts=1000,
+        prefix_chains=10,
+        prefix_steps=3_500,
+        passages="ms_marco",
+    ),
+}
+
+
+# A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
+PROTEIN_SETTINGS = {
+    "smoke": {**SETTINGS["smoke"], "passages": "germline"},
+    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
+    "paper": {**SETTINGS["paper"], "passages": "germline"},
+}
+
+
+# MS MARCO passages carry no topic. The paper's five seed topics are not named beyond food, and every
+# one of them gains politics, so none is politics: we take five non-politics labels, and each MS MARCO
+# passage's topic is the label the scorer puts first on it (leading_label_seeds).
+MS_MARCO_TOPICS = ("health", "food", "sport", "technology", "finance")
+
+
+# MS MARCO passages scored per chain wanted, to find enough passages led by each topic
+MS_MARCO_POOL = 40
+
+
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings (section 6.2.1): the profile's row of SETTINGS, or of PROTEIN_SETTINGS when
+    `cond` is a protein model (its seeds are always germline V genes), overridden where an override is set
+    (bt.profile_settings; `passages` "" is the profile's). Derived: `protein`, `temperature` (1 unless
+    given), `scorer` (topic_scores' model: None for the embedding stand-in, an NLI model's name, or
+    FAMILY_SCORER), `labels`, the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic
+    -> its label), `baseline` 1/L and `score_every` (records between scored states)."""
+    protein = is_protein(cond)
+    temperature = check_temperature(overrides.pop("temperature", 1.0))
+    scorer = overrides.pop("scorer", "")
+    cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
+    cfg.passages = "germline" if protein else cfg.passages
+    allowed = ("germline",) if protein else ("bbc", "ms_marco")
+    if cfg.passages not in allowed:
+        raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
+    labels = germline_families() if protein else list(TOPIC_LABELS)
+    return SimpleNamespace(
+        **vars(cfg),
+        protein=protein,
+        temperature=temperature,
+        scorer=FAMILY_SCORER if protein else (scorer or None),
+        labels=labels,
+        target=FAMILY_TARGET if protein else "politics",
+        seed_labels=seed_labels_for(cfg.passages),
+        baseline=1 / len(labels),
+        score_every=max(1, round(cfg.record_every / cfg.pca_every)),
+    )
+
+
+def seed_labels_for(passages: str) -> dict:
+    """Seed topic -> the label that stands for it: BBC's five sections, MS_MARCO_TOPICS (labels
+    themselves) or the germline seed families."""
+    if passages == "bbc":
+        return dict(BBC_TOPIC_LABELS)
+    if passages == "ms_marco":
+        return {t: t for t in MS_MARCO_TOPICS}
+    if passages == "germline":
+        return {f: f for f in FAMILY_SEEDS}
+    raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {passages!r}")
+
+
+def leading_label_seeds(
+    cond: MaskedLMConditionals, n: int, count: int, labels, topics, *, seed: int = 0, pool: int | None = None, **scorer
+) -> list[Passages]:
+    """Per topic (a label), `count` MS MARCO seeds of n tokens whose leading label under the scorer
+    (topic_scores) is that topic, from a pool of `pool` distinct passages (default MS_MARCO_POOL per
+    chain), in pool order. Raises ValueError when the pool has too few for a topic."""
+    names = list(topic_descriptions(labels))
+    unknown = [t for t in topics if t not in names]
+    if unknown:
+        raise ValueError(f"topics {unknown} are not among the labels {names}")
+    drawn = seed_passages(cond, n, pool or MS_MARCO_POOL * count * len(topics), seed=seed, passages="ms_marco")
+    leader = np.asarray(names)[scores_or_uniform(drawn.texts, names, **scorer).argmax(1).numpy()]
+    seeds = []
+    for topic in topics:
+        picks = np.flatnonzero(leader == topic)[:count]
+        if len(picks) < count:
+            raise ValueError(
+                f"only {len(picks)} of {len(leader)} MS MARCO passages are led by {topic!r}; "
+                f"asked for {count} (raise pool)"
+            )
+        seeds.append(
+            Passages(
+                drawn.tokens[picks],
+                [drawn.texts[k] for k in picks],
+                [topic] * count,
+                [drawn.article_ids[k] for k in picks],
+            )
+        )
+    return seeds
+
+
+def topic_seed_passages(cond: MaskedLMConditionals, cfg: SimpleNamespace, *, seed: int = 0) -> list[Passages]:
+    """The chains' seeds (settings' cfg), one Passages of cfg.n_seeds per seed topic of cfg.seed_labels."""
+    topics = list(cfg.seed_labels)
+    if cfg.passages == "germline":
+        return family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed)
+    if cfg.passages == "ms_marco":
+        return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, cfg.labels, topics, seed=seed, model=cfg.scorer)
+    return [seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed, topic=t) for t in topics]
+
+
+def run_setup(cfg: SimpleNamespace, seed_topic) -> dict:
+    """The protocol items of a run, keyed as paper_claims.csv's protocol: `chains` counts the chains the
+    statistics cover, those seeded outside the target's topic (the paper's 50 are 5 topics x 10 seeds,
+    none of them politics: every topic gains politics); `scorer` names the scorer ("MiniLM embedding
+    zero-shot" for the stand-in); `labels` their number."""
+    chains = sum(cfg.seed_labels[t] != cfg.target for t in seed_topic)
+    scorer = (
+        cfg.scorer
+        if cfg.scorer == FAMILY_SCORER
+        else Path(cfg.scorer).name
+        if cfg.scorer
+        else "MiniLM embedding zero-shot"
+    )
+    return {
+        "n": cfg.seq_len,
+        "chains": int(chains),
+        "steps": cfg.steps,
+        "tau": f"{cfg.temperature:g}",
+        "record_every": cfg.score_every * cfg.pca_every,
+        "scorer": scorer,
+        "labels": len(cfg.labels),
+        "passages": bt.PASSAGE_NAMES[cfg.passages],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Topic frames: leading labels, Table 3 per seed topic and Table 5's chains
+# --------------------------------------------------------------------------------------------
+
+
+def topic_frame(scores: torch.Tensor, steps: torch.Tensor, labels, **columns) -> pd.DataFrame:
+    """Tidy table of topic scores [B, R, L]: one row per (chain, step), one column per label, plus
+    per-chain columns (sequences of length B) or constant ones."""
+    batch, records, count = scores.shape
+    frame = pd.DataFrame(scores.reshape(-1, count).numpy(), columns=list(topic_descriptions(labels)))
+    frame.insert(0, "step", np.tile(steps.numpy(), batch))
+    frame.insert(0, "chain", np.repeat(np.arange(batch), records))
+    for name, value in columns.items():
+        is_per_chain = not isinstance(value, str) and np.ndim(value) == 1 and len(value) == batch
+        frame[name] = np.repeat(np.asarray(value), records) if is_per_chain else value
+    return frame
+
+
+def leading_label_shares(frame: pd.DataFrame, labels, by: str = "seed_topic") -> pd.DataFrame:
+    """Per group of `by`, the share of rows (records) in which each label has the highest score
+    (ties go to the earlier label). Rows sum to 1."""
+    names = list(topic_descriptions(labels))
+    missing = [c for c in names + [by] if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(f"frame must be non-empty with columns {names + [by]}; missing {missing}")
+    leader = pd.Categorical(np.asarray(names)[frame[names].to_numpy().argmax(1)], categories=names)
+    shares = pd.crosstab(frame[by].to_numpy(), leader, normalize="index", dropna=False)
+    return shares.reindex(columns=names, fill_value=0.0).rename_axis(index=by, columns="leading label")
+
+
+def recurrence_frame(
+    frame: pd.DataFrame, target: str = "politics", baseline: float | None = None, seed_labels: dict | None = None
+) -> pd.DataFrame:
+    """Table 3 of the paper per seed topic, from a topic_frame with columns chain, step, seed_topic and
+    the labels: mean target score at the first and last step, mean seed-topic score at both, chains
+    whose target score exceeds `baseline` at some recorded step t > 0, and the peak target score at t > 0."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    topics = list(dict.fromkeys(frame["seed_topic"])) if "seed_topic" in frame.columns else []
+    if not set(topics) <= set(seed_labels):
+        raise ValueError(f"seed topics {sorted(set(topics) - set(seed_labels))} have no label in seed_labels")
+    needed = list(dict.fromkeys(["chain", "step", "seed_topic", target] + [seed_labels[t] for t in topics]))
+    missing = [c for c in needed if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(f"frame must be non-empty with columns {needed}; missing {missing}")
+    if baseline is None or not 0 < baseline < 1:
+        raise ValueError(f"baseline must be a number in (0, 1) (1/L for L labels), got {baseline!r}")
+    first, last = frame.step.min(), frame.step.max()
+    rows = []
+    for topic, group in frame.groupby("seed_topic", sort=False):
+        label = seed_labels[topic]
+        start, end, later = group[group.step == first], group[group.step == last], group[group.step > first]
+        crossed = later.groupby("chain")[target].max() > baseline
+        rows.append(
+            {
+                "seed topic": topic,
+                "chains": group.chain.nunique(),
+                f"{target} at start": start[target].mean(),
+                f"{target} at end": end[target].mean(),
+                "seed label": label,
+                "seed score at start": start[label].mean(),
+                "seed score at end": end[label].mean(),
+                "chains crossing": int(crossed.sum()),
+                f"peak {target}": later[target].max(),
+            }
+        )
+    return pd.DataFrame(rows).set_index("seed topic")
+
+
+def first_chains(frame: pd.DataFrame, per_topic: int, by: str = "seed_topic") -> pd.DataFrame:
+    """The rows of the first `per_topic` chains (in chain order) of every group of `by`."""
+    per_topic = check_count(per_topic, "per_topic", 1)
+    keep = frame.groupby(by, sort=False).chain.unique().map(lambda chains: sorted(chains)[:per_topic])
+    return frame[frame.chain.isin([c for chains in keep for c in chains])]
+
+
+def endpoint_chains(available: int) -> int:
+    """Chains per seed topic for Table 5's endpoint row: the paper's count (its protocol in
+    paper_claims.csv), or all we have when fewer."""
+    return min(int(bt.paper_protocol("endpoint_topics_crossing")["chains_per_topic"]), int(available))
+
+
+def endpoint_frame(frame: pd.DataFrame, cfg: SimpleNamespace) -> pd.DataFrame | None:
+    """Table 5's chains (B.5): recurrence_frame of the first endpoint_chains per seed topic, with
+    politics as the target; None on a protein model (Table 5 is BERT-family politics)."""
+    if cfg.protein:
+        return None
+    return recurrence_frame(first_chains(frame, endpoint_chains(cfg.n_seeds)), "politics", cfg.baseline)
+
+
+# --------------------------------------------------------------------------------------------
+# Prefix runs (C.4) and trajectories in embedding space (Figs. 1 and 4)
+# --------------------------------------------------------------------------------------------
+
+
+def with_prefix(cond: MaskedLMConditionals, prefix: str, tokens: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """States prefix + tokens[:, :n - k] of the same length n, and k = the prefix's token count (C.4)."""
+    ids = cond.encode(prefix)
+    tokens = check_tokens(cond, tokens).cpu()
+    check_tokens(cond, ids, "prefix")
+    if len(ids) >= tokens.shape[1]:
+        raise ValueError(f"prefix {prefix!r} has {len(ids)} tokens, leaving no free site of n = {tokens.shape[1]}")
+    return torch.cat([ids.expand(len(tokens), -1), tokens[:, : tokens.shape[1] - len(ids)]], 1), len(ids)
+
+
+def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """The first two principal components of vectors [R, d] (centred), and their explained-variance shares."""
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or len(x) < 2:
+        raise ValueError(f"need at least two vectors [R, d], got shape {x.shape}")
+    x = x - x.mean(0)
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    signs = np.sign(vt[:2, np.abs(vt[:2]).argmax(1)].diagonal())  # a fixed sign per component
+    total = (s**2).sum()
+    return (u[:, :2] * s[:2]) * signs, (s[:2] ** 2 / total if total > 0 else np.zeros(2))
+
+
+def pca_paths(cond: MaskedLMConditionals, trajectory: Trajectory, chains, embedder=None) -> dict:
+    """Figs. 1 and 4: per chain, its recorded states' texts and their first two principal components
+    (pca_2d) of the sentence embeddings, or of family_identity on a protein model (embedder None).
+    Returns {chain: SimpleNamespace(texts, xy, explained)}."""
+    paths = {}
+    for chain in chains:
+        texts = cond.decode_batch(trajectory.tokens[chain])
+        xy, explained = pca_2d(family_identity(texts) if embedder is None else embed(embedder, texts))
+        paths[chain] = SimpleNamespace(texts=texts, xy=xy, explained=explained)
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# Chance text and the estimates the verdicts of section 6.2 are judged on (judging.py)
+# --------------------------------------------------------------------------------------------
+
+
+def chance_tokens(cond, count: int, n: int, *, seed: int = 0) -> torch.Tensor:
+    """Basin-free text, the chance level of the chapter's claims: `count` states [count, n] of tokens
+    drawn uniformly and independently from the model's allowed tokens (no model involved, so no basin,
+    no seed topic and no structure). A model whose conditionals are uniform (a random-weight MLM is
+    close to that) has exactly this law as its stationary law."""
+    count, n = check_count(count, "count", 1), check_count(n, "n", 1)
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    generator = torch.Generator().manual_seed(int(seed))
+    return allowed[torch.randint(len(allowed), (count, n), generator=generator)]
+
+
+def control_labels(seed_labels, labels, target: str = "politics") -> list[str]:
+    """Per chain, one control label that is neither `target` nor the chain's own seed label: the k-th
+    chain of a seed label gets the k-th such label in label order, cycling."""
+    names = list(topic_descriptions(labels))
+    if target not in names:
+        raise ValueError(f"target {target!r} is not among the labels {names}")
+    seen: dict[str, int] = {}
+    picks = []
+    for label in seed_labels:
+        others = [k for k in names if k not in (target, label)]
+        if not others:
+            raise ValueError(f"no label other than {target!r} and {label!r} to serve as a control")
+        picks.append(others[seen.get(label, 0) % len(others)])
+        seen[label] = seen.get(label, 0) + 1
+    return picks
+
+
+CROSSING_COLUMNS = [
+    "chain",
+    "seed_topic",
+    "control_label",
+    "looks",
+    "target_peak",
+    "target_crossed",
+    "control_crossed",
+    "target_share",
+    "control_share",
+    "first_crossing",
+]
+
+
+def crossing_frame(
+    frame: pd.DataFrame, labels, baseline: float, target: str = "politics", seed_labels: dict | None = None
+) -> pd.DataFrame:
+    """Per chain seeded outside `target`'s topic, from a topic_frame, over its records after the start
+    (`looks` of them): whether `target` scores above `baseline` at some record (target_crossed) and
+    its peak, the share of records where it does (target_share, the per-chain statistic the verdict
+    uses: below ceiling unless every record crosses), the same two for the chain's control label
+    (control_labels) on the same records, and the first step at which `target` crosses (NaN: never)."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    if baseline is None or not 0 < baseline < 1:
+        raise ValueError(f"baseline must be a number in (0, 1) (1/L for L labels), got {baseline!r}")
+    labels = list(topic_descriptions(labels))
+    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(
+            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
+        )
+    later = frame[(frame.step > frame.step.min()) & (frame.seed_topic.map(seed_labels) != target)]
+    if later.empty:
+        return pd.DataFrame(columns=CROSSING_COLUMNS)
+    chains = later.groupby("chain", sort=True)
+    peaks, topics = chains[labels].max(), chains.seed_topic.first()
+    above = (later[labels] > baseline).groupby(later.chain, sort=True).mean()
+    controls = control_labels([seed_labels[t] for t in topics], labels, target)
+    control_peak = np.array([peaks.loc[c, k] for c, k in zip(peaks.index, controls)])
+    control_share = np.array([above.loc[c, k] for c, k in zip(peaks.index, controls)])
+    first = later[later[target] > baseline].groupby("chain").step.min().reindex(peaks.index)
+    return pd.DataFrame(
+        {
+            "chain": peaks.index,
+            "seed_topic": topics.to_numpy(),
+            "control_label": controls,
+            "looks": chains.size().to_numpy(),
+            "target_peak": peaks[target].to_numpy(),
+            "target_crossed": peaks[target].to_numpy() > baseline,
+            "control_crossed": control_peak > baseline,
+            "target_share": above[target].to_numpy(),
+            "control_share": control_share,
+            "first_crossing": first.to_numpy(dtype=float),
+        }
+    ).reset_index(drop=True)
+
+
+def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
+    """mean(x) - mean(y) with Welch's t interval (two independent samples, unequal variances):
+    (estimate, low, high); NaNs when either sample has fewer than two finite values. Both samples
+    constant: the interval is the estimate itself."""
+    from scipy.stats import t
+
+    x, y = (np.asarray(v, dtype=float).reshape(-1) for v in (x, y))
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) < 2 or len(y) < 2:
+        return math.nan, math.nan, math.nan
+    estimate = float(x.mean() - y.mean())
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    if vx + vy == 0:
+        return estimate, estimate, estimate
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    half = float(t.ppf(0.5 + level / 2, df)) * math.sqrt(vx + vy)
+    return estimate, estimate - half, estimate + half
+
+
+def seed_loss_intervals(start, end, chance_end) -> dict:
+    """Per chain, its seed label's score at the start and at the last step, and chance_end [M, C]: the
+    same label's score on M basin-free texts (chance_tokens), in the chain's column. Returns
+    {"fall": (estimate, low, high) of mean(start - end), "beyond_chance": (estimate, low, high) of the
+    mean over chains of the share of chance texts scoring the seed label higher than the chain's last
+    state (ties count half; 0.5 when the chain ends like basin-free text, whatever the skew of the
+    scores)}, Student's t intervals over chains; NaNs with fewer than two chains or a non-finite score."""
+    start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
+    if start.ndim != 1 or start.shape != end.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(end):
+        raise ValueError(
+            f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
+            f"{end.shape}, {chance_end.shape}"
+        )
+    nothing = (math.nan, math.nan, math.nan)
+    if len(start) < 2 or not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
+        return {"fall": nothing, "beyond_chance": nothing}
+    above = ((chance_end > end) + 0.5 * (chance_end == end)).mean(0)
+    return {"fall": mean_interval(start - end), "beyond_chance": mean_interval(above)}

@@ -1,0 +1,146 @@
+"""Chapter 3: the temperature-length phase diagram (section 6.1, Figs. 2, 3, 7, and the section 7 conjecture).
+
+Where Glauber dynamics on a masked LM mixes fast and where it does not, over the temperature tau and the length n:
+coupling times of paired chains (Fig. 2), the logistic boundary tau_1/2 and its width per n, hitting times and their
+n log n fit (Fig. 3b), the distance after a fixed number of steps (Fig. 3a), the share of chains reaching each
+distance (Fig. 7), convergence diagnostics, and the influence sum alpha on the states the chain visits.
+
+- `protocol`: the settings of each profile and the batched runs (coupling grid, many-temperature drift chains);
+- `estimators`: everything computed from those runs (fits, intervals, trends, diagnostics, influence sums);
+- `judging`: the claims rows, each verdict from a rule of verdicts.py;
+- `presentation`: figures (`*_figure`), tables for reading (`*_view`) and glued sentences (`*_text`); it never
+  changes a saved number or a verdict.
+
+Imports the core, verdicts and book_tools; never another chapter. `from chapters import phase as ch` gives every
+public name below.
+"""
+
+from .estimators import (
+    SCALING_FORMS,
+    alpha_pairs,
+    compare_lengths,
+    context_alpha,
+    convergence_diagnostics,
+    coupling_summary,
+    draws_interval,
+    hitting_times,
+    logistic_fit,
+    logistic_fits,
+    paired_difference,
+    relative_width,
+    rise_with_temperature,
+    saturation_trend,
+    scaled_budget_grid,
+    scaling_fits,
+    threshold_shares,
+    transition_fits,
+)
+from .judging import (
+    NO_PROTEIN_MEANING,
+    boundary_setup,
+    claim_rows,
+    width_null,
+)
+from .presentation import (
+    alpha_figure,
+    alpha_means_text,
+    boundary_text,
+    comparison_view,
+    coupling_figure,
+    coupling_overview_text,
+    diagnostics_view,
+    direction_text,
+    fits_view,
+    hitting_figure,
+    length_label,
+    model_note_text,
+    protocol_text,
+    regimes_view,
+    rise_text,
+    saturation_figure,
+    saturation_view,
+    scaling_view,
+    threshold_figure,
+    transition_figure,
+)
+from .protocol import (
+    PAPER_SEED_LENGTH,
+    PROTEIN_SETTINGS,
+    SETTINGS,
+    chain_excerpts,
+    coupling_grid,
+    crossover_radii,
+    drift_distances,
+    drift_starts,
+    hamming_distances,
+    length_grid,
+    multi_temperature_glauber,
+    protocol_slice,
+    settings,
+    temperature_seeds,
+    window_coupling_grid,
+    window_mask,
+    window_sites,
+)
+
+__all__ = [
+    "SETTINGS",
+    "PROTEIN_SETTINGS",
+    "PAPER_SEED_LENGTH",
+    "settings",
+    "crossover_radii",
+    "window_sites",
+    "window_mask",
+    "temperature_seeds",
+    "coupling_grid",
+    "window_coupling_grid",
+    "length_grid",
+    "multi_temperature_glauber",
+    "drift_starts",
+    "protocol_slice",
+    "hamming_distances",
+    "drift_distances",
+    "chain_excerpts",
+    "coupling_summary",
+    "logistic_fits",
+    "logistic_fit",
+    "transition_fits",
+    "draws_interval",
+    "relative_width",
+    "compare_lengths",
+    "scaled_budget_grid",
+    "hitting_times",
+    "SCALING_FORMS",
+    "scaling_fits",
+    "saturation_trend",
+    "threshold_shares",
+    "rise_with_temperature",
+    "convergence_diagnostics",
+    "context_alpha",
+    "alpha_pairs",
+    "paired_difference",
+    "claim_rows",
+    "NO_PROTEIN_MEANING",
+    "boundary_setup",
+    "width_null",
+    "length_label",
+    "model_note_text",
+    "protocol_text",
+    "coupling_overview_text",
+    "boundary_text",
+    "direction_text",
+    "rise_text",
+    "alpha_means_text",
+    "coupling_figure",
+    "transition_figure",
+    "saturation_figure",
+    "hitting_figure",
+    "threshold_figure",
+    "alpha_figure",
+    "fits_view",
+    "comparison_view",
+    "saturation_view",
+    "scaling_view",
+    "diagnostics_view",
+    "regimes_view",
+]

@@ -1,0 +1,549 @@
+"""Chapter 3's estimators (section 6.1, Figs. 2, 3, 7, and the section 7 conjecture): coupling summaries, Firth
+logistic fits of the slow-to-fast boundary with bootstrap intervals, the length comparison on an n log n budget,
+hitting-time scaling fits, saturation and crossover trends, convergence diagnostics and context-averaged influence.
+
+Imports the core and book_tools; never another chapter.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import torch
+
+import book_tools as bt
+from book_tools import share_intervals
+from glauber_core import (
+    Conditionals,
+    WindowConditionals,
+    alpha_from_influence,
+    check_count,
+    free_sites,
+    influence_candidates,
+    influence_coefficients,
+)
+
+
+def coupling_summary(grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Per (n, temperature) cell of a coupling grid: pairs, share coupled with its Wilson interval, and the
+    median and quartiles of the coupling time counting uncoupled pairs as infinite (NaN when undefined)."""
+    if not {"n", "temperature", "time"} <= set(grid.columns) or grid.empty:
+        raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, time)")
+    rows = []
+    for (n, tau), cell in grid.groupby(["n", "temperature"]):
+        times = np.where(cell.time >= 0, cell.time, np.inf)
+        q1, median, q3 = np.quantile(times, [0.25, 0.5, 0.75], method="inverted_cdf")
+        rows.append(
+            {
+                "n": n,
+                "temperature": tau,
+                "pairs": len(cell),
+                "coupled": int((cell.time >= 0).sum()),
+                "median_time": median,
+                "q1_time": q1,
+                "q3_time": q3,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["share"] = table.coupled / table.pairs
+    table["share_low"], table["share_high"] = share_intervals(table.coupled, table.pairs, level)
+    return table.replace(np.inf, np.nan)
+
+
+def logistic_fits(x, y, max_iter: int = 100, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """logistic_fit of many data sets at once: x, y [R, m] (row r one data set of m 0/1 outcomes), returning
+    (midpoint [R], scale [R]), NaN where a row's outcomes (or x) are all the same.
+
+    Firth's penalised likelihood (Jeffreys prior) by Newton's method on the modified score
+    X'(y - p + h (1/2 - p)), h the hat values (Firth 1993; Heinze and Schemper 2002), with steps capped at 5
+    and halved until the penalised log-likelihood does not fall; all rows are solved together (vectorised)."""
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2 or not np.isin(y, (0, 1)).all() or not np.isfinite(x).all():
+        raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
+    rows = len(x)
+    midpoint, scale = np.full(rows, math.nan), np.full(rows, math.nan)
+    ok = (y.min(1) != y.max(1)) & (x.min(1) != x.max(1))
+    if not ok.any():
+        return midpoint, scale
+    x, y = x[ok], y[ok]
+    centre, spread = x.mean(1, keepdims=True), x.std(1, keepdims=True)
+    u = (x - centre) / spread
+
+    def parts(beta):
+        eta = beta[:, :1] + beta[:, 1:] * u
+        p = 1 / (1 + np.exp(-eta))
+        w = np.clip(p * (1 - p), 1e-300, None)
+        info = np.stack([w.sum(1), (w * u).sum(1), (w * u * u).sum(1)], 1)  # I = [[a, b], [b, c]]
+        det = info[:, 0] * info[:, 2] - info[:, 1] ** 2
+        loglik = (y * eta - np.logaddexp(0, eta)).sum(1) + 0.5 * np.log(np.clip(det, 1e-300, None))
+        return eta, p, w, info, det, loglik
+
+    beta = np.zeros((len(x), 2))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        _, p, w, info, det, loglik = parts(beta)
+        active = np.ones(len(x), dtype=bool)
+        for _ in range(max_iter):
+            a, b, c = info[:, 0:1], info[:, 1:2], info[:, 2:3]
+            hat = w * (c - 2 * b * u + a * u * u) / det[:, None]  # w_i x_i' I^-1 x_i
+            resid = y - p + hat * (0.5 - p)
+            score = np.stack([resid.sum(1), (resid * u).sum(1)], 1)
+            step = (
+                np.stack(
+                    [c[:, 0] * score[:, 0] - b[:, 0] * score[:, 1], a[:, 0] * score[:, 1] - b[:, 0] * score[:, 0]], 1
+                )
+                / det[:, None]
+            )
+            step *= np.minimum(1.0, 5.0 / np.clip(np.abs(step).max(1, keepdims=True), 1e-300, None))
+            step[~active] = 0
+            for _ in range(30):  # halve a step until the penalised log-likelihood does not fall
+                trial = parts(beta + step)
+                worse = active & ~(trial[5] >= loglik - 1e-12)
+                if not worse.any():
+                    break
+                step[worse] /= 2
+            beta = beta + step
+            _, p, w, info, det, loglik = parts(beta)
+            active &= np.abs(step).max(1) > tol
+            if not active.any():
+                break
+    with np.errstate(divide="ignore", invalid="ignore"):
+        midpoint[ok] = centre[:, 0] - spread[:, 0] * beta[:, 0] / beta[:, 1]
+        scale[ok] = spread[:, 0] / beta[:, 1]
+    return midpoint, scale
+
+
+def logistic_fit(x, y) -> tuple[float, float]:
+    """(midpoint, scale) of P(y = 1) = 1 / (1 + exp(-(x - midpoint) / scale)) from 0/1 outcomes.
+
+    Firth's penalised likelihood (Jeffreys prior) keeps the fit finite when the outcomes are perfectly
+    separated; (nan, nan) when every outcome is the same, as no transition lies inside the data. Solved by
+    Newton's method (logistic_fits)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or not np.isin(y, (0, 1)).all() or not np.isfinite(x).all():
+        raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
+    midpoint, scale = logistic_fits(x[None], y[None])
+    return float(midpoint[0]), float(scale[0])
+
+
+def _rising(midpoint, scale):
+    """(midpoint, scale) with NaN where the fitted share falls with temperature (scale < 0): a slow-to-fast
+    transition needs coupling to rise with tau, so a falling fit has no boundary."""
+    falling = scale < 0
+    return np.where(falling, math.nan, midpoint), np.where(falling, math.nan, scale)
+
+
+def _rising_fit(cells: pd.DataFrame) -> tuple[float, float]:
+    """logistic_fit of coupled against temperature, (nan, nan) when the fitted share falls with temperature."""
+    midpoint, scale = _rising(
+        *logistic_fits(cells.temperature.to_numpy()[None], cells.coupled.to_numpy(dtype=float)[None])
+    )
+    return float(midpoint[0]), float(scale[0])
+
+
+def _bootstrap_fits(temps: list, coupled: list, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rising fits of every resample: picks [R, P] indexes the pairs (each with its temperatures and 0/1
+    outcomes); a resample without a transition gets midpoint -inf (all met) or +inf (none met), no scale."""
+    if len({len(t) for t in temps}) == 1:  # every pair ran the same cells: one rectangular batch
+        x, y = np.stack(temps)[picks].reshape(len(picks), -1), np.stack(coupled)[picks].reshape(len(picks), -1)
+        midpoint, scale = _rising(*logistic_fits(x, y))
+        flat = (y.min(1) == y.max(1)) & (x.min(1) != x.max(1))
+        midpoint[flat] = np.where(y[flat, 0] == 1, -math.inf, math.inf)
+        scale[flat] = math.nan
+        return midpoint, scale
+    fits = [
+        _bootstrap_fits([temps[p] for p in pick], [coupled[p] for p in pick], np.arange(len(pick))[None])
+        for pick in picks
+    ]
+    return np.concatenate([f[0] for f in fits]), np.concatenate([f[1] for f in fits])
+
+
+def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per n, the logistic fit of coupled share against temperature: midpoint (where half the pairs couple),
+    scale and the 10-90% width 2 ln(9) scale, with percentile bootstrap intervals from resampling pairs
+    (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993). A resample without a
+    transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none met) and
+    no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with temperature
+    has no boundary (NaN). All resamples of one length are fitted in one vectorised solve (logistic_fits), drawn
+    from a stream seeded by (seed, n), so a length's interval does not depend on which other lengths ran.
+    The bootstrap draws are kept in .attrs["boot"] (columns n, replicate, midpoint, scale)."""
+    n_boot = check_count(n_boot, "n_boot", 1)
+    if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
+        raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, pair, coupled)")
+    rows, boots = [], []
+    for n, sub in grid.groupby("n"):
+        rng = np.random.default_rng([seed, int(n)])  # a length's resamples do not depend on the other lengths
+        pairs = np.sort(sub.pair.unique())
+        cells = dict(list(sub.groupby("pair")))
+        temps = [cells[p].temperature.to_numpy(dtype=float) for p in pairs]
+        coupled = [cells[p].coupled.to_numpy(dtype=float) for p in pairs]
+        midpoint, scale = _rising_fit(sub)
+        picks = np.stack([rng.choice(len(pairs), len(pairs)) for _ in range(n_boot)])  # the draws of rng.choice(pairs)
+        boot_mid, boot_scale = _bootstrap_fits(temps, coupled, picks)
+        draws = pd.DataFrame({"n": n, "replicate": np.arange(n_boot), "midpoint": boot_mid, "scale": boot_scale})
+        boots.append(draws)
+        row = {"n": n, "pairs": len(pairs), "midpoint": midpoint, "scale": scale, "width": 2 * math.log(9) * scale}
+        for name in ("midpoint", "scale"):
+            row[f"{name}_low"], row[f"{name}_high"], _ = draws_interval(draws[name], level, max_undefined=1.0)
+        row["width_low"], row["width_high"] = 2 * math.log(9) * row["scale_low"], 2 * math.log(9) * row["scale_high"]
+        row["boot_undefined"] = int(draws.midpoint.isna().sum())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table.attrs["boot"] = pd.concat(boots, ignore_index=True)
+    return table
+
+
+def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> tuple[float, float, float]:
+    """(low, high, undefined share) of a percentile bootstrap interval from `draws`, NaN-safe: a draw is
+    undefined (NaN) when its resample had no transition inside the grid and no side can be told (an infinite
+    draw is kept: it orders). When more than
+    `max_undefined` of the draws are undefined, one tail of the interval is unknown and (nan, nan) is
+    returned; never a numpy warning."""
+    draws = np.asarray(draws, dtype=float).reshape(-1)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    defined = draws[~np.isnan(draws)]
+    undefined = 1 - len(defined) / len(draws) if len(draws) else 1.0
+    if not len(defined) or undefined > max_undefined:
+        return math.nan, math.nan, undefined
+    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(low), float(high), undefined
+
+
+def relative_width(midpoint, scale):
+    """scale / midpoint: the transition's width relative to its location, i.e. its width in log tau (the
+    slope of the fitted share against log tau at the midpoint is 1 / (4 scale / midpoint)). NaN where the
+    midpoint is not positive (no location to be relative to) or the scale is undefined."""
+    midpoint, scale = np.asarray(midpoint, dtype=float), np.asarray(scale, dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(np.isfinite(midpoint) & (midpoint > 0), scale / midpoint, math.nan)
+
+
+def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
+    """The boundary shift midpoint(large) - midpoint(small), the width ratio scale(large) / scale(small) and
+    the relative width ratio ("relative": of scale / midpoint, the width in log tau; relative_width), each
+    with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs); NaN with
+    the share of undefined draws where a length has no transition inside the grid."""
+    boot = (
+        fits.attrs["boot"]
+        .assign(relative=lambda b: relative_width(b.midpoint, b.scale))
+        .pivot(index="replicate", columns="n")
+    )
+    by_n = fits.set_index("n").assign(relative=lambda f: relative_width(f.midpoint, f.scale))
+    out = {}
+    for name, column, combine in (
+        ("shift", "midpoint", np.subtract),
+        ("ratio", "scale", np.divide),
+        ("relative", "relative", np.divide),
+    ):
+        with np.errstate(all="ignore"):
+            draws = combine(boot[column][large].to_numpy(), boot[column][small].to_numpy())
+            estimate = float(combine(by_n[column][large], by_n[column][small]))
+        low, high, undefined = draws_interval(draws, level)
+        out[name] = estimate if math.isfinite(estimate) else math.nan
+        out[f"{name}_low"], out[f"{name}_high"], out[f"{name}_undefined"] = low, high, undefined
+    return out
+
+
+def scaled_budget_grid(grid: pd.DataFrame, budget: int) -> pd.DataFrame:
+    """The coupling grid with the budget removed as a cause of the boundary's shift: a pair counts as
+    coupled only if it met within budget * n log n / (n_max log n_max) steps, the same allowance per unit of
+    the fast-mixing time C n log n at every length (the largest n keeps the whole budget)."""
+    large = grid.n.max()
+    allowance = budget * grid.n * np.log(grid.n) / (large * math.log(large))
+    return grid.assign(coupled=(grid.time >= 0) & (grid.time <= allowance), allowance=allowance.round().astype(int))
+
+
+def hitting_times(distances, steps, radius: float) -> torch.Tensor:
+    """T_R = first recorded step with d(x_t, x_0) >= radius per chain (protocol 2, Appendix B.1); -1 if never.
+
+    distances [B, R] as from trajectory_distances, steps [R] the recorded step numbers."""
+    distances, steps = torch.as_tensor(distances), torch.as_tensor(steps)
+    if distances.dim() != 2 or steps.shape != (distances.shape[1],):
+        raise ValueError(
+            f"distances must be [B, R] and steps [R], got {tuple(distances.shape)} and {tuple(steps.shape)}"
+        )
+    if not isinstance(radius, (int, float)) or not math.isfinite(radius):
+        raise ValueError(f"radius must be a finite number, got {radius!r}")
+    reached = distances >= radius
+    first = reached.int().argmax(1)
+    return torch.where(reached.any(1), steps.long()[first], -1)
+
+
+SCALING_FORMS = {"n log n": lambda n: n * np.log(n), "n": lambda n: n * 1.0, "n^2": lambda n: n**2.0}
+
+
+def scaling_fits(
+    n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95, forms: dict | None = None
+) -> pd.DataFrame:
+    """Fit median hitting time T(n) = C f(n) for f in n log n, n, n^2 (Fig. 3b; or the given `forms`), by least
+    squares on log T, so log C is the mean of log T - log f(n) over lengths. Ranked by AIC (one parameter each, so by
+    the residual sum of squares), with the leave-one-length-out error in log T beside it. Chains that never
+    hit count as infinite; a length whose median is infinite is left out. C's interval: percentile bootstrap
+    over chains within each length. Also a free power law c n^beta (two parameters) for reference."""
+    n, times = np.asarray(n, dtype=float), np.asarray(times, dtype=float)
+    if n.shape != times.shape or n.ndim != 1 or (n < 2).any():
+        raise ValueError("n and times must be equal-length 1-d arrays with every n >= 2")
+    forms = SCALING_FORMS if forms is None else forms
+    times = np.where(times >= 0, times, np.inf)
+    lengths = np.unique(n)
+
+    def medians(t_by_n):
+        return np.array([np.quantile(t, 0.5, method="inverted_cdf") for t in t_by_n])
+
+    groups = [times[n == m] for m in lengths]
+    med = medians(groups)
+    keep = np.isfinite(med) & (med > 0)
+    if keep.sum() < 3:  # too few lengths hit within the budget to tell the forms apart: an all-NaN table
+        table = pd.DataFrame(
+            {
+                "form": list(forms),
+                "C": math.nan,
+                "C_low": math.nan,
+                "C_high": math.nan,
+                "rss_log": math.nan,
+                "aic": math.nan,
+                "loo_mse_log": math.nan,
+                "lengths": int(keep.sum()),
+                "best_aic": False,
+            }
+        )
+        table.attrs["power_law"] = {"beta": math.nan, "c": math.nan}
+        table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
+        return table
+    x, logt = lengths[keep], np.log(med[keep])
+    rng, rows = np.random.default_rng(seed), []
+    boot_groups = [[rng.choice(g, len(g)) for g in groups] for _ in range(check_count(n_boot, "n_boot", 1))]
+    boot_meds = np.array([medians(b)[keep] for b in boot_groups])
+    alpha = (1 - level) / 2
+    m = len(x)
+    for form, f in forms.items():
+        resid = logt - np.log(f(x))
+        log_c = resid.mean()
+        rss = ((resid - log_c) ** 2).sum()
+        loo = np.mean([(resid[k] - np.delete(resid, k).mean()) ** 2 for k in range(m)])
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # a resample may have no finite median
+            warnings.simplefilter("ignore", RuntimeWarning)
+            boot_c = np.exp(np.nanmean(np.log(boot_meds) - np.log(f(x)), 1))
+        boot_c = boot_c[np.isfinite(boot_c)]
+        low, high = np.quantile(boot_c, [alpha, 1 - alpha]) if len(boot_c) else (math.nan, math.nan)
+        rows.append(
+            {
+                "form": form,
+                "C": math.exp(log_c),
+                "C_low": low,
+                "C_high": high,
+                "rss_log": rss,
+                "aic": m * math.log(max(rss, 1e-300) / m) + 2,
+                "loo_mse_log": loo,
+                "lengths": m,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["best_aic"] = table.aic == table.aic.min()
+    beta, log_c = np.polyfit(np.log(x), logt, 1)
+    table.attrs["power_law"] = {"beta": float(beta), "c": float(math.exp(log_c))}
+    table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
+    return table
+
+
+def saturation_trend(n, distances, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+    """Fig. 3a: the median distance d(x_T, x_0) per length and two slopes across lengths, each with a
+    percentile bootstrap interval (chains resampled within each length; Efron and Tibshirani 1993):
+    `slope`, of the median d against log n (does d grow with n?), and `exponent`, of log median d against
+    log n (is the growth slower than linear, exponent < 1?). The exponent is NaN when a median is 0. NaN
+    slopes with fewer than 3 lengths. The medians are in ["medians"] (columns n, median_distance)."""
+    n, d = np.asarray(n, dtype=float), np.asarray(distances, dtype=float)
+    if n.shape != d.shape or n.ndim != 1 or (n < 2).any() or not np.isfinite(d).all():
+        raise ValueError("n and distances must be equal-length 1-d arrays (finite distances, every n >= 2)")
+    lengths = np.unique(n)
+    groups = [d[n == m] for m in lengths]
+    medians = np.array([np.median(g) for g in groups])
+    out = {"medians": pd.DataFrame({"n": lengths, "median_distance": medians}), "lengths": len(lengths)}
+    nan = {k: math.nan for k in ("slope", "slope_low", "slope_high", "exponent", "exponent_low", "exponent_high")}
+    if len(lengths) < 3:
+        return out | nan
+    x = np.log(lengths)
+
+    def slopes(meds):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            exponent = np.polyfit(x, np.log(meds), 1)[0] if (meds > 0).all() else math.nan
+        return np.polyfit(x, meds, 1)[0], exponent
+
+    rng = np.random.default_rng(seed)
+    boot = np.array(
+        [
+            slopes(np.array([np.median(rng.choice(g, len(g))) for g in groups]))
+            for _ in range(check_count(n_boot, "n_boot", 1))
+        ]
+    )
+    (slope, exponent), alpha = slopes(medians), (1 - level) / 2
+    out |= {"slope": float(slope), "exponent": float(exponent)}
+    for k, name in enumerate(("slope", "exponent")):
+        draws = boot[:, k]
+        low, high = (
+            np.quantile(draws, [alpha, 1 - alpha])
+            if bt.finite(out[name]) and np.isfinite(draws).all()
+            else (math.nan, math.nan)
+        )
+        out[f"{name}_low"], out[f"{name}_high"] = float(low), float(high)
+    return out
+
+
+def threshold_shares(distances, rows: pd.DataFrame, radii=(0.4, 0.7, 1.0), level: float = 0.95) -> pd.DataFrame:
+    """Fig. 7: per temperature (and any other column of `rows`), the share of chains whose d(x_t, x_0)
+    reached each radius within the run, with Wilson intervals. distances [B, R], rows one per chain."""
+    distances = torch.as_tensor(distances)
+    if distances.dim() != 2 or len(rows) != len(distances):
+        raise ValueError(f"need distances [B, R] and one row per chain, got {tuple(distances.shape)} and {len(rows)}")
+    peak = distances.max(1).values.numpy()
+    keys = [c for c in rows.columns if c not in ("row", "start", "chain")]
+    frames = []
+    for radius in radii:
+        frame = rows.assign(reached=peak >= radius).groupby(keys).reached.agg(["sum", "count"]).reset_index()
+        frames.append(frame.assign(radius=radius))
+    table = pd.concat(frames, ignore_index=True).rename(columns={"sum": "reached", "count": "chains"})
+    table["share"] = table.reached / table.chains
+    table["share_low"], table["share_high"] = share_intervals(table.reached, table.chains, level)
+    return table
+
+
+def rise_with_temperature(
+    peaks, rows: pd.DataFrame, radii, draws: int = 2000, seed: int = 0, level: float = 0.95
+) -> pd.DataFrame:
+    """Fig. 7 per (n, radius): does the share of chains whose distance reached the radius rise with tau?
+    One row per length (column n of `rows`, if any) and radius: the chains and hits per temperature, the
+    least-squares slope of the share against tau, and its interval from Jeffreys posterior draws of each
+    temperature's share (Beta(k + 1/2, m - k + 1/2), honest at 0 of m and m of m: a cell at the ceiling or
+    the floor at every temperature gets an interval around 0). peaks [B] (or traces [B, R], maxed over R)."""
+    peaks = torch.as_tensor(peaks)
+    peaks = np.asarray(peaks.max(1).values if peaks.dim() == 2 else peaks, dtype=float)
+    if len(peaks) != len(rows) or "temperature" not in rows:
+        raise ValueError(
+            f"need one peak per row of a table with a temperature column, got {len(peaks)} and {len(rows)}"
+        )
+    lengths = rows.n.to_numpy() if "n" in rows else np.zeros(len(rows))
+    rng, alpha, out = np.random.default_rng(seed), (1 - level) / 2, []
+    for n in np.unique(lengths):
+        in_n = lengths == n
+        taus = np.unique(rows.temperature[in_n])
+        chains = np.array([(in_n & (rows.temperature == t).to_numpy()).sum() for t in taus])
+        for radius in radii:
+            hits = np.array([(peaks[in_n & (rows.temperature == t).to_numpy()] >= radius).sum() for t in taus])
+            if len(taus) < 2:
+                slope, low, high = math.nan, math.nan, math.nan
+            else:
+                shares = rng.beta(hits + 0.5, chains - hits + 0.5, (check_count(draws, "draws", 1), len(taus)))
+                centred = taus - taus.mean()
+                fit = (shares - shares.mean(1, keepdims=True)) @ centred / (centred**2).sum()
+                slope = float((hits / chains - (hits / chains).mean()) @ centred / (centred**2).sum())
+                low, high = (float(q) for q in np.quantile(fit, [alpha, 1 - alpha]))
+            out.append(
+                {
+                    "n": n,
+                    "radius": radius,
+                    "temperatures": " ".join(f"{t:g}" for t in taus),
+                    "reached": " ".join(f"{k}/{m}" for k, m in zip(hits, chains)),
+                    "slope": slope,
+                    "slope_low": low,
+                    "slope_high": high,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def _import_arviz():
+    """ArviZ, without the FutureWarning about its coming refactor that ArviZ 0.23 prints on the first import
+    of each calendar day (it keeps the day in ~/.cache/arviz): only that notice is silenced."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
+        import arviz
+    return arviz
+
+
+def convergence_diagnostics(distances, burn_in: float = 0.5) -> dict:
+    """ArviZ split R-hat, bulk and tail ESS of distance traces [chains, R] after dropping the first
+    `burn_in` share of records (Vehtari et al. 2021). R-hat near 1 says the chains forgot their starts."""
+    arviz = _import_arviz()
+    draws = np.asarray(torch.as_tensor(distances).double())
+    if draws.ndim != 2 or draws.shape[0] < 2 or not 0 <= burn_in < 1:
+        raise ValueError(f"need traces [chains >= 2, R] and 0 <= burn_in < 1, got {draws.shape} and {burn_in}")
+    kept = draws[:, int(burn_in * draws.shape[1]) :]
+    if kept.shape[1] < 4:
+        raise ValueError(f"only {kept.shape[1]} records left after burn-in; need at least 4")
+    if np.ptp(kept) == 0:  # constant traces (every chain stuck, or the distance never moves): undefined
+        return {
+            "chains": kept.shape[0],
+            "draws": kept.shape[1],
+            "rhat": math.nan,
+            "ess_bulk": math.nan,
+            "ess_tail": math.nan,
+        }
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "chains": kept.shape[0],
+            "draws": kept.shape[1],
+            "rhat": float(arviz.rhat(kept)),
+            "ess_bulk": float(arviz.ess(kept, method="bulk")),
+            "ess_tail": float(arviz.ess(kept, method="tail")),
+        }
+
+
+def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int, frozen=None) -> pd.DataFrame:
+    """The influence sum alpha per context (chapter 2's estimator, a lower bound from the top-k candidates)
+    on the seed passages at every temperature of `visited` and on the states visited at each temperature:
+    visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha.
+    With `frozen` (a protein MLM's window_mask), alpha is that of the window chain: c_ij over its free sites
+    only, each context's frozen sites held (WindowConditionals, one context at a time)."""
+    temperatures, rows = list(visited), []
+    for kind, states, temps in [("seed passages", seeds, temperatures)] + [
+        ("visited", states, [tau]) for tau, states in visited.items()
+    ]:
+        if frozen is None:
+            influence = influence_coefficients(cond, states, influence_candidates(cond, states, top_k), temps)
+        else:
+            sites = free_sites(frozen, states.shape[1])
+            influence = torch.cat(
+                [
+                    _window_influence(WindowConditionals(cond, state, sites), state[sites][None], top_k, temps)
+                    for state in states
+                ],
+                1,
+            )
+        for tau, per_tau in zip(temps, influence):
+            rows += [
+                dict(temperature=tau, states=kind, context=c, alpha=a)
+                for c, a in enumerate(alpha_from_influence(per_tau).tolist())
+            ]
+    return pd.DataFrame(rows)
+
+
+def _window_influence(window, state, top_k: int, temps) -> torch.Tensor:
+    return influence_coefficients(window, state, influence_candidates(window, state, top_k), temps)
+
+
+def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
+    """The per-context alpha on the seed passages and on the visited states at temperature tau, paired by
+    context (visited chain c started from seed passage c), same candidates and contexts on both sides."""
+    at = alpha[alpha.temperature == tau].pivot(index="context", columns="states", values="alpha")
+    return at.dropna() if {"seed passages", "visited"} <= set(at.columns) else at.iloc[:0]
+
+
+def paired_difference(before, after, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of before - after over paired contexts with Student's t interval (honest with a handful of
+    contexts, where a bootstrap is too narrow); NaN interval with fewer than 2 finite pairs."""
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if before.shape != after.shape or before.ndim != 1:
+        raise ValueError(f"need paired 1-d arrays, got {before.shape} and {after.shape}")
+    diff = (before - after)[np.isfinite(before - after)]
+    if not len(diff):
+        return math.nan, math.nan, math.nan
+    if len(diff) < 2:
+        return float(diff.mean()), math.nan, math.nan
+    from scipy.stats import t as student
+
+    half = student.ppf((1 + level) / 2, len(diff) - 1) * diff.std(ddof=1) / math.sqrt(len(diff))
+    return float(diff.mean()), float(diff.mean() - half), float(diff.mean() + half)

@@ -1,0 +1,441 @@
+"""Chapter 3's protocol (section 6.1, Figs. 2, 3, 7): the settings of each profile (SETTINGS, and PROTEIN_SETTINGS
+for a protein MLM), the seed passages and frozen-context windows, and the batched runs behind every number: the
+coupling grid of Fig. 2 and the many-temperature drift chains of Figs. 3 and 7, each chain seeded by its temperature.
+
+Imports the core and book_tools; never another chapter.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import torch
+
+import book_tools as bt
+from glauber_core import (
+    Conditionals,
+    MaskedLMConditionals,
+    TemperedConditionals,
+    Trajectory,
+    WindowConditionals,
+    check_count,
+    check_temperature,
+    check_tokens,
+    coupling_times,
+    free_sites,
+    glauber,
+    is_protein,
+    seed_passages,
+    trajectory_distances,
+)
+
+# Each profile fixes every size of the chapter. `paper` follows the paper item by item: Fig. 2's 10^4-step
+# coupling budget; Fig. 3a's T = 10^4 steps at tau = 1 with 100 trials per length; Fig. 3b's tau = 1.4, 50 trials
+# per length, a 1,000-step cutoff and R = 1; Fig. 7's 100 chains, a 5,000-step cutoff and embeddings every 5
+# steps. One batched drift run per length serves all three drift protocols: each protocol reads its own chains
+# (the first `*_chains` starts) and its own cutoff (the records up to `*_steps`) from it.
+SETTINGS = {
+    "smoke": dict(
+        grid_lengths=[6, 10],
+        grid_temperatures=[1.0, 2.0, 4.0],
+        pairs=3,
+        budget=40,
+        drift_lengths=[6, 8, 10],
+        drift_temperatures=[0.3, 1.0, 1.4, 4.0],
+        drift_chains=3,
+        drift_steps=40,
+        record_every=4,
+        saturation_tau=1.0,
+        saturation_steps=40,
+        saturation_chains=3,
+        hit_tau=1.4,
+        hit_steps=40,
+        hit_chains=3,
+        hit_radius=0.7,
+        crossover_steps=40,
+        crossover_chains=3,
+        alpha_length=6,
+        alpha_contexts=2,
+        top_k=2,
+        regime_steps=20,
+        n_boot=20,
+        passages="bbc",
+    ),
+    "quick": dict(
+        grid_lengths=[8, 24],
+        grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
+        pairs=6,
+        budget=400,
+        drift_lengths=[8, 12, 16, 24],
+        drift_temperatures=[0.3, 1.0, 1.4, 2.5],
+        drift_chains=6,
+        drift_steps=300,
+        record_every=4,
+        saturation_tau=1.0,
+        saturation_steps=300,
+        saturation_chains=6,
+        hit_tau=1.4,
+        hit_steps=300,
+        hit_chains=6,
+        hit_radius=0.7,
+        crossover_steps=300,
+        crossover_chains=6,
+        alpha_length=12,
+        alpha_contexts=6,
+        top_k=3,
+        regime_steps=200,
+        n_boot=200,
+        passages="bbc",
+    ),
+    "paper": dict(
+        grid_lengths=[8, 16, 20, 32, 48, 64],
+        grid_temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0],
+        pairs=100,
+        budget=10_000,
+        drift_lengths=[8, 12, 16, 20, 24, 32, 48, 64],
+        drift_temperatures=[0.5, 1.0, 1.4, 2.0, 3.0],
+        drift_chains=100,
+        drift_steps=10_000,
+        record_every=5,
+        saturation_tau=1.0,
+        saturation_steps=10_000,
+        saturation_chains=100,
+        hit_tau=1.4,
+        hit_steps=1_000,
+        hit_chains=50,
+        hit_radius=1.0,
+        crossover_steps=5_000,
+        crossover_chains=100,
+        alpha_length=20,
+        alpha_contexts=16,
+        top_k=8,
+        regime_steps=10_000,
+        n_boot=1000,
+        passages="ms_marco",
+    ),
+}
+
+
+# A protein MLM (AntiBERTy, `glauber_core.is_protein`): full-length coupled chains to coalescence do not fit on two
+# cores (about 20 chain-steps/s at n = 24), so every coupling and drift run uses `n` free sites inside a frozen
+# human germline context of `context_length` residues; the number of free sites plays the role of n, and the
+# distance to the start is the Hamming share of free sites that differ from it (no sentence embedder).
+PROTEIN_SETTINGS = {
+    "smoke": dict(
+        context_length=16,
+        window_contexts=2,
+        grid_lengths=[2, 3],
+        grid_temperatures=[1.0, 4.0],
+        pairs=2,
+        budget=20,
+        drift_lengths=[2, 3, 4],
+        drift_temperatures=[1.0, 2.5],
+        drift_chains=2,
+        drift_steps=12,
+        record_every=2,
+        saturation_tau=1.0,
+        saturation_steps=12,
+        saturation_chains=2,
+        hit_tau=2.5,
+        hit_steps=12,
+        hit_chains=2,
+        hit_radius=1.0,
+        crossover_steps=12,
+        crossover_chains=2,
+        alpha_length=2,
+        alpha_contexts=2,
+        top_k=2,
+        regime_steps=4,
+        n_boot=20,
+        passages="germline",
+    ),
+    "quick": dict(
+        context_length=24,
+        window_contexts=2,
+        grid_lengths=[2, 4, 6],
+        grid_temperatures=[0.5, 1.0, 2.0, 4.0],
+        pairs=4,
+        budget=100,
+        drift_lengths=[2, 3, 4, 6],
+        drift_temperatures=[0.5, 1.0, 2.5],
+        drift_chains=4,
+        drift_steps=60,
+        record_every=2,
+        saturation_tau=1.0,
+        saturation_steps=60,
+        saturation_chains=4,
+        hit_tau=2.5,
+        hit_steps=60,
+        hit_chains=4,
+        hit_radius=1.0,
+        crossover_steps=60,
+        crossover_chains=4,
+        alpha_length=4,
+        alpha_contexts=4,
+        top_k=3,
+        regime_steps=20,
+        n_boot=200,
+        passages="germline",
+    ),
+    "paper": dict(
+        context_length=24,
+        window_contexts=4,
+        grid_lengths=[2, 4, 6, 8, 12],
+        grid_temperatures=[0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0],
+        pairs=100,
+        budget=10_000,
+        drift_lengths=[2, 3, 4, 6, 8, 12],
+        drift_temperatures=[0.5, 1.0, 1.5, 2.5],
+        drift_chains=100,
+        drift_steps=5_000,
+        record_every=5,
+        saturation_tau=1.0,
+        saturation_steps=5_000,
+        saturation_chains=100,
+        hit_tau=2.5,
+        hit_steps=1_000,
+        hit_chains=50,
+        hit_radius=1.0,
+        crossover_steps=5_000,
+        crossover_chains=100,
+        alpha_length=6,
+        alpha_contexts=16,
+        top_k=4,
+        regime_steps=1_000,
+        n_boot=1000,
+        passages="germline",
+    ),
+}
+
+
+PAPER_SEED_LENGTH = 20  # the paper's seed text length in tokens (appendix B.2): where Fig. 2's boundary is read
+
+
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings at `profile`: SETTINGS, or PROTEIN_SETTINGS for a protein MLM (`glauber_core.is_protein`),
+    each override that is not None, 0, "" or [] in place of the profile's value (bt.profile_settings), and what
+    follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
+    ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
+    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b)."""
+    protein = is_protein(cond)
+    cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
+    lengths = sorted(cfg.grid_lengths)
+    return SimpleNamespace(
+        **vars(cfg),
+        protein=protein,
+        lengths=lengths,
+        small=lengths[0],
+        large=lengths[-1],
+        near=min(lengths, key=lambda n: abs(n - PAPER_SEED_LENGTH)),
+        drift_taus=sorted({*cfg.drift_temperatures, cfg.saturation_tau, cfg.hit_tau}),
+    )
+
+
+def crossover_radii() -> list[float]:
+    """Fig. 7's thresholds, read from the protocol column of paper_claims.csv."""
+    return [float(r) for r in bt.paper_protocol("crossover_fractions")["radius"].split()]
+
+
+def window_sites(context_length: int, free: int) -> torch.Tensor:
+    """`free` sites spread evenly over a context of `context_length` residues, never its two ends:
+    LongTensor[free], the free sites of a frozen-context window."""
+    context_length, free = check_count(context_length, "context_length", 3), check_count(free, "free", 1)
+    if free > context_length - 2:
+        raise ValueError(f"{free} free sites do not fit inside a context of {context_length} (ends kept)")
+    return torch.linspace(0, context_length - 1, free + 2)[1:-1].round().long()
+
+
+def window_mask(context_length: int, free: int) -> torch.Tensor:
+    """`frozen` for glauber.glauber: BoolTensor[context_length], True at every site except the window_sites."""
+    mask = torch.ones(context_length, dtype=torch.bool)
+    mask[window_sites(context_length, free)] = False
+    return mask
+
+
+def temperature_seeds(seed: int, temperatures, count: int) -> list[int]:
+    """Per-chain seeds of a batch that runs `count` chains at each temperature (row t * count + c): chain c at
+    temperature tau gets the c-th seed of a stream keyed by (seed, tau in millionths), whatever else is in the grid."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    keyed = [round(tau * 1e6) for tau in check_temperature(temperatures, many=True)]
+    if len(set(keyed)) < len(keyed):
+        raise ValueError(
+            f"temperatures must differ by at least 1e-6 (equal ones would run identical chains), "
+            f"got {list(temperatures)}"
+        )
+    keys = [np.random.SeedSequence([int(seed) % 2**64, key]).generate_state(count, np.uint64) for key in keyed]
+    return [int(key) & ((1 << 63) - 1) for block in keys for key in block]
+
+
+def coupling_grid(
+    cond: Conditionals, x0, y0, temperatures, max_steps: int, *, seed: int = 0, progress: bool = True
+) -> pd.DataFrame:
+    """Coupling times of every pair (x0[p], y0[p]) at every temperature, all in one batch (Fig. 2).
+
+    Pair p at temperatures[t] is batch row t * P + p with seed temperature_seeds(seed, temperatures, P)[t * P + p],
+    so a cell's times do not depend on the grid's other temperatures.
+    Returns one row per (temperature, pair): n, temperature, pair, time (-1: not within max_steps), coupled.
+    """
+    temperatures = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
+    x, y = check_tokens(cond, x0, "x0"), check_tokens(cond, y0, "y0")
+    pairs, n = x.shape
+    times = coupling_times(
+        cond,
+        x.repeat(len(temperatures), 1),
+        y.repeat(len(temperatures), 1),
+        max_steps,
+        temperatures.repeat_interleave(pairs),
+        seed=temperature_seeds(seed, temperatures.tolist(), pairs),
+        progress=progress,
+    )
+    return pd.DataFrame(
+        {
+            "n": n,
+            "temperature": temperatures.repeat_interleave(pairs).numpy(),
+            "pair": np.tile(np.arange(pairs), len(temperatures)),
+            "time": times.numpy(),
+            "coupled": times.numpy() >= 0,
+        }
+    )
+
+
+def window_coupling_grid(
+    cond: Conditionals,
+    contexts,
+    free: int,
+    temperatures,
+    pairs: int,
+    max_steps: int,
+    *,
+    seed: int = 0,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Fig. 2 on a protein MLM: coupling times with `free` free sites (window_sites) inside each frozen context
+    (contexts [C, n], germline V genes). Per context, `pairs` pairs: one chain starts from the germline's own
+    residues at the free sites, the other from uniformly drawn residues (seeded); all temperatures share one
+    batch (coupling_grid on WindowConditionals, seed + c). Columns as coupling_grid, with n = `free` (the number
+    of free sites plays the role of n), `pair` numbered across contexts, `context` and `context_length`."""
+    contexts = check_tokens(cond, contexts, "contexts")
+    pairs = check_count(pairs, "pairs", 1)
+    sites = window_sites(contexts.shape[1], free)
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    generator, frames = torch.Generator().manual_seed(seed), []
+    for c, context in enumerate(contexts):
+        window = WindowConditionals(cond, context, sites)
+        x0 = context[sites].repeat(pairs, 1)
+        y0 = allowed[torch.randint(len(allowed), (pairs, len(sites)), generator=generator)]
+        frame = coupling_grid(window, x0, y0, temperatures, max_steps, seed=seed + c, progress=progress)
+        frames.append(frame.assign(pair=frame.pair + c * pairs, context=c, context_length=contexts.shape[1]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
+    """The coupling grid of one length n: a text model's `pairs` pairs of held-out passages of n tokens
+    (coupling_grid); a protein MLM's n free sites in `window_contexts` frozen germline contexts of
+    `context_length` residues (window_coupling_grid, `pairs` pairs per cell in all)."""
+    if is_protein(cond):
+        per_context, rest = divmod(cfg.pairs, cfg.window_contexts)
+        if rest or not per_context:
+            raise ValueError(
+                f"pairs ({cfg.pairs}) must be a positive multiple of window_contexts ({cfg.window_contexts})"
+            )
+        contexts = seed_passages(cond, cfg.context_length, cfg.window_contexts, seed=seed, passages=cfg.passages)
+        return window_coupling_grid(
+            cond, contexts.tokens, n, cfg.grid_temperatures, per_context, cfg.budget, seed=seed, progress=False
+        )
+    starts = seed_passages(cond, n, 2 * cfg.pairs, seed=seed, passages=cfg.passages)
+    return coupling_grid(
+        cond,
+        starts.tokens[: cfg.pairs],
+        starts.tokens[cfg.pairs :],
+        cfg.grid_temperatures,
+        cfg.budget,
+        seed=seed,
+        progress=False,
+    )
+
+
+def multi_temperature_glauber(
+    cond: Conditionals,
+    x0,
+    temperatures,
+    steps: int,
+    *,
+    seed: int = 0,
+    record_every: int = 1,
+    progress: bool = True,
+    frozen=0,
+) -> tuple[Trajectory, pd.DataFrame]:
+    """Chains from every start x0[c] at every temperature in one batched `glauber` run: row t * C + c
+    runs from x0[c] at temperatures[t] with seed temperature_seeds(seed, temperatures, C)[t * C + c] (a chain
+    does not depend on the other temperatures); `frozen` as for glauber.glauber (the same fixed sites in every
+    chain). Returns the trajectory and a table of (row, temperature, start)."""
+    x = check_tokens(cond, x0, "x0")
+    taus = torch.tensor(check_temperature(temperatures, many=True), dtype=torch.float64)
+    starts = len(x)
+    tempered = TemperedConditionals(cond, taus.repeat_interleave(starts))
+    trajectory = glauber(
+        tempered,
+        x.repeat(len(taus), 1),
+        steps,
+        1.0,
+        frozen=frozen,
+        seed=temperature_seeds(seed, taus.tolist(), starts),
+        record_every=record_every,
+        progress=progress,
+    )
+    rows = pd.DataFrame(
+        {
+            "row": np.arange(len(taus) * starts),
+            "temperature": taus.repeat_interleave(starts).numpy(),
+            "start": np.tile(np.arange(starts), len(taus)),
+        }
+    )
+    return trajectory, rows
+
+
+def drift_starts(cond, n: int, cfg, seed: int = 0):
+    """(Passages, frozen) of one drift length: a text model's `drift_chains` passages of n tokens, nothing
+    frozen; a protein MLM's germline contexts of `context_length` residues with n free sites (window_mask)."""
+    if is_protein(cond):
+        starts = seed_passages(cond, cfg.context_length, cfg.drift_chains, seed=seed, passages=cfg.passages)
+        return starts, window_mask(cfg.context_length, n)
+    return seed_passages(cond, n, cfg.drift_chains, seed=seed, passages=cfg.passages), 0
+
+
+def protocol_slice(rows: pd.DataFrame, steps: torch.Tensor, chains: int, cutoff: int):
+    """(row mask [B], record mask [R]) of one protocol within a shared drift run: the first `chains` starts
+    at each temperature, and the records at or before step `cutoff`."""
+    return (torch.as_tensor(rows.start.to_numpy() < chains), torch.as_tensor(steps) <= cutoff)
+
+
+def hamming_distances(trajectory: Trajectory, frozen=0) -> torch.Tensor:
+    """d(x_t, x_0) for a protein MLM: the share of free sites whose residue differs from the start, for every
+    recorded state of every chain, FloatTensor[B, R] in [0, 1] (0 at record 0). `frozen` as for glauber.glauber."""
+    tokens = torch.as_tensor(trajectory.tokens)
+    if tokens.dim() != 3:
+        raise ValueError(f"trajectory.tokens must be [B, R, n], got {tuple(tokens.shape)}")
+    sites = free_sites(frozen, tokens.shape[2])
+    moved = tokens[:, :, sites] != tokens[:, :1, sites]
+    return moved.float().mean(-1)
+
+
+def drift_distances(cond, embedder, trajectory: Trajectory, frozen=0) -> torch.Tensor:
+    """d(x_t, x_0): the embedding distance of glauber.trajectory_distances for a text model, the Hamming share of
+    free sites (hamming_distances) for a protein MLM (embedder None)."""
+    if is_protein(cond):
+        return hamming_distances(trajectory, frozen)
+    return trajectory_distances(cond, embedder, trajectory)
+
+
+def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, count: int = 4) -> pd.DataFrame:
+    """Text of each chain of a trajectory at `count` evenly spaced records: one column per chain (labels)."""
+    if len(labels) != trajectory.tokens.shape[0]:
+        raise ValueError(f"need one label per chain ({trajectory.tokens.shape[0]}), got {len(labels)}")
+    picks = np.unique(np.linspace(0, len(trajectory.steps) - 1, check_count(count, "count", 1)).round().astype(int))
+    return pd.DataFrame(
+        {label: cond.decode_batch(trajectory.tokens[b, picks]) for b, label in enumerate(labels)},
+        index=[f"step {int(trajectory.steps[k])}" for k in picks],
+    )

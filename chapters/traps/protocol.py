@@ -1,0 +1,269 @@
+"""Chapter 5's protocol (appendix A.1, Table 4, C.3): the profiles and settings, the chains run at every
+temperature in one batch, the recorded states as vectors (sentence embeddings, or Hamming vectors on a protein
+model) and a protein model's germline seeds with their score gaps."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import torch
+
+from book_tools import PASSAGE_NAMES, paper_claim, paper_number, paper_protocol, parse_pairs, profile_settings
+from glauber_core import (
+    Conditionals,
+    TemperedConditionals,
+    Trajectory,
+    chain_seeds,
+    check_count,
+    check_temperature,
+    check_tokens,
+    glauber,
+    is_protein,
+    score_gaps,
+)
+
+# --------------------------------------------------------------------------------------------
+# The profiles and the settings they give
+# --------------------------------------------------------------------------------------------
+
+TABLE4 = paper_protocol("trap_count")  # the paper's Table 4 protocol (chains, steps, tau, window, threshold)
+COLD_PROTOCOL = paper_protocol("cold_chains_stay")  # appendix C.3's cold chains (steps, temperatures)
+_SHARED = dict(
+    threshold=float(TABLE4["threshold"]),
+    passages="bbc",
+    cold_temperatures=[float(t) for t in COLD_PROTOCOL["temperatures"].split()],
+)
+
+
+# Per profile (the page shows them through presentation.profiles_view): n, chains per temperature, steps, cold-chain steps, record spacing,
+# temperatures (the paper's tau first). No window: 15 sweeps of the sequence (15 n steps).
+SETTINGS = {
+    "smoke": {
+        "seq_len": 8,
+        "n_chains": 3,
+        "steps": 240,
+        "cold_steps": 48,
+        "record_every": 8,
+        "temperatures": [1.0, 0.5],
+        **_SHARED,
+    },
+    "quick": {
+        "seq_len": 12,
+        "n_chains": 16,
+        "steps": 1_000,
+        "cold_steps": 400,
+        "record_every": 10,
+        "temperatures": [1.0, 0.5],
+        **_SHARED,
+    },
+    "paper": {
+        "seq_len": 20,
+        "n_chains": int(TABLE4["chains"]),
+        "steps": int(TABLE4["steps"]),
+        "cold_steps": int(COLD_PROTOCOL["steps"]),
+        "record_every": 5,
+        "window": int(TABLE4["window"]),
+        "temperatures": [float(TABLE4["tau"])],
+        **_SHARED,
+        "passages": "ms_marco",
+    },
+}
+
+
+# The temperature the paper's trap claims are stated at (Table 4): only its traps are judged.
+PAPER_TAU = float(parse_pairs(paper_claim("trap_split")["protocol"])["tau"])
+
+
+def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
+    """The chapter's settings (appendix A.1's protocol at this profile): SETTINGS[profile] with the overrides
+    (profile_settings: None, 0, "", [] keep the profile's), then what follows from them: a run length that is a
+    whole number of record spacings; the drift window, the profile's or 15 sweeps (15 n steps: the paper's 300
+    steps if its passages had 20 tokens, which the paper does not state), rounded to a multiple of the record
+    spacing; the cold chains' steps, at most the warm run's and a multiple of its record spacing (so the warm
+    chain's distance after as many steps is a recorded one); and the seed passages for `cond` (seed_source: a
+    protein model takes germline V genes; names from book_tools.PASSAGE_NAMES)."""
+    cfg = profile_settings(profile, SETTINGS, **overrides)
+    if cfg.passages not in PASSAGE_NAMES:
+        raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
+    record = cfg.record_every
+    steps = cfg.steps - cfg.steps % record  # records evenly spaced
+    window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
+    cold = min(cfg.cold_steps, steps)
+    return SimpleNamespace(
+        **vars(cfg)
+        | dict(
+            steps=steps,
+            window=max(record, round(window / record) * record),
+            cold_steps=max(record, cold - cold % record),
+            passages=seed_source(cond, cfg.passages),
+        )
+    )
+
+
+def claims_setup(cfg) -> dict:
+    """Our protocol for the model-specific rows, keyed as paper_claims.csv's `protocol` column: the paper's
+    temperature when the run has it (the rows are measured there), else the run's first."""
+    taus = [float(t) for t in cfg.temperatures]
+    tau = PAPER_TAU if PAPER_TAU in taus else taus[0]
+    return dict(
+        chains=cfg.n_chains,
+        steps=cfg.steps,
+        tau=f"{tau:g}",
+        window=cfg.window,
+        threshold=f"{cfg.threshold:g}",
+        n=cfg.seq_len,
+        passages=PASSAGE_NAMES[cfg.passages],
+    )
+
+
+def paper_counts() -> dict:
+    """The paper's Table 4 counts, read from paper_claims.csv (the only place they are typed)."""
+    protocol = TABLE4
+    return dict(
+        count=paper_number("trap_count", "value"),
+        perfect=paper_number("perfect_trap_share", "perfect"),
+        mean=paper_number("trap_mean_duration", "value"),
+        min=paper_number("trap_mean_duration", "min"),
+        max=paper_number("trap_mean_duration", "max"),
+        chains=float(protocol["chains"]),
+        steps=float(protocol["steps"]),
+    )
+
+
+def seed_source(cond, passages: str) -> str:
+    """The seed passages the run uses: a protein model takes germline V genes (for the default "bbc" too)."""
+    return "germline" if is_protein(cond) and passages in ("", "bbc") else passages
+
+
+# --------------------------------------------------------------------------------------------
+# Running the chains: every temperature in one batch; the recorded states as vectors
+# --------------------------------------------------------------------------------------------
+
+
+def chains_at_temperatures(
+    cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0, record_every: int = 1
+) -> dict:
+    """{tau: Trajectory} of glauber(cond, x0, steps, tau, seed=seed) at every tau, run as one batch: the
+    chains of each temperature keep the per-chain seeds (chain_seeds(seed, B)) of a run of their own, so each
+    trajectory is that run's, token for token, while one forward per step serves every temperature."""
+    taus = check_temperature(temperatures, many=True)
+    if len(set(taus)) < len(taus):
+        raise ValueError(f"temperatures must be distinct (one run each), got {temperatures!r}")
+    x = check_tokens(cond, x0, "x0")
+    batch = len(x)
+    run = glauber(
+        TemperedConditionals(cond, torch.tensor(taus, dtype=torch.float64).repeat_interleave(batch)),
+        x.repeat(len(taus), 1),
+        steps,
+        1.0,
+        seed=chain_seeds(seed, batch) * len(taus),
+        record_every=record_every,
+        progress=False,
+    )
+
+    def rows(t: int, tau: float) -> Trajectory:
+        part = slice(t * batch, (t + 1) * batch)
+        return Trajectory(
+            run.tokens[part],
+            run.steps,
+            run.sites[part],
+            run.old_tokens[part],
+            run.new_tokens[part],
+            run.log_probs[part],
+            tau,
+        )
+
+    return {tau: rows(t, tau) for t, tau in enumerate(taus)}
+
+
+def site_embeddings(tokens) -> torch.Tensor:
+    """An embedding-free distance for chains on small vocabularies (Potts models in the calibration tests):
+    each recorded state [B, R, n] as the concatenation of its sites' one-hot vectors, FloatTensor[B, R, n V].
+    Its cosine distance is the Hamming distance over n, so detect_traps and distance_at read it as they read a
+    sentence embedding."""
+    tokens = torch.as_tensor(tokens)
+    if tokens.dim() != 3 or tokens.is_floating_point():
+        raise ValueError(f"tokens must be a LongTensor [B, R, n], got {tuple(tokens.shape)} of {tokens.dtype}")
+    vocab = int(tokens.max()) + 1
+    return torch.nn.functional.one_hot(tokens.long(), vocab).flatten(2).float()
+
+
+def hamming_vectors(tokens) -> torch.Tensor:
+    """site_embeddings scaled to unit norm, FloatTensor[B, R, n V]: the cosine distance of two states is their
+    Hamming distance over n, and distance_at reads these vectors as it reads unit-norm sentence embeddings."""
+    vectors = site_embeddings(tokens)
+    return vectors / math.sqrt(torch.as_tensor(tokens).shape[2])
+
+
+def state_vectors(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
+    """The recorded states as unit vectors [B, R, d] for detect_traps and distance_at: the sentence embedding
+    (glauber.trajectory_embeddings) with an embedder, the one-hot site vectors (hamming_vectors: cosine distance =
+    Hamming distance / n) with embedder None, as for a protein model."""
+    if embedder is None:
+        return hamming_vectors(trajectory.tokens)
+    from glauber_core import trajectory_embeddings
+
+    return trajectory_embeddings(cond, embedder, trajectory)
+
+
+def start_distances(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
+    """d(x_t, x_0) for every recorded state, FloatTensor[B, R]: eq. B.1's embedding distance with an embedder,
+    the Hamming share (sites differing from the start over n) with embedder None."""
+    if embedder is None:
+        tokens = trajectory.tokens
+        return (tokens != tokens[:, :1]).double().mean(-1).float()
+    from glauber_core import trajectory_distances
+
+    return trajectory_distances(cond, embedder, trajectory)
+
+
+# --------------------------------------------------------------------------------------------
+# A protein model (AntiBERTy): germline seeds and their gaps
+# --------------------------------------------------------------------------------------------
+
+
+def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
+    """Every distinct human germline V gene cut to n residues from the start of `region` (the first allele of
+    each cut, as glauber.seed_passages takes them): gene, family, chain, residues and tokens (ids), one row each."""
+    from glauber_core import germline_v_genes
+
+    n = check_count(n, "n", 1)
+    cuts = {}
+    for allele, family, chain, residues in germline_v_genes("human", region):
+        if len(residues) >= n:
+            cuts.setdefault(residues[:n], (allele, family, chain))
+    rows = [
+        dict(gene=a, family=f, chain=c, residues=r, tokens=cond.encode(r).tolist()) for r, (a, f, c) in cuts.items()
+    ]
+    frame = pd.DataFrame(rows, columns=["gene", "family", "chain", "residues", "tokens"])
+    allowed = cond.allowed.cpu()
+    return frame[[len(t) == n and bool(allowed[t].all()) for t in frame.tokens]].reset_index(drop=True)
+
+
+def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataFrame:
+    """Score gaps Delta_i(x) on the germlines themselves (one batched glauber.score_gaps call): per seed its gaps,
+    mean and min gap, negative_sites (sites whose residue is not the model's argmax) and perfect (every
+    residue the argmax, Delta* > 0: a perfect trap in the sense of appendix A.1)."""
+    if not isinstance(seeds, pd.DataFrame) or not {"tokens", "family", "chain"} <= set(seeds):
+        raise ValueError("seeds must be the DataFrame of germline_seeds (tokens, family, chain)")
+    if seeds.empty:
+        raise ValueError("no germline seed to measure")
+    gaps = score_gaps(cond, torch.tensor(seeds.tokens.tolist()), max_rows=max_rows)
+    return seeds.drop(columns="tokens").assign(
+        gaps=gaps.tolist(),
+        mean_gap=gaps.mean(1).numpy(),
+        min_gap=gaps.amin(1).numpy(),
+        negative_sites=(gaps < 0).sum(1).numpy(),
+        perfect=(gaps.amin(1) > 0).numpy(),
+    )
+
+
+def germline_section(cond, n: int) -> pd.DataFrame | None:
+    """The germline gaps of a protein model (appendix A.1's gaps on the seeds themselves): germline_gaps on every
+    distinct germline cut to n residues, one row per seed. A text model has no germline: one sentence, and None."""
+    if not is_protein(cond):
+        print("A text model has no germline seeds: this section is for protein models (e.g. AntiBERTy).")
+        return None
+    return germline_gaps(cond, germline_seeds(cond, n))

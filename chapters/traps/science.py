@@ -1,0 +1,538 @@
+"""Chapter 5's estimators (appendix A.1, Table 4, C.2, C.3): the rolling drift and the trap detector, the trap
+catalogue with its score gaps, escapes and departures from the held states, the summary numbers, the cold chains'
+distances and the surrogate without collective persistence that the duration claim is judged against."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from glauber_core import Conditionals, Trajectory, check_count, conditional_probs, score_gaps
+from verdicts import rank_correlation, share_intervals
+
+from .protocol import state_vectors
+
+# --------------------------------------------------------------------------------------------
+# The drift and the trap detector (appendix A.1)
+# --------------------------------------------------------------------------------------------
+
+
+TRAP_COLUMNS = ("chain", "start", "end", "duration", "start_record", "end_record", "from_start", "censored")
+
+
+def _record_spacing(steps, records: int) -> torch.Tensor:
+    """The recorded steps as LongTensor[R], checked to be increasing and evenly spaced."""
+    steps = torch.as_tensor(steps)
+    if steps.dim() != 1 or len(steps) != records or records < 2 or steps.is_floating_point():
+        raise ValueError(
+            f"steps must be a LongTensor of the {records} recorded steps (at least 2), "
+            f"got shape {tuple(steps.shape)} and dtype {steps.dtype}"
+        )
+    spacing = steps.diff()
+    if (spacing <= 0).any() or (spacing != spacing[0]).any():
+        raise ValueError(
+            "steps must be increasing and evenly spaced: run glauber with `steps` a multiple of `record_every`"
+        )
+    return steps.long()
+
+
+def window_distances(embeddings, steps, window: int) -> torch.Tensor:
+    """d(x_t, x_s) = 1 - cos(phi(x_t), phi(x_s)) from each anchor record t to s = t, t + r, ..., t + w.
+
+    embeddings [B, R, d] at the recorded `steps` (spacing r); `window` w in Glauber steps, a multiple
+    of r. Anchors are the K = R - w / r records with a whole window: FloatTensor[B, K, w / r + 1].
+    """
+    embeddings = torch.as_tensor(embeddings)
+    if embeddings.dim() != 3 or not embeddings.is_floating_point() or embeddings.shape[2] < 1:
+        raise ValueError(
+            f"embeddings must be a float tensor [B, R, d], got {tuple(embeddings.shape)} of dtype {embeddings.dtype}"
+        )
+    norms = embeddings.norm(dim=-1, keepdim=True)
+    if not torch.isfinite(embeddings).all() or (norms == 0).any():
+        raise ValueError("embeddings must be finite and non-zero (cosine distance needs a direction)")
+    steps = _record_spacing(steps, embeddings.shape[1])
+    spacing = int(steps[1] - steps[0])
+    window = check_count(window, "window", 1)
+    if window % spacing or window > int(steps[-1] - steps[0]):
+        raise ValueError(
+            f"window must be a multiple of the record spacing {spacing} and at most the recorded "
+            f"span {int(steps[-1] - steps[0])}, got {window}"
+        )
+    width = window // spacing
+    unit = (embeddings / norms).double()
+    anchors = embeddings.shape[1] - width
+    cosines = [(unit[:, :anchors] * unit[:, j : anchors + j]).sum(-1) for j in range(width + 1)]
+    return (1.0 - torch.stack(cosines, -1)).clamp_min(0.0).float()
+
+
+def window_drift(embeddings, steps, window: int) -> torch.Tensor:
+    """The rolling drift of appendix A.1: D_t = mean over recorded s in (t, t + w] of d(x_t, x_s), FloatTensor[B, K].
+
+    Our reading of the paper's "300-step mean cosine drift": how far, on average, the chain's text moves from
+    where it stood at the start of each w-step window.
+    """
+    return window_distances(embeddings, steps, window)[..., 1:].mean(-1)
+
+
+def detect_traps(embeddings, steps, window: int = 300, threshold: float = 0.12) -> pd.DataFrame:
+    """Trap intervals of appendix A.1: stretches where the rolling drift D_t stays below `threshold`.
+
+    An anchor record t is flagged when D_t < threshold. Each run of consecutive flagged anchors gives
+    an interval from its first anchor to the last record, within those anchors' windows, that lies
+    within `threshold` of its anchor; overlapping intervals merge. One row per trap: chain, start and
+    end step, duration = end - start, their record indices, from_start (the run's first record) and
+    censored (reaches the run's last record, so the duration is a lower bound).
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 2:
+        raise ValueError(f"threshold must be a cosine distance in (0, 2], got {threshold!r}")
+    distances = window_distances(embeddings, steps, window)
+    steps = torch.as_tensor(steps).long()
+    batch, anchors, width = distances.shape
+    records = anchors + width - 1
+    flagged = distances[..., 1:].mean(-1) < threshold
+    offsets = torch.arange(width)
+    last_close = torch.where(distances < threshold, offsets, 0).amax(-1) + torch.arange(anchors)
+    rows = []
+    for chain in range(batch):
+        intervals: list[list[int]] = []
+        marks = flagged[chain].tolist() + [False]
+        begin = None
+        for anchor, mark in enumerate(marks):
+            if mark and begin is None:
+                begin = anchor
+            elif not mark and begin is not None:
+                end = int(last_close[chain, begin:anchor].max())
+                if intervals and begin <= intervals[-1][1]:
+                    intervals[-1][1] = max(intervals[-1][1], end)
+                else:
+                    intervals.append([begin, end])
+                begin = None
+        for first, last in intervals:
+            start, end = int(steps[first]), int(steps[last])
+            rows.append((chain, start, end, end - start, first, last, first == 0, last == records - 1))
+    frame = pd.DataFrame(rows, columns=list(TRAP_COLUMNS))
+    return frame.astype({c: int for c in TRAP_COLUMNS[:6]} | {c: bool for c in TRAP_COLUMNS[6:]})
+
+
+def _check_traps(trajectory: Trajectory, traps: pd.DataFrame) -> None:
+    """Trap rows must name chains and record indices of this trajectory."""
+    if not isinstance(traps, pd.DataFrame) or not {"chain", "start_record", "end_record"} <= set(traps.columns):
+        raise ValueError("traps must be the DataFrame of detect_traps (columns chain, start_record, end_record)")
+    batch, records, _ = trajectory.tokens.shape
+    chain, first, last = (traps[c].to_numpy() for c in ("chain", "start_record", "end_record"))
+    if len(traps) and ((chain < 0) | (chain >= batch) | (first < 0) | (first > last) | (last >= records)).any():
+        raise ValueError(f"traps name chains or records outside this trajectory ({batch} chains, {records} records)")
+
+
+# --------------------------------------------------------------------------------------------
+# The trap catalogue: held states, score gaps and class (Table 4)
+# --------------------------------------------------------------------------------------------
+
+
+def held_states(trajectory: Trajectory, traps: pd.DataFrame) -> torch.Tensor:
+    """The state that held in each trap: the most frequent recorded state of its interval (ties: the first
+    to appear), LongTensor[T, n]."""
+    _check_traps(trajectory, traps)
+    held = []
+    for chain, first, last in zip(traps.chain, traps.start_record, traps.end_record):
+        states = trajectory.tokens[chain, first : last + 1]
+        unique, inverse, counts = torch.unique(states, dim=0, return_inverse=True, return_counts=True)
+        seen = torch.full((len(unique),), len(states)).scatter_reduce(0, inverse, torch.arange(len(states)), "amin")
+        held.append(unique[max(range(len(unique)), key=lambda u: (int(counts[u]), -int(seen[u])))])
+    return torch.stack(held) if held else torch.empty(0, trajectory.tokens.shape[2], dtype=torch.long)
+
+
+def trap_catalogue(
+    cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *, max_rows: int = 256
+) -> pd.DataFrame:
+    """Table 4 of appendix A.1: each trap with its held state, score gaps Delta_i(x) and class.
+
+    Adds: state (token ids), text, gaps (per site), mean_gap, min_gap (Delta*), weakest_site, kind
+    ("perfect": every token the argmax, Delta* > 0; else "approximate"), temperature, and for perfect
+    traps Theorem 8's bound e^(Delta*/tau) / (4 |V|) on t_mix(1/4), |V| = the number of allowed tokens.
+    Gaps of all sites of all held states come from one batched score_gaps call.
+    """
+    states = held_states(trajectory, traps)
+    n = trajectory.tokens.shape[2]
+    gaps = score_gaps(cond, states, max_rows=max_rows) if len(states) else torch.empty(0, n, dtype=torch.float64)
+    tau = trajectory.temperature
+    min_gap = gaps.amin(1) if len(states) else torch.empty(0, dtype=torch.float64)
+    perfect = min_gap > 0
+    bound = torch.where(perfect, torch.exp(min_gap / tau) / (4 * int(cond.allowed.sum())), math.nan)
+    decode = getattr(cond, "decode_batch", None)
+    texts = decode(states) if decode is not None and len(states) else [" ".join(map(str, s)) for s in states.tolist()]
+    return traps.reset_index(drop=True).assign(
+        state=states.tolist(),
+        text=texts,
+        gaps=gaps.tolist(),
+        mean_gap=gaps.mean(1).numpy(),
+        min_gap=min_gap.numpy(),
+        weakest_site=gaps.argmin(1).numpy() if len(states) else np.empty(0, int),
+        kind=np.where(perfect.numpy(), "perfect", "approximate"),
+        temperature=tau,
+        theorem8_bound=bound.numpy(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# How traps end: final escapes and every departure against the kernel (appendix C.2)
+# --------------------------------------------------------------------------------------------
+
+
+def _at_state(trajectory: Trajectory, chain: int, first: int, target: torch.Tensor) -> torch.Tensor:
+    """Whether chain `chain` sits at `target` after each step from the trap's first record on, from the move
+    log: BoolTensor[T - begin + 1], index j = step begin + j, begin = the step of record `first`."""
+    begin = int(trajectory.steps[first])
+    sites = trajectory.sites[chain, begin:]
+    changes = (trajectory.new_tokens[chain, begin:] != target[sites]).long() - (
+        trajectory.old_tokens[chain, begin:] != target[sites]
+    ).long()
+    start = (trajectory.tokens[chain, first] != target).sum()
+    return torch.cat([start.view(1), start + changes.cumsum(0)]) == 0
+
+
+def escape_events(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> pd.DataFrame:
+    """How each trap ended (appendix C.2): the move that left its held state x* for the last time.
+
+    From the per-step move log, the Hamming distance to x* is followed from the trap's first record
+    on; last_visit is the last step in the trap interval (or, if the chain is still at x* then,
+    after it) at which the chain sits at x*, and the escape is the next step. Per trap: escaped,
+    last_visit, escape_step, escape_site, old/new token, escape_prob = p_tau(new | x_-i), escape_gap =
+    Delta_i(x*) at the escape site, site_rank = how many sites have a strictly smaller gap, and at_weakest
+    (site_rank == 0: the escape came at a weakest-gap site). -1 / NaN where the chain never left x*.
+    """
+    _check_traps(trajectory, traps)
+    n = trajectory.tokens.shape[2]
+    states, gaps = (
+        torch.as_tensor(v).reshape(-1, n) if len(traps) == 0 else torch.as_tensor(v) for v in (states, gaps)
+    )
+    states, gaps = states.long(), gaps.double()
+    if states.shape != (len(traps), n) or gaps.shape != (len(traps), n):
+        raise ValueError(
+            f"states and gaps must both be [{len(traps)}, {n}] (one row per trap), got "
+            f"{tuple(states.shape)} and {tuple(gaps.shape)}"
+        )
+    if trajectory.sites.shape[1] != int(trajectory.steps[-1]):
+        raise ValueError("the trajectory's move log does not cover every step; pass the Trajectory from glauber")
+    rows = []
+    for k, (chain, first, last) in enumerate(zip(traps.chain, traps.start_record, traps.end_record)):
+        target, begin, end = states[k], int(trajectory.steps[first]), int(trajectory.steps[last])
+        at_state = _at_state(trajectory, chain, first, target)  # index j: step begin + j
+        visits = at_state[: end - begin + 1].nonzero()
+        if len(visits) == 0:
+            raise ValueError(f"trap {k}: its state never occurs in its interval; pass held_states(trajectory, traps)")
+        leaves = (~at_state[int(visits[-1]) :]).nonzero()
+        if len(leaves) == 0:
+            last_visit = begin + len(at_state) - 1
+            rows.append((False, last_visit, -1, -1, -1, -1, math.nan, math.nan, -1, False))
+            continue
+        step = begin + int(visits[-1]) + int(leaves[0])
+        move = step - 1
+        site = int(trajectory.sites[chain, move])
+        rank = int((gaps[k] < gaps[k, site]).sum())
+        rows.append(
+            (
+                True,
+                step - 1,
+                step,
+                site,
+                int(trajectory.old_tokens[chain, move]),
+                int(trajectory.new_tokens[chain, move]),
+                float(trajectory.log_probs[chain, move].exp()),
+                float(gaps[k, site]),
+                rank,
+                rank == 0,
+            )
+        )
+    columns = [
+        "escaped",
+        "last_visit",
+        "escape_step",
+        "escape_site",
+        "old_token",
+        "new_token",
+        "escape_prob",
+        "escape_gap",
+        "site_rank",
+        "at_weakest",
+    ]
+    return pd.DataFrame(rows, columns=columns).astype({"escaped": bool, "at_weakest": bool})
+
+
+def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) -> pd.DataFrame:
+    """Every move that left a trap's held state x*, from the trap's first record to its last (or, when the chain
+    left x* for the last time only after it, to that escape): per trap, departures (how many) and
+    departures_at_weakest (how many changed a site with the smallest gap; ties all count). Under Glauber dynamics
+    each departure picks site i with probability proportional to 1 - p_tau(x*_i | x*_-i): kernel_weakest_share
+    gives the share the kernel alone puts at the weakest sites."""
+    _check_traps(trajectory, traps)
+    n = trajectory.tokens.shape[2]
+    states = torch.as_tensor(states).reshape(-1, n).long()
+    gaps = torch.as_tensor(gaps).reshape(-1, n).double()
+    if states.shape[0] != len(traps) or gaps.shape[0] != len(traps):
+        raise ValueError(f"states and gaps must both be [{len(traps)}, {n}] (one row per trap)")
+    if trajectory.sites.shape[1] != int(trajectory.steps[-1]):
+        raise ValueError("the trajectory's move log does not cover every step; pass the Trajectory from glauber")
+    rows = []
+    for k, (chain, first, last) in enumerate(zip(traps.chain, traps.start_record, traps.end_record)):
+        target, begin, end = states[k], int(trajectory.steps[first]), int(trajectory.steps[last])
+        sites = trajectory.sites[chain, begin:]
+        at_state = _at_state(trajectory, chain, first, target)  # index j: step begin + j
+        visits = at_state[: end - begin + 1].nonzero()
+        stop = end - begin
+        if len(visits):
+            leaves = (~at_state[int(visits[-1]) :]).nonzero()
+            if len(leaves):
+                stop = max(stop, int(visits[-1]) + int(leaves[0]))
+        left = (at_state[:-1] & ~at_state[1:])[:stop].nonzero().squeeze(1)  # the move begin + j left x*
+        weakest = gaps[k] == gaps[k].min()
+        rows.append((len(left), int(weakest[sites[left]].sum())))
+    return pd.DataFrame(rows, columns=["departures", "departures_at_weakest"], dtype=int)
+
+
+def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float) -> np.ndarray:
+    """Per held state x*: the share of the Glauber kernel's exit probability that falls on its weakest-gap sites,
+    sum_{i weakest} (1 - p_tau(x*_i | x*_-i)) / sum_i (1 - p_tau(x*_i | x*_-i)) (NaN where x* cannot be left).
+    Every departure follows this law, so it is the share of all departures at a weakest site in expectation;
+    escape_weakest_site sets the FINAL escapes (the departures the chain did not undo) against it."""
+    states = torch.as_tensor(states).long()
+    if states.dim() != 2 or len(states) == 0:
+        return np.empty(0)
+    gaps = torch.as_tensor(gaps).double().reshape(states.shape)
+    batch, n = states.shape
+    rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
+    stay = torch.cat(
+        [
+            conditional_probs(cond, states[rows[k : k + 256]], sites[k : k + 256], temperature)
+            .double()
+            .cpu()
+            .gather(1, states[rows[k : k + 256], sites[k : k + 256]].unsqueeze(1))
+            .squeeze(1)
+            for k in range(0, len(rows), 256)
+        ]
+    ).view(batch, n)
+    leave = (1 - stay).clamp_min(0)
+    weakest = gaps == gaps.amin(1, keepdim=True)
+    total = leave.sum(1)
+    share = torch.where(total > 0, (leave * weakest).sum(1) / total.clamp_min(1e-300), math.nan)
+    return share.numpy()
+
+
+def kernel_chance(traps: pd.DataFrame) -> float:
+    """The kernel's expected share of departures at a weakest site over these traps: each trap's
+    kernel_weakest_share weighted by its departures (NaN with no departure)."""
+    weights = traps.departures.to_numpy(float)
+    shares = traps.kernel_share.to_numpy(float)
+    keep = np.isfinite(shares) & (weights > 0)
+    return float((weights[keep] * shares[keep]).sum() / weights[keep].sum()) if keep.any() else math.nan
+
+
+def weakest_site_chance(gaps) -> float:
+    """The share of escapes a uniformly chosen site would put at a weakest site: the mean, over traps, of
+    (number of sites tied at the minimum gap) / n. NaN with no traps."""
+    shares = [float(np.mean(np.asarray(g, float) == np.min(g))) for g in gaps if len(g)]
+    return float(np.mean(shares)) if shares else math.nan
+
+
+# --------------------------------------------------------------------------------------------
+# The numbers appendix A.1 reports
+# --------------------------------------------------------------------------------------------
+
+
+def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int = 2000, seed: int = 0) -> dict:
+    """The numbers appendix A.1 reports, from a trap catalogue of `chains` chains run for `steps` steps.
+
+    count and rate (traps per chain per 10,000 steps) with its exact 95% Poisson interval; perfect count,
+    share and its 95% Wilson interval; mean duration with a 95% percentile-bootstrap interval (traps
+    resampled), min and max; Spearman correlations of duration with the mean gap and with the min gap,
+    their difference and its bootstrap interval (NaN with fewer than 3 traps).
+    """
+    from scipy.stats import chi2
+
+    chains, steps = check_count(chains, "chains", 1), check_count(steps, "steps", 1)
+    draws = check_count(draws, "draws", 1)
+    if not isinstance(catalogue, pd.DataFrame) or not {"duration", "kind", "mean_gap", "min_gap"} <= set(catalogue):
+        raise ValueError("catalogue must be the DataFrame of trap_catalogue (duration, kind, mean_gap, min_gap)")
+    count = len(catalogue)
+    duration = catalogue.duration.to_numpy(float)
+    perfect = int((catalogue.kind == "perfect").sum())
+    share = perfect / count if count else math.nan
+    perfect_low, perfect_high = (
+        (float(v[0]) for v in share_intervals([perfect], [count])) if count else (math.nan, math.nan)
+    )
+    resample = np.random.default_rng(seed).integers(0, max(count, 1), size=(draws, count))
+    exposure = chains * steps / 10_000
+    summary = dict(
+        count=count,
+        rate_per_10k=count / exposure,
+        rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
+        rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure,
+        perfect=perfect,
+        perfect_share=share,
+        perfect_low=perfect_low,
+        perfect_high=perfect_high,
+        mean_duration=duration.mean() if count else math.nan,
+        min_duration=duration.min() if count else math.nan,
+        max_duration=duration.max() if count else math.nan,
+    )
+    means = duration[resample].mean(1) if count else np.full(draws, np.nan)
+    summary["duration_low"], summary["duration_high"] = np.percentile(means, [2.5, 97.5]) if count else (math.nan,) * 2
+    if count < 3:
+        return summary | dict(
+            rho_mean=math.nan,
+            rho_min=math.nan,
+            rho_difference=math.nan,
+            difference_low=math.nan,
+            difference_high=math.nan,
+        )
+    mean_gap, min_gap = catalogue.mean_gap.to_numpy(float), catalogue.min_gap.to_numpy(float)
+    rho_mean, rho_min = float(rank_correlation(duration, mean_gap)), float(rank_correlation(duration, min_gap))
+    boot = rank_correlation(duration[resample], mean_gap[resample]) - rank_correlation(
+        duration[resample], min_gap[resample]
+    )
+    low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
+    return summary | dict(
+        rho_mean=rho_mean,
+        rho_min=rho_min,
+        rho_difference=rho_mean - rho_min,
+        difference_low=float(low),
+        difference_high=float(high),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Cold chains (appendix C.3)
+# --------------------------------------------------------------------------------------------
+
+
+def distance_at(vectors, steps, step: int) -> torch.Tensor:
+    """d(x_step, x_0) = 1 - cos(phi(x_step), phi(x_0)) per chain, from unit-norm embeddings [B, R, d] recorded
+    at `steps`; `step` must be a recorded step."""
+    steps = torch.as_tensor(steps)
+    where = (steps == step).nonzero()
+    if len(where) != 1:
+        raise ValueError(f"step {step} is not one of the recorded steps")
+    k = int(where[0, 0])
+    return 1.0 - (vectors[:, k] * vectors[:, 0]).sum(-1)
+
+
+def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
+    """Appendix C.3's comparison, one row per (cold temperature, chain): the cold chain's embedding distance
+    from its start after the cold run, and the warm (reference) chain's distance from the same start after
+    the same number of steps. warm: FloatTensor[B]; cold: {tau: FloatTensor[B]}."""
+    warm = torch.as_tensor(warm, dtype=torch.float64).reshape(-1)
+    frames = []
+    for tau, distance in cold.items():
+        distance = torch.as_tensor(distance, dtype=torch.float64).reshape(-1)
+        if distance.shape != warm.shape:
+            raise ValueError(f"cold run tau={tau} has {len(distance)} chains, the warm run {len(warm)}")
+        frames.append(
+            pd.DataFrame(
+                {
+                    "temperature": float(tau),
+                    "chain": np.arange(len(warm)),
+                    "distance": distance.numpy(),
+                    "warm_distance": warm.numpy(),
+                }
+            )
+        )
+    columns = ["temperature", "chain", "distance", "warm_distance"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+# --------------------------------------------------------------------------------------------
+# The detector's null: a surrogate without collective persistence
+# --------------------------------------------------------------------------------------------
+
+
+def persistence_surrogate(tokens, *, seed: int = 0) -> torch.Tensor:
+    """A chain with each site's own persistence and no collective persistence, LongTensor[B, R, n]: per chain
+    and site, an independent Markov chain on the recorded tokens that, at each record, with probability q
+    redraws the site from its empirical law (the token at a uniformly drawn record of the same chain), q set so
+    that the site changes between records as often as in the real chain (q = c / (1 - sum_a p_a^2), c the
+    share of consecutive records at which it changed, p its empirical law; at most 1). Sites are independent:
+    no held state outlasts what its sites' own flip rates give. It starts from its stationary law."""
+    tokens = torch.as_tensor(tokens).long()
+    if tokens.dim() != 3 or tokens.shape[1] < 2:
+        raise ValueError(f"tokens must be a LongTensor [B, R, n] with at least 2 records, got {tuple(tokens.shape)}")
+    batch, records, n = tokens.shape
+    changed = (tokens[:, 1:] != tokens[:, :-1]).double().mean(1)  # [B, n]
+    same = torch.tensor(
+        [
+            [
+                float((torch.unique(tokens[b, :, i], return_counts=True)[1].double() / records).square().sum())
+                for i in range(n)
+            ]
+            for b in range(batch)
+        ],
+        dtype=torch.float64,
+    ).reshape(batch, n)  # sum_a p_a^2 per (chain, site)
+    q = torch.where(same < 1, changed / (1 - same).clamp_min(1e-12), 0.0).clamp(0, 1)
+    gen = torch.Generator().manual_seed(seed)
+    redraw = torch.rand(batch, records, n, generator=gen, dtype=torch.float64) < q[:, None]
+    redraw[:, 0] = True
+    draws = torch.randint(0, records, (batch, records, n), generator=gen)
+    last = torch.where(redraw, torch.arange(records)[None, :, None], 0).cummax(1).values
+    return tokens.gather(1, draws.gather(1, last))
+
+
+def null_durations(
+    cond, embedder, trajectory: Trajectory, window: int, threshold: float, *, seed: int = 0
+) -> np.ndarray:
+    """What the detector gives a chain without collective persistence: the durations (steps) of the traps
+    detect_traps finds on persistence_surrogate of this run (embedded as the run is, state_vectors) that end
+    inside it (not censored)."""
+    surrogate = persistence_surrogate(trajectory.tokens, seed=seed)
+    vectors = state_vectors(cond, embedder, SimpleNamespace(tokens=surrogate))
+    traps = detect_traps(vectors, trajectory.steps, window, threshold)
+    return traps[~traps.censored].duration.to_numpy(float)
+
+
+# --------------------------------------------------------------------------------------------
+# The frames the chapter saves
+# --------------------------------------------------------------------------------------------
+
+
+def trap_frame(cond: Conditionals, runs: dict, found: dict) -> pd.DataFrame:
+    """Every temperature's catalogue joined with its escape events, its departures from the held states and
+    the kernel's share of exit probability at the weakest sites, one row per trap (index `trap`)."""
+    tables = []
+    for tau, catalogue in found.items():
+        run = runs[tau][0]
+        states, gaps = catalogue.state.tolist(), catalogue.gaps.tolist()
+        events = escape_events(run, catalogue, states, gaps)
+        moves = departure_counts(run, catalogue, states, gaps)
+        share = kernel_weakest_share(cond, states, gaps, tau) if len(catalogue) else np.empty(0)
+        tables.append(catalogue.join(events).join(moves).assign(kernel_share=share))
+    traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
+    return traps.astype(
+        {
+            "escaped": bool,
+            "at_weakest": bool,
+            "temperature": float,
+            "duration": int,
+            "departures": int,
+            "departures_at_weakest": int,
+            "kernel_share": float,
+        }
+    )
+
+
+def site_frame(traps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (trap, site): the held token and its score gap (model and profile columns kept)."""
+    keep = [c for c in ("trap", "temperature", "model", "profile") if c in traps]
+    rows = [
+        dict(zip(keep, values), site=site, token=token, gap=gap)
+        for values, state, gaps in zip(traps[keep].itertuples(index=False), traps.state, traps.gaps)
+        for site, (token, gap) in enumerate(zip(state, gaps))
+    ]
+    return pd.DataFrame(rows, columns=[*keep, "site", "token", "gap"])
+
+
+def summary_frame(summaries: dict) -> pd.DataFrame:
+    """trap_summary of every temperature, one row each (the chapter's summary.csv)."""
+    return pd.DataFrame([dict(temperature=tau, **s) for tau, s in summaries.items()])
