@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from chapters import PROFILES, profile_settings  # noqa: F401 (defined once there, re-exported)
-from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, all_states, bbc_articles, load_mlm
+from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, bbc_articles, load_mlm
 
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
 from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read the paper's side through book_tools)
@@ -41,14 +41,19 @@ from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read t
     OTHER_SETUP,
     PAPER_CLAIMS,
     PAPER_COLUMNS,
+    PASSAGE_NAMES,
     REPRODUCED,
     TABLES,
     VERDICTS,
     _check_columns,
     _check_values,
     bootstrap_ci,
+    claim_row,
     finite,
+    interval_text,
     judge_model_specific,
+    judge_on_paper_setup,
+    model_specific_row,
     paper_band,
     paper_claim,
     paper_number,
@@ -57,6 +62,7 @@ from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read t
     rank_correlation,
     read_paper_claims,
     share_intervals,
+    share_text,
     spearman_ci,
 )
 
@@ -82,8 +88,6 @@ NUMBER_COLUMNS = ("ours", "low", "high", "null")
 # commit and the date, so that the summary pages can refuse to mix runs.
 RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
 CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
-# How a chapter names its seed passages in setups and on its page (glauber_core.seed_passages(passages=...)).
-PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
 
@@ -92,64 +96,9 @@ def results_root() -> Path:
     return Path(os.environ.get("GLAUBER_RESULTS") or REPO_ROOT / "results")
 
 
-def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
-    """A model-specific claim: (verdict, reason, setup text) by verdicts.judge_model_specific, with the
-    paper's models, protocol and equivalence band read from paper_claims.csv."""
-    paper = paper_claim(claim)
-    models = [m.strip() for m in paper["paper_models"].split(";") if m.strip()]
-    return judge_model_specific(
-        model,
-        setup,
-        low,
-        high,
-        paper_models=models,
-        protocol=parse_pairs(paper["protocol"]),
-        band=paper_band(claim, model),
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Claims rows: what each chapter writes to results/<chapter>/claims.csv
 # --------------------------------------------------------------------------------------------
-
-
-def interval_text(
-    estimate: float,
-    low: float,
-    high: float,
-    *,
-    digits: int = 2,
-    missing: str,
-    signed: bool = False,
-    significant: int | None = None,
-) -> str:
-    """ "estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
-    given `significant`, enough decimals, at least `digits`, to show that many significant digits of the largest
-    finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why). A
-    degenerate interval (low == high) is not printed: the estimate stands alone."""
-    if not finite(estimate):
-        return missing
-    if significant is not None:
-        largest = max(abs(float(v)) for v in (estimate, low, high) if finite(v))
-        if largest > 0:
-            digits = max(digits, significant - 1 - math.floor(math.log10(largest)))
-    form = f"{{:{'+' if signed else ''}.{digits}f}}".format
-    if any(v is None or math.isnan(float(v)) for v in (low, high)):  # an infinite end is a one-sided interval
-        return f"{form(estimate)} (no interval: {missing})"
-    if float(low) == float(high):
-        return form(estimate)
-    return f"{form(estimate)} [{form(low)}, {form(high)}]"
-
-
-def share_text(successes: int, trials: int, *, digits: int = 2, missing: str = "no trials") -> str:
-    """A share for the tables: "k of m" when m < 5 or k is 0 or m (a count, not an interval), else
-    "share [Wilson low, high] (k of m)"."""
-    if trials == 0:
-        return missing
-    if trials < 5 or successes in (0, trials):
-        return f"{successes} of {trials}"
-    low, high = (float(v[0]) for v in share_intervals([successes], [trials]))
-    return f"{successes / trials:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}] ({successes} of {trials})"
 
 
 def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefined (no finite value)") -> str:
@@ -159,63 +108,6 @@ def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefin
     if not len(values):
         return missing
     return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
-
-
-def claim_row(
-    claim: str,
-    quantity: str,
-    ours: float,
-    ours_text: str,
-    verdict: str,
-    reason: str,
-    setup: str = "",
-    *,
-    low: float = math.nan,
-    high: float = math.nan,
-    null: float = math.nan,
-) -> dict:
-    """One row of a chapter's claims.csv; table and kind come from paper_claims.csv, so a chapter cannot
-    judge a model-specific claim as general or the other way round. `low`, `high`: our interval; `null`: what
-    the rule judged against (NaN where there is none)."""
-    paper = paper_claim(claim)
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
-    if paper["kind"] == "general" and verdict == OTHER_SETUP:
-        raise ValueError(f"{claim} is a general claim: judge it by its rule, not as 'other setup'")
-    if not ours_text or "nan" in ours_text.lower().split(" ") or ours_text.lower().startswith("nan"):
-        raise ValueError(f"{claim}: ours_text must say in words why there is no estimate, got {ours_text!r}")
-    number = {
-        name: float(v) if finite(v) else math.nan
-        for name, v in (("ours", ours), ("low", low), ("high", high), ("null", null))
-    }
-    return dict(
-        claim=claim,
-        table=paper["table"],
-        kind=paper["kind"],
-        quantity=quantity,
-        **number,
-        ours_text=ours_text,
-        verdict=verdict,
-        reason=reason,
-        setup=setup or ("—" if paper["kind"] == "general" else ""),
-    )
-
-
-def model_specific_row(
-    claim: str,
-    quantity: str,
-    ours: float,
-    ours_text: str,
-    *,
-    model: str,
-    setup: dict,
-    low: float = math.nan,
-    high: float = math.nan,
-) -> dict:
-    """A claims row for a number the paper measured on its own model: judged only on the paper's setup
-    (judge_on_paper_setup), else "other setup" with each difference listed."""
-    verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
-    return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text, low=low, high=high)
 
 
 def code_version(notebook: str) -> str:
@@ -698,7 +590,7 @@ def table5_across(
     return marked.rename(index={target: f"{target} (seed)"}).rename_axis(index="seed topic", columns=None)
 
 
-def depth_words(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame, grid: pd.DataFrame) -> str:
+def depth_text(family: pd.DataFrame, table1: pd.DataFrame, alpha: pd.DataFrame, grid: pd.DataFrame) -> str:
     """The page's sentence on what depth changes: depth_trend of held-out top-1 (Wilson intervals), mean |δ|
     and α(τ ≈ 1) over the models of `grid` (shallowest first), then which general verdicts change with depth."""
     models = list(grid.columns)
@@ -987,15 +879,6 @@ def text_snapshots(cond: MaskedLMConditionals, trajectories: dict, chain: int = 
         {label: cond.decode_batch(t.tokens[chain, picks]) for label, t in trajectories.items()},
         index=[f"step {int(first.steps[k])}" for k in picks],
     )
-
-
-def state_frequencies(states: torch.Tensor, q: int) -> pd.DataFrame:
-    """Empirical law of a batch of small states [B, n] over all q^n states (lexicographic order)."""
-    n = states.shape[1]
-    codes = (states.cpu() * q ** torch.arange(n - 1, -1, -1)).sum(1)
-    counts = torch.bincount(codes, minlength=q**n).double() / len(states)
-    labels = ["".join(map(str, s)) for s in all_states(q, n).tolist()]
-    return pd.DataFrame({"state": labels, "empirical": counts.numpy()})
 
 
 def sampling_noise_tv(probs, draws: int) -> float:

@@ -4,7 +4,7 @@ Reference implementation of the engine and the definitions of "Mixing Times of G
 Masked Language Models" (arXiv 2605.16378), in the paper's order. Equation and section numbers refer
 to that paper. Each chapter's protocol lives in ``chapters/``, one package a chapter (its science, its judging,
 its presentation); the book's judging, every interval and verdict rule, is in ``verdicts.py``, and
-``book_tools.py`` is the book's plumbing (ChapterRun, profiles, results folders, glue, figure style).
+``book_tools.py`` is the book's plumbing (ChapterRun, results folders, glue, figure style).
 """
 
 from __future__ import annotations
@@ -1876,7 +1876,11 @@ class TemperedConditionals:
             )
         scores = self.cond.log_scores(tokens, positions)
         scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
-        return scores / self.temperatures.to(scores.device, scores.dtype).unsqueeze(1)
+        scaled = torch.empty_like(scores)
+        for tau in self.temperatures.unique().tolist():  # by a Python number, as scaled_scores divides (GPU too)
+            rows = (self.temperatures == tau).to(scores.device)
+            scaled[rows] = scores[rows] / tau
+        return scaled
 
 
 class WindowConditionals:

@@ -561,3 +561,124 @@ def paper_band(claim: str, model: str = "", path: str | Path = PAPER_CLAIMS) -> 
     if set(band) >= {"low", "high"}:
         return float(band["low"]), float(band["high"])
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Claims rows: a verdict with its numbers, the way every chapter's judging writes it (book_tools.write_claims
+# checks and saves them)
+# --------------------------------------------------------------------------------------------
+
+# How a chapter names its seed passages in setups and on its page (glauber_core.seed_passages(passages=...)).
+PASSAGE_NAMES = {"bbc": "BBC News", "ms_marco": "MS MARCO", "germline": "IMGT germline V genes"}
+
+
+def judge_on_paper_setup(claim: str, model: str, setup: dict, low: float, high: float) -> tuple[str, str, str]:
+    """A model-specific claim: (verdict, reason, setup text) by verdicts.judge_model_specific, with the
+    paper's models, protocol and equivalence band read from paper_claims.csv."""
+    paper = paper_claim(claim)
+    models = [m.strip() for m in paper["paper_models"].split(";") if m.strip()]
+    return judge_model_specific(
+        model,
+        setup,
+        low,
+        high,
+        paper_models=models,
+        protocol=parse_pairs(paper["protocol"]),
+        band=paper_band(claim, model),
+    )
+
+
+def interval_text(
+    estimate: float,
+    low: float,
+    high: float,
+    *,
+    digits: int = 2,
+    missing: str,
+    signed: bool = False,
+    significant: int | None = None,
+) -> str:
+    """ "estimate [low, high]" for the tables and prose (an end may be infinite), with `digits` decimals (or,
+    given `significant`, enough decimals, at least `digits`, to show that many significant digits of the largest
+    finite |value|) and a sign when `signed`; when the run has no estimate, the words in `missing` (why). A
+    degenerate interval (low == high) is not printed: the estimate stands alone."""
+    if not finite(estimate):
+        return missing
+    if significant is not None:
+        largest = max(abs(float(v)) for v in (estimate, low, high) if finite(v))
+        if largest > 0:
+            digits = max(digits, significant - 1 - math.floor(math.log10(largest)))
+    form = f"{{:{'+' if signed else ''}.{digits}f}}".format
+    if any(v is None or math.isnan(float(v)) for v in (low, high)):  # an infinite end is a one-sided interval
+        return f"{form(estimate)} (no interval: {missing})"
+    if float(low) == float(high):
+        return form(estimate)
+    return f"{form(estimate)} [{form(low)}, {form(high)}]"
+
+
+def share_text(successes: int, trials: int, *, digits: int = 2, missing: str = "no trials") -> str:
+    """A share for the tables: "k of m" when m < 5 or k is 0 or m (a count, not an interval), else
+    "share [Wilson low, high] (k of m)"."""
+    if trials == 0:
+        return missing
+    if trials < 5 or successes in (0, trials):
+        return f"{successes} of {trials}"
+    low, high = (float(v[0]) for v in share_intervals([successes], [trials]))
+    return f"{successes / trials:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}] ({successes} of {trials})"
+
+
+def claim_row(
+    claim: str,
+    quantity: str,
+    ours: float,
+    ours_text: str,
+    verdict: str,
+    reason: str,
+    setup: str = "",
+    *,
+    low: float = math.nan,
+    high: float = math.nan,
+    null: float = math.nan,
+) -> dict:
+    """One row of a chapter's claims.csv; table and kind come from paper_claims.csv, so a chapter cannot
+    judge a model-specific claim as general or the other way round. `low`, `high`: our interval; `null`: what
+    the rule judged against (NaN where there is none)."""
+    paper = paper_claim(claim)
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
+    if paper["kind"] == "general" and verdict == OTHER_SETUP:
+        raise ValueError(f"{claim} is a general claim: judge it by its rule, not as 'other setup'")
+    if not ours_text or "nan" in ours_text.lower().split(" ") or ours_text.lower().startswith("nan"):
+        raise ValueError(f"{claim}: ours_text must say in words why there is no estimate, got {ours_text!r}")
+    number = {
+        name: float(v) if finite(v) else math.nan
+        for name, v in (("ours", ours), ("low", low), ("high", high), ("null", null))
+    }
+    return dict(
+        claim=claim,
+        table=paper["table"],
+        kind=paper["kind"],
+        quantity=quantity,
+        **number,
+        ours_text=ours_text,
+        verdict=verdict,
+        reason=reason,
+        setup=setup or ("—" if paper["kind"] == "general" else ""),
+    )
+
+
+def model_specific_row(
+    claim: str,
+    quantity: str,
+    ours: float,
+    ours_text: str,
+    *,
+    model: str,
+    setup: dict,
+    low: float = math.nan,
+    high: float = math.nan,
+) -> dict:
+    """A claims row for a number the paper measured on its own model: judged only on the paper's setup
+    (judge_on_paper_setup), else "other setup" with each difference listed."""
+    verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
+    return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text, low=low, high=high)

@@ -173,4 +173,4 @@ plt.show()
 
 # %% tags=["remove-input"]
 model_free = ["theorem5_bound_loose"]  # exact Potts cases, no MLM
-Markdown(bt.depth_words(family, table1, alpha, grid.drop(index=model_free)))
+Markdown(bt.depth_text(family, table1, alpha, grid.drop(index=model_free)))

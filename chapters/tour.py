@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
-from book_tools import profile_settings, state_frequencies
-from glauber_core import PottsConditionals, glauber
+from chapters import profile_settings
+from glauber_core import PottsConditionals, all_states, glauber
 
 SETTINGS = {
     "smoke": dict(seq_len=12, n_chains=2, steps=20, record_every=5, ising_chains=2_000, temperatures=[0.5, 1.0, 2.0]),
@@ -32,11 +32,20 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     return profile_settings(profile, SETTINGS, **overrides)
 
 
-def final_distance_table(distance: pd.DataFrame) -> pd.DataFrame:
+def final_distance_frame(distance: pd.DataFrame) -> pd.DataFrame:
     """Distance from the start at the last recorded step, per temperature: chains, mean, min and max."""
     last = distance[distance.step == distance.step.max()]
     table = last.groupby("temperature").distance.agg(["count", "mean", "min", "max"]).reset_index()
     return table.rename(columns={"count": "chains"})
+
+
+def state_frequencies(states: torch.Tensor, q: int) -> pd.DataFrame:
+    """Empirical law of a batch of small states [B, n] over all q^n states (lexicographic order)."""
+    n = states.shape[1]
+    codes = (states.cpu() * q ** torch.arange(n - 1, -1, -1)).sum(1)
+    counts = torch.bincount(codes, minlength=q**n).double() / len(states)
+    labels = ["".join(map(str, s)) for s in all_states(q, n).tolist()]
+    return pd.DataFrame({"state": labels, "empirical": counts.numpy()})
 
 
 def ising_check(chains: int, seed: int = 0) -> pd.DataFrame:

@@ -441,7 +441,7 @@ run.glue(
 # ({glue:text}`ch1_causal_detail`); {glue:text}`ch1_checks_passed` checks pass.
 #
 # The *size* is the number to compare with care: our mean $|\delta|$ is {glue:text}`ch1_mean_text`
-# nats, and its 95% interval {glue:text}`ch1_size_phrase` the paper's
+# nats, and its 95% interval {glue:text}`ch1_size_text` the paper's
 # {glue:text}`paper_incompatibility_mean_abs_delta` (read as mean $|\delta|$). The bundled model is
 # a small 4-layer encoder trained on BBC News (see the appendix on the bundled model), not one of
 # the paper's five, so its conditionals, and the size of $\delta$, need not match theirs: the row
@@ -452,7 +452,7 @@ run.glue(
 # {glue:text}`ch1_rho_influence` (verdict: *{glue:text}`ch1_influence_amplifies_delta_verdict`*; the paper's Fig. 6
 # shows influence amplifying $|\delta|$ but gives no coefficient). The paper's own measure, which
 # shares $\delta$'s terms, gives {glue:text}`ch1_rho_shared`, not judged. Against the distance
-# $|i - j|$ it is {glue:text}`ch1_rho_distance`: {glue:text}`ch1_distance_phrase`. Because
+# $|i - j|$ it is {glue:text}`ch1_rho_distance`: {glue:text}`ch1_distance_correlation_text`. Because
 # $\delta(\tau) = \delta(1)/\tau$, whether the conditionals are incompatible does not depend on
 # the temperature, while the size of the incompatibility scales as $1/\tau$: the Glauber chains of
 # the next chapters sample, at every temperature, from a law that the single-mask probabilities do

@@ -427,7 +427,7 @@ run.glue(ch.drift_text(drift_table, no_bang))
 # The paper finds {glue:text}`paper_basin_drift_positive`. Over our
 # boundary states: {glue:text}`ch2_drift_result`. The certificate (every
 # sampled state with $\delta_\tau > 0$) therefore
-# {glue:text}`ch2_drift_phrase` for this model. A drift near $-0.9$ would
+# {glue:text}`ch2_drift_text` for this model. A drift near $-0.9$ would
 # mean that almost every '!' site gets
 # resampled to something else; a model trained on news text, where '!' is
 # rare, has little reason to keep runs of it. The certificate is a
@@ -626,7 +626,7 @@ run.checks(
 # holds the bound overshoots the true mixing time by
 # {glue:text}`ch2_t5_ratio`; Theorem 8's mixing-time bound falls short by
 # a factor from {glue:text}`ch2_t8_tmix`. The '!'-basin drift certificate
-# {glue:text}`ch2_drift_phrase` for our model
+# {glue:text}`ch2_drift_text` for our model
 # (*{glue:text}`ch2_basin_drift_positive_verdict`* against the paper's
 # {glue:text}`paper_basin_drift_positive`). Finally, the law the chain
 # samples lies at TV {glue:text}`ch2_window_tv_model` from the

@@ -331,7 +331,7 @@ run.glue(
             signed=True,
             missing="not estimable (no transition at one end)",
         ),
-        "shift_phrase": ch.direction_text(
+        "shift_text": ch.direction_text(
             budget_free["shift_low"],
             budget_free["shift_high"],
             0,
@@ -359,7 +359,7 @@ run.glue(
         ),
         "ising_ratio": f"{np.sqrt(small / large):.2f}",
         "width_null": f"{ch.width_null(small, large):.2f}",
-        "width_phrase": ch.direction_text(
+        "width_text": ch.direction_text(
             budget_free["relative_low"],
             budget_free["relative_high"],
             ch.width_null(small, large),
@@ -376,7 +376,7 @@ run.glue(
 # {glue:text}`ch3_shift_fixed` at the fixed budget and by
 # {glue:text}`ch3_shift_scaled` with the budget scaled by $n \log n$ (95%
 # intervals): with the budget effect removed the shift is
-# {glue:text}`ch3_shift_phrase`. The relative width ratio is
+# {glue:text}`ch3_shift_text`. The relative width ratio is
 # {glue:text}`ch3_ratio_fixed` at the fixed budget, but a fixed budget
 # widens the transition at larger $n$ by itself; with the budget scaled
 # by $n \log n$ it is {glue:text}`ch3_ratio` (the absolute width ratio in
@@ -384,7 +384,7 @@ run.glue(
 # {glue:text}`ch3_ratio_abs`), beside {glue:text}`ch3_width_null` for
 # $n^{-1/4}$ and {glue:text}`ch3_ising_ratio` for mean-field sharpening:
 # with the budget effect removed the crossover
-# {glue:text}`ch3_width_phrase`.
+# {glue:text}`ch3_width_text`.
 
 # %% [markdown]
 # ## 3. Semantic drift at several temperatures (Figs. 3 and 7)

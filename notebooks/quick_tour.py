@@ -123,7 +123,7 @@ ch.drift_figure(distance, cfg);
 # much less sticky than the paper's BERT chains at that temperature (Appendix C.3): we show that as it is.
 
 # %%
-bt.reading_table(ch.final_distance_table(distance))
+bt.reading_table(ch.final_distance_frame(distance))
 
 # %% [markdown]
 # What the text looks like along the first chain at each temperature:

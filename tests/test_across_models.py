@@ -308,12 +308,12 @@ def test_depth_words_apply_the_trend_rule_to_each_quantity_and_name_changing_ver
         {"a": [bt.REPRODUCED, bt.REPRODUCED], "b": [bt.REPRODUCED, bt.DIFFERS]},
         index=["incompatibility_detected", "seed_topic_loss"],
     )
-    words = bt.depth_words(family, table1, alpha, grid)
+    words = bt.depth_text(family, table1, alpha, grid)
     assert words.startswith("From 2 to 4 layers: held-out top-1 **rises** (0.3, 0.4)")
     assert "mean |δ| **does not change clearly** (0.5, 0.45)" in words
     assert "α(τ ≈ 0.989) **falls** (4, 2)" in words
     assert words.endswith(
         "1 of 2 general claims get the same verdict at every depth; seed_topic_loss change(s) with the model."
     )
-    same = bt.depth_words(family, table1, alpha, grid.assign(b=bt.REPRODUCED))
+    same = bt.depth_text(family, table1, alpha, grid.assign(b=bt.REPRODUCED))
     assert same.endswith("every general claim gets the same verdict at every depth (2 claims).")

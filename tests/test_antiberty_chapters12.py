@@ -31,7 +31,7 @@ def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antib
     frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
     assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
     assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A_new != frame.A).all()
-    texts = ch1.rectangle_text(antiberty, rects, [0])[0]
+    texts = ch1.rectangle_corner_texts(antiberty, rects, [0])[0]
     assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
     floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
     assert math.isfinite(floor["precision_gap"]) and floor["precision_gap"] < 1e-3  # fp32 against fp64

@@ -451,7 +451,7 @@ def test_drift_row_is_a_share_judged_on_the_paper_setup_only():
     assert row["verdict"] == bt.OTHER_SETUP and row["ours"] == pytest.approx(2 / 3) and "states 3" in row["setup"]
     assert 0 < row["low"] < 2 / 3 < row["high"] < 1
     summary = ch.drift_summary_frame(drift, [1.0, 2.0])
-    assert summary.positive.tolist() == [2, 3] and ch.drift_text(summary)["drift_phrase"] == "fails"
+    assert summary.positive.tolist() == [2, 3] and ch.drift_text(summary)["drift_text"] == "fails"
     all_positive = torch.full((2, 200), 0.3)
     judged = judging._drift_row(all_positive, "bert-base-uncased", DRIFT_SETUP)
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE) and "not stated" in judged["setup"]

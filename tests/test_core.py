@@ -7,6 +7,7 @@ import torch
 
 import book_tools as bt
 import glauber_core as glauber
+from chapters.tour import state_frequencies
 
 
 def reference_splitmix64(state: int) -> int:
@@ -104,7 +105,7 @@ def ising(symmetric: bool, seed: int = 0, q: int = 2):
 
 
 def empirical_law(final: torch.Tensor, q: int) -> torch.Tensor:
-    return torch.tensor(bt.state_frequencies(final, q).empirical.to_numpy())
+    return torch.tensor(state_frequencies(final, q).empirical.to_numpy())
 
 
 def tv(p, q):
@@ -444,3 +445,30 @@ def test_coupled_disagreement_equals_tv_exactly_per_step():
     distance = glauber.total_variation(logp, logq).item()
     assert distance > 0.05
     assert abs((a != b).double().mean().item() - distance) < 5 * math.sqrt(distance / draws)
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tempered_rows_are_the_scaled_scores_of_their_own_temperature_exactly(device):
+    """Chains at many temperatures in one batch draw from exactly the conditionals of a run at their temperature
+    alone: each row of TemperedConditionals equals scaled_scores at that row's tau, bit for bit (a GPU divides by a
+    Python number and by a tensor differently, so both must divide the same way)."""
+
+    class OnDevice:
+        def __init__(self, base):
+            self.base, self.vocab_size = base, base.vocab_size
+            self.allowed, self.device = base.allowed.to(device), torch.device(device)
+
+        def log_scores(self, tokens, positions):
+            return self.base.log_scores(tokens.cpu(), positions.cpu()).float().to(device) * 1.37
+
+    cond = OnDevice(ising(symmetric=False, q=3))
+    taus = [0.3, 0.1, 1.0, 0.3, 7.0, 0.1]
+    states = torch.randint(3, (len(taus), N_SITES), generator=torch.Generator().manual_seed(1)).to(device)
+    positions = torch.arange(len(taus)).remainder(N_SITES).to(device)
+    tempered = glauber.TemperedConditionals(cond, taus).log_scores(states, positions)
+    for row, tau in enumerate(taus):
+        alone = glauber.scaled_scores(cond, states[row : row + 1], positions[row : row + 1], tau)
+        assert torch.equal(tempered[row], alone[0]), (row, tau)

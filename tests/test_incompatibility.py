@@ -471,11 +471,11 @@ def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
         assert "fewer than 3" in ch.rank_correlation_ci([1.0, np.nan, 2.0], [1.0, 2.0, 3.0])[3]
         rho, low, high, why = ch.rank_correlation_ci(np.arange(30.0), np.arange(30.0) ** 2, resamples=200)
     assert rho == pytest.approx(1.0) and low <= rho <= high and why == ""
-    assert ch.distance_text(low, high) == "farther sites show more incompatibility"
-    assert ch.distance_text(-0.5, -0.1) == "closer sites show more incompatibility"
-    assert ch.distance_text(-0.5, 0.1).startswith("the interval includes 0")
-    assert "no interval" in ch.distance_text(math.nan, math.nan, why)
-    assert [ch.range_text(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
+    assert ch.correlation_text(low, high) == "farther sites show more incompatibility"
+    assert ch.correlation_text(-0.5, -0.1) == "closer sites show more incompatibility"
+    assert ch.correlation_text(-0.5, 0.1).startswith("the interval includes 0")
+    assert "no interval" in ch.correlation_text(math.nan, math.nan, why)
+    assert [ch.band_position_text(*v, 0.6, 0.8) for v in ((0.1, 0.2), (0.9, 1.0), (0.5, 0.7))] == [
         "lies below",
         "lies above",
         "overlaps",
@@ -509,7 +509,7 @@ def test_claim_rows(influence, expected):
     assert all("nan" not in row["ours_text"].lower() for row in rows)
     assert all("temperature" not in row["quantity"] for row in rows)
     words = prose_text(rows, summary(), influence)
-    assert words["size_phrase"] == "lies below" and words["mean_setup"] == specific["setup"]
+    assert words["size_text"] == "lies below" and words["mean_setup"] == specific["setup"]
     assert words["above_floor"] == "290 of 300" and words["floor"] == "1.0e-04"
     assert set(words) >= {"mean_text", "floor", "rho_influence", "sign_p", "temperature_gap", "temperature_rows"}
     assert all(isinstance(value, str) and "nan" not in value for value in words.values())

@@ -100,13 +100,13 @@ def margin_text(margins: pd.DataFrame, cond: Conditionals, n: int) -> dict:
 def drift_text(summary: pd.DataFrame | None, reason: str = "") -> dict:
     """Sentences for the drift section, per temperature, and whether the certificate holds."""
     if summary is None or summary.empty:
-        return {"drift_result": f"could not be computed: {reason}", "drift_phrase": "is not available"}
+        return {"drift_result": f"could not be computed: {reason}", "drift_text": "is not available"}
     parts = [
         f"at τ = {r.temperature:g}, {r.positive} of {r.states} positive (median {r.median:.2f}, min {r.min:.2f})"
         for r in summary.itertuples()
     ]
     holds = bool((summary.positive == summary.states).all())
-    return {"drift_result": "; ".join(parts), "drift_phrase": "holds" if holds else "fails"}
+    return {"drift_result": "; ".join(parts), "drift_text": "holds" if holds else "fails"}
 
 
 def window_text(windows: pd.DataFrame) -> dict:

@@ -156,7 +156,7 @@ def distance_figure(frame: pd.DataFrame, distance: tuple):
 # ---------------------------------------------------------------------------------------------
 
 
-def rectangle_text(cond, rectangles: Rectangles, rows) -> list[dict]:
+def rectangle_corner_texts(cond, rectangles: Rectangles, rows) -> list[dict]:
     """For each of `rows`: the texts of the four states x, y, w, z and the two swaps, for display."""
     picked = rectangles.take(torch.tensor(np.array(rows, dtype=np.int64)))
     corners = rectangle_states(*picked.args())
@@ -176,13 +176,13 @@ def most_incompatible_text(cond, rectangles: Rectangles, frame: pd.DataFrame, co
     """The `count` rectangles of largest |delta| as text: delta and the two swaps, then the four states."""
     top = frame.nlargest(count, "abs_delta")
     blocks = []
-    for r, texts in zip(top.rectangle, rectangle_text(cond, rectangles, top.rectangle)):
+    for r, texts in zip(top.rectangle, rectangle_corner_texts(cond, rectangles, top.rectangle)):
         lines = [f"delta = {frame.delta[r]:+.3f}   {texts['swaps']}"]
         blocks.append("\n".join(lines + [f"  {state}: {texts[state]}" for state in "xywz"]))
     return "\n\n".join(blocks)
 
 
-def distance_text(low: float, high: float, why: str = "") -> str:
+def correlation_text(low: float, high: float, why: str = "") -> str:
     """How the rank correlation of |delta| with the distance |i - j| reads, from its interval."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return f"no interval could be estimated ({why or 'too few distinct values'})"
@@ -193,7 +193,7 @@ def distance_text(low: float, high: float, why: str = "") -> str:
     return "the interval includes 0: no clear trend"
 
 
-def range_text(low: float, high: float, target_low: float, target_high: float) -> str:
+def band_position_text(low: float, high: float, target_low: float, target_high: float) -> str:
     """Where an interval [low, high] sits against a range: "lies below", "lies above" or "overlaps"."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return "cannot be set beside (this run has no interval for)"
@@ -231,10 +231,10 @@ def prose_text(
         "rho_influence": rho_text(influence),
         "mean_text": mean_text(m),
         "mean_setup": _row(rows, "incompatibility_mean_abs_delta")["setup"],
-        "size_phrase": range_text(m["ci_low"], m["ci_high"], paper_low, paper_high),
+        "size_text": band_position_text(m["ci_low"], m["ci_high"], paper_low, paper_high),
         "rho_shared": _rho_title(shared),
         "rho_distance": _rho_title(distance),
-        "distance_phrase": distance_text(*distance[1:4]),
+        "distance_correlation_text": correlation_text(*distance[1:4]),
         "temperature": f"{temperature:g}",
         "temperature_gap": f"{float(check.identity_gap.max()):.1e}",
         "temperature_rows": f"{check.rectangles.iloc[0]}",
