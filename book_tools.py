@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from chapters import PROFILES, profile_settings  # noqa: F401 (defined once there, re-exported)
 from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, bbc_articles, load_mlm
+from profiles import PROFILES, profile_settings  # noqa: F401 (defined once there, re-exported)
 
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
 from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read the paper's side through book_tools)
@@ -112,7 +112,7 @@ def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefin
 
 def code_version(notebook: str) -> str:
     """A short hash of the code a chapter's numbers depend on: the core, `verdicts`, the paper's side
-    (book/paper_claims.csv), the chapters' shared settings (chapters/__init__.py), every module of the chapter
+    (book/paper_claims.csv), the profiles' settings reader (profiles.py), every module of the chapter
     packages its notebook imports except the presentation ones (``presentation*.py``: figures, display tables,
     prose) and the notebook's code cells. A fix to a figure, a sentence or the book's plumbing (this module) leaves
     committed results valid; a change to an estimator, a rule or a protocol marks them stale."""
@@ -128,7 +128,7 @@ def code_version(notebook: str) -> str:
             if name
         }
     )
-    paths = [REPO_ROOT / "glauber_core.py", REPO_ROOT / "verdicts.py", REPO_ROOT / "chapters" / "__init__.py"]
+    paths = [REPO_ROOT / "glauber_core.py", REPO_ROOT / "verdicts.py", REPO_ROOT / "profiles.py"]
     paths.append(REPO_ROOT / "book" / "paper_claims.csv")  # the paper's side: protocols, values and bands
     for name in names:
         package = REPO_ROOT / "chapters" / name

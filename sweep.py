@@ -78,9 +78,9 @@ def papermill_value(text: str):
 
 
 def profile_names() -> tuple[str, ...]:
-    """The profile names, defined once in `chapters` (whose package import is light: a bad command line need not
-    wait for torch)."""
-    from chapters import PROFILES
+    """The profile names, defined once in `profiles` (standard library only: a bad command line need not wait for
+    torch)."""
+    from profiles import PROFILES
 
     return PROFILES
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
-from chapters import profile_settings
+from book_tools import profile_settings
 from glauber_core import PottsConditionals, all_states, glauber
 
 SETTINGS = {

@@ -220,15 +220,15 @@ def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
 
 
 def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
-    """The core, verdicts, the paper's side, the chapters' shared settings, the imported chapter package's science
+    """The core, verdicts, the paper's side, the profiles' settings reader, the imported chapter package's science
     and judging modules and the notebook's code cells move the version; another chapter, the presentation module, book_tools and the prose do not."""
     import json
 
-    for name in ("glauber_core.py", "book_tools.py", "verdicts.py", "chapters/__init__.py", "book/paper_claims.csv"):
+    for name in ("glauber_core.py", "book_tools.py", "verdicts.py", "profiles.py", "book/paper_claims.csv"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("x")
     for name in ("phase", "traps"):
-        (tmp_path / "chapters" / name).mkdir()
+        (tmp_path / "chapters" / name).mkdir(parents=True)
         for module in ("__init__", "science", "judging", "presentation"):
             (tmp_path / "chapters" / name / f"{module}.py").write_text(module)
     (tmp_path / "notebooks").mkdir()
@@ -246,7 +246,7 @@ def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
         assert bt.code_version("03_x") == before, unchanged
     write("from chapters import phase as ch\nx = 1", "The claim, reworded.")
     assert bt.code_version("03_x") == before
-    numbers = ("glauber_core.py", "verdicts.py", "chapters/__init__.py", "book/paper_claims.csv")
+    numbers = ("glauber_core.py", "verdicts.py", "profiles.py", "book/paper_claims.csv")
     for changed in (*numbers, "chapters/phase/science.py", "chapters/phase/judging.py"):
         (tmp_path / changed).write_text("changed")
         assert bt.code_version("03_x") != before, changed

@@ -206,9 +206,9 @@ def test_a_dask_worker_importing_sweep_imports_only_the_standard_library():
 
 def test_the_profile_names_are_defined_once():
     import book_tools
-    import chapters
+    import profiles
 
-    assert sweep.profile_names() == chapters.PROFILES == book_tools.PROFILES == ("smoke", "quick", "paper")
+    assert sweep.profile_names() == profiles.PROFILES == book_tools.PROFILES == ("smoke", "quick", "paper")
 
 
 def test_bad_command_line_from_the_shell_exits_2_before_importing_torch_or_papermill():
