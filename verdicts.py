@@ -1,4 +1,6 @@
-"""The book's judging module: every verdict rule, the intervals they use, and the checks table.
+"""The book's judging module: the paper's side of every claim (book/paper_claims.csv), every verdict rule, the
+intervals they use, the claims rows they make and the checks table. What decides a verdict lives here, so that
+`book_tools.code_version` (which hashes this module) marks a result stale whenever a rule changes.
 
 A chapter computes estimates and intervals and hands them to one of the rules below, one rule per
 statistical shape; each docstring names the rule's null and its "differs" condition. Every rule can return
