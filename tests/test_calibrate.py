@@ -1,0 +1,54 @@
+"""tools/calibrate.py's mechanics on cases whose verdicts are fixed: resume, version, summary and its interval."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import verdicts as vd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+calibrate = pytest.importorskip("calibrate")
+
+CALLS = []
+
+
+def fixed(verdicts):
+    """A case function that returns verdicts[seed] and records each call."""
+
+    def run(seed):
+        CALLS.append(seed)
+        return verdicts[seed]
+
+    return run
+
+
+def cases(version="v1"):
+    holds = calibrate.Case("c", "holds case", "holds", "x", fixed([vd.REPRODUCED] * 8 + [vd.DIFFERS, vd.INCONCLUSIVE]))
+    fails = calibrate.Case("c", "fails case", "fails", "x", fixed([vd.DIFFERS] * 9 + [vd.REPRODUCED]))
+    return [holds, fails], (lambda case: version)
+
+
+def test_counts_wrong_share_wilson_interval_and_power(tmp_path):
+    CALLS.clear()
+    chosen, version = cases()
+    runs = calibrate.run_cases(chosen, 10, tmp_path, version=version, progress=False)
+    summary = calibrate.summarise(runs).set_index("case")
+    held, failed = summary.loc["holds case"], summary.loc["fails case"]
+    assert (held.seeds, held.reproduced, held.differs, held.inconclusive, held.wrong) == (10, 8, 1, 1, 1)
+    assert held.wrong_share == 0.1 and held.power == 0.8
+    assert (failed.wrong, failed.power) == (1, 0.9)  # reproduced where the claim fails is the wrong decision
+    low, high = (float(v[0]) for v in vd.share_intervals([1], [10]))
+    assert (held.wrong_low, held.wrong_high) == (low, high) and low < 0.1 < high
+
+
+def test_a_rerun_resumes_and_a_new_version_remakes(tmp_path):
+    CALLS.clear()
+    chosen, version = cases()
+    calibrate.run_cases(chosen, 4, tmp_path, version=version, progress=False)
+    assert len(CALLS) == 8
+    runs = calibrate.run_cases(chosen, 6, tmp_path, version=version, progress=False)  # two more seeds per case
+    assert len(CALLS) == 12 and len(runs) == 12 and sorted(set(runs.seed)) == list(range(6))
+    chosen, version = cases("v2")  # the chapter's code changed: every row is made again
+    runs = calibrate.run_cases(chosen, 6, tmp_path, version=version, progress=False)
+    assert len(CALLS) == 24 and set(runs.code) == {"v2"} and len(runs) == 12

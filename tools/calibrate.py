@@ -1,0 +1,234 @@
+"""Operating characteristics of the book's verdict rules at the book's own size (issue "Verdicts a referee signs").
+
+    .venv/bin/python tools/calibrate.py [--seeds 50] [--claims nlogn_fit ...] [--out results/calibration]
+
+For each case (a general claim, a chain whose answer is known by mathematics, and whether the claim holds or
+fails on it) the chapter's own estimator and rule run at the quick profile's sizes, once per seed, and the
+verdict is recorded. `runs.csv` keeps one row per (claim, case, seed) with the code version it was made at;
+a rerun skips the rows already made at the current code version (resumable), and `operating_characteristics.csv`
+summarises each case: the shares reproduced / differs / inconclusive, the wrong-decision share (differs where
+the claim holds, reproduced where it fails) with its Wilson interval, and the power (decided correctly).
+
+Only some claims have cases yet (see CASES); every other general claim is still calibrated on one draw in
+tests/test_calibration_*.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import book_tools as bt  # noqa: E402
+import glauber_core as glauber  # noqa: E402
+import verdicts as vd  # noqa: E402
+from chapters import incompatibility as ch1  # noqa: E402
+from chapters import phase as ch3  # noqa: E402
+from chapters.incompatibility import judging as judging1  # noqa: E402
+from chapters.phase import judging as judging3  # noqa: E402
+
+OUT = bt.REPO_ROOT / "results" / "calibration"
+RUN_COLUMNS = ("claim", "case", "truth", "seed", "verdict", "code")
+SUMMARY_COLUMNS = (
+    "claim",
+    "case",
+    "truth",
+    "seeds",
+    "reproduced",
+    "differs",
+    "inconclusive",
+    "wrong",
+    "wrong_share",
+    "wrong_low",
+    "wrong_high",
+    "power",
+    "code",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One known-answer chain for one claim: `run(seed)` returns the rule's verdict on it at the book's size."""
+
+    claim: str
+    name: str
+    truth: str  # "holds" or "fails"
+    chapter: str  # the notebook whose code version the case depends on
+    run: Callable[[int], str]
+
+
+# ---- nlogn_fit (chapter 3, Fig. 3b) at the quick profile's sizes -------------------------------------------------
+
+
+def _hitting_verdict(seed: int, radius: float) -> str:
+    """Chapter 3's hitting-time protocol on independent sites that always leave their colour: the quick
+    profile's lengths, chains per length, recording interval, cutoff and bootstrap, then its nlogn rule.
+    Radius 1 (every site changed) is the coupon collector, n H_n: n log n holds; radius 1/2 takes about
+    n ln 2 steps, linear in n: it fails."""
+    cfg = ch3.settings("quick")
+    lengths, times = [], []
+    for n in cfg.drift_lengths:
+        cond = glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, 40.0]] * n), q=2)
+        x0 = torch.zeros(cfg.hit_chains, n, dtype=torch.long)
+        run = glauber.glauber(
+            cond, x0, cfg.hit_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
+        )
+        share = (run.tokens != run.tokens[:, :1]).double().mean(-1)
+        hit = ch3.hitting_times(share, run.steps, radius)
+        lengths += [n] * len(hit)
+        times += hit.tolist()
+    scaling = ch3.scaling_fits(np.array(lengths), np.array(times), n_boot=cfg.n_boot, seed=seed)
+    events = int((np.array(times) >= 0).sum())
+    return judging3._nlogn_row(scaling, events, cfg.hit_tau, radius)["verdict"]
+
+
+# ---- incompatibility_detected (chapter 1, Table 1) at the quick profile's sizes ---------------------------------
+
+
+def _detected_verdict(seed: int, name: str) -> str:
+    """Chapter 1's rectangle test (frame, rounding floor, summary, rule) on `cfg.rectangles` random rectangles
+    of a Potts model on the quick profile's n sites: the symmetric coupling is compatible (fails), the asymmetric
+    one is not (holds)."""
+    cfg = ch1.settings("quick")
+    cond = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[name]
+    rectangles = ch1.random_rectangles(cond, cfg.seq_len, cfg.rectangles, seed=seed)
+    frame = ch1.rectangle_frame(cond, rectangles, top_k=3)
+    floor = ch1.rounding_floor(cond, rectangles, frame)
+    summary = ch1.incompatibility_summary(frame, floor["floor"], resamples=cfg.resamples)
+    return judging1._detected_verdict(summary)[0]
+
+
+CASES = (
+    Case(
+        "nlogn_fit",
+        "coupon collector: every site changed (n H_n)",
+        "holds",
+        "03_phase_diagram",
+        lambda seed: _hitting_verdict(seed, 1.0),
+    ),  # fmt: skip
+    Case(
+        "nlogn_fit",
+        "half the sites changed (about n ln 2)",
+        "fails",
+        "03_phase_diagram",
+        lambda seed: _hitting_verdict(seed, 0.5),
+    ),  # fmt: skip
+    Case(
+        "incompatibility_detected",
+        "asymmetric Potts, 20 sites, 3 colours",
+        "holds",
+        "01_incompatibility",
+        lambda seed: _detected_verdict(seed, "Potts, asymmetric J"),
+    ),  # fmt: skip
+    Case(
+        "incompatibility_detected",
+        "symmetric Potts, 20 sites, 3 colours",
+        "fails",
+        "01_incompatibility",
+        lambda seed: _detected_verdict(seed, "Potts, symmetric J"),
+    ),  # fmt: skip
+)
+
+
+def case_version(case: Case) -> str:
+    """The chapter's code version (book_tools.code_version) and this file's text: a change to either remakes the
+    case's rows."""
+    digest = hashlib.sha256(bt.code_version(case.chapter).encode() + Path(__file__).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def read_runs(path: Path) -> pd.DataFrame:
+    """runs.csv, or an empty table with its columns."""
+    if not path.exists():
+        return pd.DataFrame(columns=list(RUN_COLUMNS))
+    return pd.read_csv(path, dtype={"code": str, "verdict": str})
+
+
+def run_cases(cases, seeds: int, out: Path, version=case_version, progress: bool = True) -> pd.DataFrame:
+    """Run every case over seeds 0..seeds-1, skipping the (claim, case, seed) rows already in out/runs.csv at
+    the case's current version; each new row is appended as soon as it is made, so an interrupted run resumes
+    with nothing lost. Rows made at another version are dropped. Returns the runs of these cases."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "runs.csv"
+    runs = read_runs(path)
+    versions = {(c.claim, c.name): version(c) for c in cases}
+    current = runs.apply(lambda r: versions.get((r.claim, r.case), r.code) == r.code, axis=1) if len(runs) else []
+    runs = runs[current] if len(runs) else runs
+    runs.to_csv(path, index=False)
+    done = set(zip(runs.claim, runs.case, runs.seed.astype(int))) if len(runs) else set()
+    todo = [(c, s) for c in cases for s in range(seeds) if (c.claim, c.name, s) not in done]
+    for case, seed in tqdm(todo, desc="calibration", disable=not progress):
+        verdict = case.run(seed)
+        row = pd.DataFrame([dict(claim=case.claim, case=case.name, truth=case.truth, seed=seed, verdict=verdict,
+                                 code=versions[(case.claim, case.name)])])  # fmt: skip
+        row.to_csv(path, mode="a", header=not path.exists() or path.stat().st_size == 0, index=False)
+    runs = read_runs(path)
+    names = {(c.claim, c.name) for c in cases}
+    return runs[[(a, b) in names for a, b in zip(runs.claim, runs.case)]]
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per case: counts of each verdict, the wrong-decision share (differs where the claim holds,
+    reproduced where it fails) with its 95% Wilson interval, and the power (the share decided correctly)."""
+    rows = []
+    for (claim, case, truth), part in runs.groupby(["claim", "case", "truth"], sort=False):
+        counts = part.verdict.value_counts()
+        wrong_verdict = vd.DIFFERS if truth == "holds" else vd.REPRODUCED
+        right_verdict = vd.REPRODUCED if truth == "holds" else vd.DIFFERS
+        seeds, wrong = len(part), int(counts.get(wrong_verdict, 0))
+        low, high = (float(v[0]) for v in vd.share_intervals([wrong], [seeds]))
+        rows.append(
+            dict(
+                claim=claim,
+                case=case,
+                truth=truth,
+                seeds=seeds,
+                reproduced=int(counts.get(vd.REPRODUCED, 0)),
+                differs=int(counts.get(vd.DIFFERS, 0)),
+                inconclusive=int(counts.get(vd.INCONCLUSIVE, 0)),
+                wrong=wrong,
+                wrong_share=wrong / seeds,
+                wrong_low=low,
+                wrong_high=high,
+                power=int(counts.get(right_verdict, 0)) / seeds,
+                code=",".join(sorted(set(part.code))),
+            )
+        )
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=50, help="independent seeds per case (default 50)")
+    parser.add_argument("--claims", nargs="*", help="only these claims (default: every claim with cases)")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder of runs.csv and operating_characteristics.csv")
+    args = parser.parse_args(argv)
+    known = sorted({c.claim for c in CASES})
+    unknown = sorted(set(args.claims or []) - set(known))
+    if unknown or args.seeds < 1:
+        parser.error(
+            f"--claims must be among {known}, --seeds at least 1" + (f"; unknown: {unknown}" if unknown else "")
+        )
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    cases = [c for c in CASES if not args.claims or c.claim in args.claims]
+    runs = run_cases(cases, args.seeds, args.out)
+    summary = summarise(runs)
+    summary.to_csv(args.out / "operating_characteristics.csv", index=False)
+    with pd.option_context("display.width", 160, "display.max_colwidth", 48):
+        print(summary.drop(columns=["code"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    return 0 if (summary.wrong_share <= 0.10).all() or math.isnan(summary.wrong_share.max()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
