@@ -10,13 +10,17 @@ construction (inconclusive: rho = 0 is the null, and the paper's own shared-summ
 positive there by construction).
 """
 
-import numpy as np
+import sys
+from pathlib import Path
+
 import torch
 
-import glauber_core as glauber
 import verdicts as vd
 from chapters import incompatibility as ch
 from chapters.incompatibility import judging
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from calibrate import influence_chain  # noqa: E402 (the known-answer chains are shared with make calibrate)
 
 # ---------------------------------------------------------------------------------------------
 # Ground-truth chains
@@ -61,27 +65,6 @@ class JointConditionals:
             after = tokens[rows, (positions + 1) % self.n]
             scores = scores + self.tilt * self.extra[positions, :, after]  # [B, q]
         return scores
-
-
-def influence_chain(kind, n=8, q=4, seed=0):
-    """Potts J = S + A with S symmetric (log-uniform magnitudes 0.05..2.5, random signs) and A antisymmetric
-    (random signs sigma): asymmetry |J_ji - J_ij| = 2|A_ij| is 0.6 |S_ij| ("scales": grows with the
-    coupling), 0.6 ("constant": |delta| independent of the pair, hence of any influence), or
-    0.6 (2.6 - |S_ij|) / 2.6 ("falls": shrinks as the coupling grows)."""
-    g = torch.Generator().manual_seed(seed)
-    size = torch.exp(torch.empty(n, n, dtype=torch.float64).uniform_(np.log(0.05), np.log(2.5), generator=g))
-    sign = torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double()
-    symmetric = torch.triu(size * sign, 1)
-    symmetric = symmetric + symmetric.T
-    sigma = torch.triu(torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double(), 1)
-    sigma = sigma - sigma.T
-    asymmetry = {
-        "scales": 0.3 * symmetric.abs(),
-        "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
-        "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6,
-    }[kind]
-    field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
-    return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
 
 
 def detected(cond, rectangles, top_k):

@@ -33,8 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import book_tools as bt  # noqa: E402
 import glauber_core as glauber  # noqa: E402
 import verdicts as vd  # noqa: E402
+from chapters import bounds as ch2  # noqa: E402
 from chapters import incompatibility as ch1  # noqa: E402
 from chapters import phase as ch3  # noqa: E402
+from chapters.bounds import judging as judging2  # noqa: E402
 from chapters.incompatibility import judging as judging1  # noqa: E402
 from chapters.phase import judging as judging3  # noqa: E402
 
@@ -109,36 +111,91 @@ def _detected_verdict(seed: int, name: str) -> str:
     return judging1._detected_verdict(summary)[0]
 
 
-CASES = (
-    Case(
-        "nlogn_fit",
-        "coupon collector: every site changed (n H_n)",
-        "holds",
-        "03_phase_diagram",
-        lambda seed: _hitting_verdict(seed, 1.0),
-    ),  # fmt: skip
-    Case(
-        "nlogn_fit",
-        "half the sites changed (about n ln 2)",
-        "fails",
-        "03_phase_diagram",
-        lambda seed: _hitting_verdict(seed, 0.5),
-    ),  # fmt: skip
-    Case(
-        "incompatibility_detected",
-        "asymmetric Potts, 20 sites, 3 colours",
-        "holds",
-        "01_incompatibility",
-        lambda seed: _detected_verdict(seed, "Potts, asymmetric J"),
-    ),  # fmt: skip
-    Case(
-        "incompatibility_detected",
-        "symmetric Potts, 20 sites, 3 colours",
-        "fails",
-        "01_incompatibility",
-        lambda seed: _detected_verdict(seed, "Potts, symmetric J"),
-    ),  # fmt: skip
-)
+def influence_chain(kind, n=8, q=4, seed=0):
+    """Potts J = S + A with S symmetric (log-uniform magnitudes 0.05..2.5, random signs) and A antisymmetric
+    (random signs sigma): asymmetry |J_ji - J_ij| = 2|A_ij| is 0.6 |S_ij| ("scales": grows with the
+    coupling), 0.6 ("constant": |delta| independent of the pair, hence of any influence), or
+    0.6 (2.6 - |S_ij|) / 2.6 ("falls": shrinks as the coupling grows)."""
+    g = torch.Generator().manual_seed(seed)
+    size = torch.exp(torch.empty(n, n, dtype=torch.float64).uniform_(np.log(0.05), np.log(2.5), generator=g))
+    sign = torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double()
+    symmetric = torch.triu(size * sign, 1)
+    symmetric = symmetric + symmetric.T
+    sigma = torch.triu(torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double(), 1)
+    sigma = sigma - sigma.T
+    asymmetry = {
+        "scales": 0.3 * symmetric.abs(),
+        "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
+        "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6,
+    }[kind]
+    field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
+    return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
+
+
+def _influence_verdict(seed: int, kind: str) -> str:
+    """Chapter 1's influence protocol (the quick profile's rectangle count and bootstrap) on a Potts chain whose
+    asymmetry grows with the coupling (the claim holds), falls as it grows, or is constant (it fails: rho = 0)."""
+    cfg = ch1.settings("quick")
+    cond = influence_chain(kind, seed=seed)
+    rectangles = ch1.random_rectangles(cond, cond.n_sites, cfg.rectangles, seed=seed)
+    frame = ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+    estimate = ch1.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=cfg.resamples // 5, seed=seed)
+    return judging1._influence_verdict(estimate)[0]
+
+
+# ---- mu_vs_pseudolikelihood_tv (chapter 2, section 7) on the fp32 path the book judges ----------------------------
+
+
+class Float32Scores:
+    """A Potts model whose scores come out in fp32, as a masked LM's logits do: the rounding the book's windows
+    carry, which the rule's floor must absorb on a compatible chain."""
+
+    def __init__(self, potts: glauber.PottsConditionals):
+        self.potts, self.vocab_size, self.allowed = potts, potts.vocab_size, potts.allowed
+        self.max_sites, self.device, self.protein = potts.max_sites, potts.device, False
+
+    def log_scores(self, tokens, positions):
+        return self.potts.log_scores(tokens, positions).float()
+
+
+def _pseudo_likelihood_verdict(seed: int, symmetric: bool) -> str:
+    """Chapter 2's windows at the quick profile's size (`windows` windows of 3 free sites with K = `window_tokens`
+    values each, one random Potts model a window, scores in fp32) through its rule: a symmetric coupling is
+    compatible (the claim fails: every PL gap is 0 up to rounding), an asymmetric one is not (it holds)."""
+    cfg = ch2.settings("quick")
+    gaps = []
+    for window in range(cfg.windows):
+        generator = torch.Generator().manual_seed(seed * 1000 + window)
+        raw = 1.5 * torch.randn(3, 3, generator=generator, dtype=torch.float64)
+        field = 0.5 * torch.randn(3, cfg.window_tokens, generator=generator, dtype=torch.float64)
+        potts = glauber.PottsConditionals((raw + raw.T) / 2 if symmetric else raw, field, cfg.window_tokens)
+        gaps.append(ch2.stationary_vs_pseudo_likelihood(Float32Scores(potts), 3, 1.0)["pl_gap"])
+    return judging2._pseudo_likelihood_row(gaps)["verdict"]
+
+
+CASES = tuple(
+    Case(claim, name, truth, chapter, run)
+    for claim, name, truth, chapter, run in (
+        ("nlogn_fit", "coupon collector: every site changed (n H_n)", "holds", "03_phase_diagram",
+         lambda seed: _hitting_verdict(seed, 1.0)),
+        ("nlogn_fit", "half the sites changed (about n ln 2)", "fails", "03_phase_diagram",
+         lambda seed: _hitting_verdict(seed, 0.5)),
+        ("incompatibility_detected", "asymmetric Potts, 20 sites, 3 colours", "holds", "01_incompatibility",
+         lambda seed: _detected_verdict(seed, "Potts, asymmetric J")),
+        ("incompatibility_detected", "symmetric Potts, 20 sites, 3 colours", "fails", "01_incompatibility",
+         lambda seed: _detected_verdict(seed, "Potts, symmetric J")),
+        ("influence_amplifies_delta", "Potts, asymmetry grows with the coupling", "holds", "01_incompatibility",
+         lambda seed: _influence_verdict(seed, "scales")),
+        ("influence_amplifies_delta", "Potts, asymmetry falls as the coupling grows", "fails", "01_incompatibility",
+         lambda seed: _influence_verdict(seed, "falls")),
+        ("influence_amplifies_delta", "Potts, constant asymmetry (rho = 0)", "fails", "01_incompatibility",
+         lambda seed: _influence_verdict(seed, "constant")),
+        ("mu_vs_pseudolikelihood_tv", "asymmetric Potts windows, fp32 scores", "holds", "02_mixing_bounds",
+         lambda seed: _pseudo_likelihood_verdict(seed, symmetric=False)),
+        ("mu_vs_pseudolikelihood_tv", "symmetric Potts windows, fp32 scores", "fails", "02_mixing_bounds",
+         lambda seed: _pseudo_likelihood_verdict(seed, symmetric=True)),
+    )
+)  # fmt: skip
 
 
 def case_version(case: Case) -> str:
