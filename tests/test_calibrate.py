@@ -52,3 +52,14 @@ def test_a_rerun_resumes_and_a_new_version_remakes(tmp_path):
     chosen, version = cases("v2")  # the chapter's code changed: every row is made again
     runs = calibrate.run_cases(chosen, 6, tmp_path, version=version, progress=False)
     assert len(CALLS) == 24 and set(runs.code) == {"v2"} and len(runs) == 12
+
+
+def test_a_run_of_some_claims_keeps_the_others_in_the_table(tmp_path, monkeypatch):
+    chosen, version = cases()
+    other = calibrate.Case("d", "other case", "holds", "x", fixed([vd.REPRODUCED] * 10))
+    monkeypatch.setattr(calibrate, "CASES", (*chosen, other))
+    monkeypatch.setattr(calibrate, "case_version", version)
+    assert calibrate.main(["--seeds", "3", "--out", str(tmp_path)]) == 0
+    assert calibrate.main(["--seeds", "5", "--claims", "d", "--out", str(tmp_path)]) == 0
+    table = calibrate.pd.read_csv(tmp_path / "operating_characteristics.csv").set_index("case")
+    assert table.seeds.to_dict() == {"holds case": 3, "fails case": 3, "other case": 5}

@@ -212,10 +212,12 @@ def read_runs(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"code": str, "verdict": str})
 
 
-def run_cases(cases, seeds: int, out: Path, version=case_version, progress: bool = True) -> pd.DataFrame:
+def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True) -> pd.DataFrame:
     """Run every case over seeds 0..seeds-1, skipping the (claim, case, seed) rows already in out/runs.csv at
     the case's current version; each new row is appended as soon as it is made, so an interrupted run resumes
-    with nothing lost. Rows made at another version are dropped. Returns the runs of these cases."""
+    with nothing lost. Rows made at another version (`version(case)`, case_version by default) are dropped.
+    Returns the runs of these cases."""
+    version = version or case_version
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"
     runs = read_runs(path)
@@ -277,10 +279,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--claims must be among {known}, --seeds at least 1" + (f"; unknown: {unknown}" if unknown else "")
         )
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     cases = [c for c in CASES if not args.claims or c.claim in args.claims]
-    runs = run_cases(cases, args.seeds, args.out)
-    summary = summarise(runs)
+    run_cases(cases, args.seeds, args.out)
+    summary = summarise(run_cases(CASES, 0, args.out, progress=False))  # every case's current rows, run or not
     summary.to_csv(args.out / "operating_characteristics.csv", index=False)
     with pd.option_context("display.width", 160, "display.max_colwidth", 48):
         print(summary.drop(columns=["code"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
