@@ -1851,6 +1851,7 @@ class TemperedConditionals:
 
     def __init__(self, cond: Conditionals, temperatures):
         self.temperatures = pair_temperatures(temperatures, len(temperatures))
+        self._rows = {tau: self.temperatures == tau for tau in self.temperatures.unique().tolist()}  # rows per tau
         self.cond = cond
         self.vocab_size, self.allowed, self.protein = cond.vocab_size, cond.allowed, is_protein(cond)
         self.device = getattr(cond, "device", cond.allowed.device)
@@ -1877,8 +1878,8 @@ class TemperedConditionals:
         scores = self.cond.log_scores(tokens, positions)
         scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
         scaled = torch.empty_like(scores)
-        for tau in self.temperatures.unique().tolist():  # by a Python number, as scaled_scores divides (GPU too)
-            rows = (self.temperatures == tau).to(scores.device)
+        for tau, rows in self._rows.items():  # by a Python number, as scaled_scores divides (GPU too)
+            rows = rows.to(scores.device)
             scaled[rows] = scores[rows] / tau
         return scaled
 

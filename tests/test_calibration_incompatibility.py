@@ -20,7 +20,8 @@ from chapters import incompatibility as ch
 from chapters.incompatibility import judging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from calibrate import influence_chain  # noqa: E402 (the known-answer chains are shared with make calibrate)
+import calibrate  # noqa: E402 (the known-answer chains and pipelines are shared with make calibrate)
+from calibrate import influence_chain  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Ground-truth chains
@@ -68,17 +69,13 @@ class JointConditionals:
 
 
 def detected(cond, rectangles, top_k):
-    """The chapter's pipeline for incompatibility_detected: frame, floor, summary, verdict."""
-    frame = ch.rectangle_frame(cond, rectangles, top_k=top_k)
-    floor = ch.rounding_floor(cond, rectangles, frame)
-    summary = ch.incompatibility_summary(frame, floor["floor"], resamples=200)
-    return judging._detected_verdict(summary), summary, floor
+    """The chapter's pipeline for incompatibility_detected (calibrate.detected) with 200 bootstrap draws."""
+    return calibrate.detected(cond, rectangles, top_k, resamples=200)
 
 
 def influence(cond, count=300, seed=1):
     """The chapter's pipeline for influence_amplifies_delta on random rectangles of a Potts chain."""
-    rectangles = ch.random_rectangles(cond, cond.n_sites, count, seed=seed)
-    frame = ch.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+    frame = calibrate.influence_frame(cond, count, seed)
     estimate = ch.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=1000)
     paper = ch.rank_correlation_ci(frame.paper_influence, frame.abs_delta, resamples=1000)
     return judging._influence_verdict(estimate), estimate, paper

@@ -27,6 +27,8 @@ Chains:
 """
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,6 +39,9 @@ import book_tools as bt
 import glauber_core as glauber
 from chapters import phase as ch
 from chapters.phase import judging
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from calibrate import leaving_sites  # noqa: E402 (shared with make calibrate)
 
 TAUS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 SMALL, LARGE = 4, 16
@@ -132,11 +137,6 @@ def test_transition_width_fails_on_curie_weiss_whatever_its_location_does(chain,
 # ---------------------------------------------------------------------------------------------
 
 LENGTHS = (8, 12, 16, 24, 32)
-
-
-def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
-    """Independent sites (J = 0) whose conditional puts all but e^-40 of its mass on colour 1."""
-    return glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
 
 
 def hamming(trajectory: glauber.Trajectory, normalised: bool = True) -> torch.Tensor:

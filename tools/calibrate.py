@@ -73,6 +73,12 @@ class Case:
 # ---- nlogn_fit (chapter 3, Fig. 3b) at the quick profile's sizes -------------------------------------------------
 
 
+def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
+    """Independent sites (J = 0) whose conditional puts all but e^-field of its mass on colour 1: from all-0
+    starts the share of sites changed is the coupon collector's (section 6.1's known answer)."""
+    return glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
+
+
 def _hitting_verdict(seed: int, radius: float) -> str:
     """Chapter 3's hitting-time protocol on independent sites that always leave their colour: the quick
     profile's lengths, chains per length, recording interval, cutoff and bootstrap, then its nlogn rule.
@@ -81,10 +87,9 @@ def _hitting_verdict(seed: int, radius: float) -> str:
     cfg = ch3.settings("quick")
     lengths, times = [], []
     for n in cfg.drift_lengths:
-        cond = glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, 40.0]] * n), q=2)
         x0 = torch.zeros(cfg.hit_chains, n, dtype=torch.long)
         run = glauber.glauber(
-            cond, x0, cfg.hit_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
+            leaving_sites(n), x0, cfg.hit_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
         )
         share = (run.tokens != run.tokens[:, :1]).double().mean(-1)
         hit = ch3.hitting_times(share, run.steps, radius)
@@ -98,17 +103,22 @@ def _hitting_verdict(seed: int, radius: float) -> str:
 # ---- incompatibility_detected (chapter 1, Table 1) at the quick profile's sizes ---------------------------------
 
 
+def detected(cond, rectangles, top_k: int, resamples: int):
+    """Chapter 1's pipeline for incompatibility_detected: the rectangles' frame, the rounding floor, the summary
+    and the verdict; returns ((verdict, reason), summary, floor)."""
+    frame = ch1.rectangle_frame(cond, rectangles, top_k=top_k)
+    floor = ch1.rounding_floor(cond, rectangles, frame)
+    summary = ch1.incompatibility_summary(frame, floor["floor"], resamples=resamples)
+    return judging1._detected_verdict(summary), summary, floor
+
+
 def _detected_verdict(seed: int, name: str) -> str:
-    """Chapter 1's rectangle test (frame, rounding floor, summary, rule) on `cfg.rectangles` random rectangles
-    of a Potts model on the quick profile's n sites: the symmetric coupling is compatible (fails), the asymmetric
-    one is not (holds)."""
+    """Chapter 1's rectangle test on `cfg.rectangles` random rectangles of a Potts model on the quick profile's n
+    sites: the symmetric coupling is compatible (fails), the asymmetric one is not (holds)."""
     cfg = ch1.settings("quick")
     cond = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[name]
     rectangles = ch1.random_rectangles(cond, cfg.seq_len, cfg.rectangles, seed=seed)
-    frame = ch1.rectangle_frame(cond, rectangles, top_k=3)
-    floor = ch1.rounding_floor(cond, rectangles, frame)
-    summary = ch1.incompatibility_summary(frame, floor["floor"], resamples=cfg.resamples)
-    return judging1._detected_verdict(summary)[0]
+    return detected(cond, rectangles, 3, cfg.resamples)[0][0]
 
 
 def influence_chain(kind, n=8, q=4, seed=0):
@@ -132,13 +142,18 @@ def influence_chain(kind, n=8, q=4, seed=0):
     return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
 
 
+def influence_frame(cond, count: int, seed: int):
+    """Chapter 1's rectangle frame (with each rectangle's influence) on `count` random rectangles of a Potts
+    chain, every colour a candidate and three alternatives a site."""
+    rectangles = ch1.random_rectangles(cond, cond.n_sites, count, seed=seed)
+    return ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+
+
 def _influence_verdict(seed: int, kind: str) -> str:
     """Chapter 1's influence protocol (the quick profile's rectangle count and bootstrap) on a Potts chain whose
     asymmetry grows with the coupling (the claim holds), falls as it grows, or is constant (it fails: rho = 0)."""
     cfg = ch1.settings("quick")
-    cond = influence_chain(kind, seed=seed)
-    rectangles = ch1.random_rectangles(cond, cond.n_sites, cfg.rectangles, seed=seed)
-    frame = ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+    frame = influence_frame(influence_chain(kind, seed=seed), cfg.rectangles, seed)
     estimate = ch1.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=cfg.resamples // 5, seed=seed)
     return judging1._influence_verdict(estimate)[0]
 
