@@ -20,8 +20,8 @@ from chapters import incompatibility as ch
 from chapters.incompatibility import judging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import calibrate  # noqa: E402 (the known-answer chains and pipelines are shared with make calibrate)
-from calibrate import influence_chain  # noqa: E402
+from calibration import incompatibility as calibrate  # noqa: E402 (known-answer chains shared with make calibrate)
+from calibration.incompatibility import influence_chain  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Ground-truth chains
