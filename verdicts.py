@@ -152,8 +152,9 @@ def rule_one_sided(
 ) -> tuple[str, str]:
     """An interval against a null. The paper says the quantity lies `direction` ("above" or "below") of
     `null`. Reproduced when [low, high] lies wholly on the paper's side; differs when it lies wholly on the
-    other side or at the null; inconclusive when it contains the null or there is no interval.
-    With `events == 0`: `zero_verdict`, inconclusive by default (zero is what an underpowered run shows, e.g.
+    other side or at the null; inconclusive when it contains the null, when there is no interval, or when the
+    interval has zero width (a run whose statistic cannot vary, e.g. every chain at the same value, has measured
+    no spread and decides nothing). With `events == 0`: `zero_verdict`, inconclusive by default (zero is what an underpowered run shows, e.g.
     no trap ended), or differs where zero is the answer (no rectangle above the rounding floor).
     Given `estimate`, an inconclusive reason says what run would decide it."""
     if direction not in ("above", "below"):
@@ -168,6 +169,8 @@ def rule_one_sided(
         return INCONCLUSIVE, "no interval could be estimated from this run"
     if low > high:
         raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
+    if low == high:
+        return INCONCLUSIVE, f"the 95% interval has zero width (every value {low:.3g}): no spread was measured"
     above = direction == "above"  # an infinite end (a one-sided interval) is compared as it stands
     if (low > null) if above else (high < null):
         return REPRODUCED, f"95% interval [{low:.3g}, {high:.3g}] lies {direction} the null {null:g}"

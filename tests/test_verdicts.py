@@ -164,3 +164,14 @@ def test_rank_correlation_is_exact_on_monotone_data_and_bootstrap_brackets_the_m
     assert vd.rank_correlation(x, -x) == pytest.approx(-1.0)
     low, high = vd.bootstrap_ci(np.arange(20.0))
     assert low < 9.5 < high
+
+
+def test_a_zero_width_interval_never_decides():
+    """A statistic with no spread (every chain at the same value) has measured nothing: inconclusive on either
+    side of the null, for the one-sided, trend and share rules alike (issue 41: AntiBERTy's +0.00 [-0.00, +0.00])."""
+    for value, null in ((0.0, 0.0), (0.5, 0.0), (-0.5, 0.0)):
+        for direction in ("above", "below"):
+            verdict, reason = vd.rule_one_sided(value, value, null, direction)
+            assert verdict == vd.INCONCLUSIVE and "zero width" in reason
+    assert vd.rule_trend(0.0, 0.0, 0.0)[0] == vd.INCONCLUSIVE
+    assert vd.rule_one_sided(0.1, 0.2, 0.0)[0] == vd.REPRODUCED  # a positive width still decides
