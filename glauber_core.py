@@ -162,11 +162,11 @@ def check_tokens(cond: Conditionals, tokens, name: str = "tokens") -> torch.Tens
             f"{name} has token ids outside the vocabulary [0, {cond.vocab_size}): "
             f"{sorted(set(tokens[bad].tolist()))[:10]}"
         )
-    forbidden = ~cond.allowed.cpu()[tokens.cpu()]
+    forbidden = ~cond.allowed.to(tokens.device)[tokens]
     if forbidden.any():
         raise ValueError(
-            f"{name} contains special or unused token ids the chain may never propose: "
-            f"{sorted(set(tokens.cpu()[forbidden].tolist()))[:10]}"
+            f"{name} contains special or unused token ids the chain may never propose ([UNK], [MASK], ...): "
+            f"{sorted(set(tokens[forbidden].tolist()))[:10]}"
         )
     return tokens.long().to(getattr(cond, "device", cond.allowed.device))
 
@@ -182,7 +182,11 @@ def scaled_scores(cond: Conditionals, tokens, positions, temperature: float = 1.
 
     Returns:
         The scaled scores, FloatTensor[B, V].
+
+    Raises:
+        ValueError: If a state is not one ``check_tokens`` accepts (e.g. holds [UNK] or is too long for the model).
     """
+    check_tokens(cond, tokens)
     scores = cond.log_scores(tokens, positions)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     never = torch.where(cond.allowed.to(scores.device), 0.0, float("-inf")).to(scores.dtype)
@@ -440,15 +444,13 @@ def glauber(
 ) -> Trajectory:
     """Run B Glauber chains (kernel P_tau of section 3.2) from x0 [B, n] for ``steps`` steps.
 
-    Each step every chain picks a free site (uniformly, or in order for scan="systematic") and
-    resamples it from p_{theta,tau}(. | x_{-i}); all chains share one batched forward pass. ``seed`` is
-    an int or one seed per chain; a chain's random draws depend only on its seed and the step, so on
-    CPU its trajectory does not depend on the rest of the batch (on CUDA, kernels chosen per batch
-    size can change low-order bits of the scores, and so rarely a draw). scan="systematic" sweeps
-    the free sites in order: a different kernel from P_tau, with the same stationary law only for
-    compatible conditionals.
-    With ``checkpoint``, progress is saved every ``checkpoint_every`` steps and a rerun resumes from it
-    (also with a larger ``steps``) and ends token-for-token identical to an uninterrupted run.
+    Each step every chain picks a free site (uniformly, or in order for scan="systematic") and resamples it from
+    p_{theta,tau}(. | x_{-i}); all chains share one batched forward pass. A chain's draws depend only on its seed
+    and the step, so on CPU its trajectory does not depend on the rest of the batch (on CUDA, kernels chosen per
+    batch size can change low-order bits of the scores, and so rarely a draw). scan="systematic" is a different
+    kernel from P_tau, with the same stationary law only for compatible conditionals. With ``checkpoint``, progress
+    is saved every ``checkpoint_every`` steps and a rerun resumes from it (also with a larger ``steps``), ending
+    token-for-token identical to an uninterrupted run.
 
     Args:
         cond: The conditionals.
@@ -841,11 +843,16 @@ class _HuggingFaceModel:
             The ids, LongTensor[n].
 
         Raises:
-            ValueError: If ``text`` is empty or encodes to no tokens.
+            ValueError: If ``text`` is empty, encodes to no tokens, or (protein) holds a letter outside the 20 residues.
         """
         if not isinstance(text, str) or not text.strip():
-            raise ValueError("text is empty: give at least one word to encode")
-        text = " ".join("".join(text.split())) if self.protein else text
+            raise ValueError(f"text is empty: give at least one {'residue' if self.protein else 'word'} to encode")
+        if self.protein:
+            text = "".join(text.split()).upper()
+            bad = next(((k, c) for k, c in enumerate(text) if c not in AMINO_ACIDS), None)
+            if bad:
+                raise ValueError(f"{bad[1]!r} at position {bad[0] + 1} is not one of the 20 residues {AMINO_ACIDS}")
+            text = " ".join(text)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         if not ids:
             raise ValueError(f"text {text!r} encodes to no tokens")
@@ -897,15 +904,8 @@ class MaskedLMConditionals(_HuggingFaceModel):
         self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Input ids [B, n + specials] with each row's site masked.
-
-        Args:
-            tokens: LongTensor[B, n] of content ids, on the model's device.
-            positions: LongTensor[B], the site to mask in each row.
-
-        Returns:
-            The ids with the model's special tokens around each row's content, LongTensor[B, n + specials].
-        """
+        """Input ids LongTensor[B, n + specials]: each row of ``tokens`` (LongTensor[B, n] of content ids on the
+        model's device) between the model's special tokens, with its site ``positions[b]`` masked."""
         batch = tokens.shape[0]
         ids = torch.cat([self.prefix.expand(batch, -1), tokens, self.suffix.expand(batch, -1)], 1)
         ids[torch.arange(batch, device=ids.device), positions + len(self.prefix)] = self.mask_id
@@ -920,8 +920,12 @@ class MaskedLMConditionals(_HuggingFaceModel):
 
         Returns:
             The scores, FloatTensor[B, V] in fp32 on the model's device.
+
+        Raises:
+            ValueError: If a state is not one ``check_tokens`` accepts (e.g. holds [UNK] or is too long).
         """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
+        check_tokens(self, tokens)
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
         with torch.inference_mode():
@@ -2258,11 +2262,17 @@ def seed_passages(
             "model (amino-acid vocabulary), 'bbc' and 'ms_marco' a text model"
         )
     if passages == "germline":
-        genes = {}  # the first allele of each distinct n-residue cut, as an Article (id and title: its allele)
-        for allele, family, chain, residues in germline_v_genes("human", region):
+        genes, every = {}, germline_v_genes("human", region)  # each distinct n-residue cut's first allele
+        for allele, family, chain, residues in every:
             if len(residues) >= n and topic in (None, family, chain):
                 genes.setdefault(residues[:n], Article(allele, family, allele, (residues,)))
         candidates = [(article, " ".join(cut)) for cut, article in genes.items()]
+        if not candidates:
+            names = sorted({g[1] for g in every} | {g[2] for g in every})
+            raise ValueError(
+                f"no germline V gene of {f'family or chain {topic!r}' if topic else 'any family'} has n = {n} residues from {region} (longest: "
+                f"{max(len(g[3]) for g in every)}); families and chains: {', '.join(names)}"
+            )
     else:
         candidates = (
             bbc_paragraphs(split, topic)

@@ -3,6 +3,7 @@ through the core: loading by name, its 20 amino acids, conditionals against the 
 from `anarci`, and an exact Glauber chain over the full vocabulary on a window of a germline."""
 
 import importlib.util
+import re
 
 import pytest
 import torch
@@ -129,3 +130,39 @@ def test_missing_packages_give_one_sentence(monkeypatch):
             glauber.germline_v_genes()
     finally:
         glauber.germline_v_genes.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "text, letter, position",
+    [("EVQLVX", "X", 6), ("EVQB", "B", 4), ("EVZQ", "Z", 3), ("UEVQ", "U", 1), ("EV-QL", "-", 3), ("EVQ*", "*", 4)]
+    + [("EV1Q", "1", 3), ("EV[MASK]QL", "[", 3)],
+)
+def test_a_letter_outside_the_20_residues_is_named_with_its_position(antiberty, text, letter, position):
+    with pytest.raises(ValueError, match=rf"'{re.escape(letter)}' at position {position} is not one of the 20"):
+        antiberty.encode(text)
+
+
+def test_lowercase_and_spaces_encode_as_residues_and_empty_text_asks_for_a_residue(antiberty):
+    assert antiberty.encode("evq lv").tolist() == antiberty.encode("EVQLV").tolist()
+    with pytest.raises(ValueError, match="give at least one residue"):
+        antiberty.encode("  ")
+
+
+def test_scores_refuse_the_states_glauber_refuses(antiberty):
+    """[UNK] in the context and a state longer than the model takes: check_tokens' error, from log_scores and
+    conditional_log_probs alike, never a distribution or a deep RuntimeError."""
+    state = antiberty.encode("EVQLVESGGG").unsqueeze(0)
+    state[0, 3] = antiberty.tokenizer.unk_token_id
+    site = torch.tensor([0])
+    for score in (antiberty.log_scores, lambda x, i: glauber.conditional_log_probs(antiberty, x, i)):
+        with pytest.raises(ValueError, match="special or unused token ids"):
+            score(state, site)
+        with pytest.raises(ValueError, match="at most 510"):
+            score(torch.full((1, 600), 8), site)
+
+
+def test_seed_passages_name_what_exists(antiberty):
+    with pytest.raises(ValueError, match="has n = 200 residues .*longest: 1\\d\\d.*IGHV3"):
+        glauber.seed_passages(antiberty, 200, 1)
+    with pytest.raises(ValueError, match="'IGHV9'.*families and chains: IGHV1, IGHV2"):
+        glauber.seed_passages(antiberty, 10, 1, topic="IGHV9")
