@@ -237,11 +237,13 @@ def unknown_claims(paper: pd.DataFrame, ours: pd.DataFrame) -> list[str]:
     return sorted(set(ours.claim) - set(paper.claim))
 
 
-def reproduction_table(paper: pd.DataFrame, ours: pd.DataFrame, table: str) -> pd.DataFrame:
+def reproduction_table(
+    paper: pd.DataFrame, ours: pd.DataFrame, table: str, rates: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The rows of one table ("paper" or "beyond") in paper_claims.csv's order: the paper's value beside ours.
 
     A claim with no row under results/ gets the verdict "not run here"; a claim measured for several models
-    gets one row per model.
+    gets one row per model. Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
     """
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
@@ -254,6 +256,10 @@ def reproduction_table(paper: pd.DataFrame, ours: pd.DataFrame, table: str) -> p
     joined.loc[missing, "reason"] = [
         f"no row in results/{c}/claims.csv: the chapter has not run in this build" for c in joined.chapter[missing]
     ]
+    if rates is not None:
+        joined = joined.merge(rates, on="claim", how="left", sort=False)
+        joined["rates"] = joined.rates.fillna("")
+        joined["cannot_decide"] = joined.cannot_decide.fillna(False).astype(bool)
     return joined.reset_index(drop=True)
 
 
@@ -267,56 +273,94 @@ def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:
     return None
 
 
+OPERATING_CHARACTERISTICS = REPO_ROOT / "results" / "calibration" / "operating_characteristics.csv"
+POWER_FLOOR = 0.2  # a rule that decides under this share of true cases "cannot decide at this size"
+CANNOT_DECIDE = "cannot decide at this size"
+
+
+def read_operating_characteristics(path: str | Path = OPERATING_CHARACTERISTICS) -> pd.DataFrame:
+    """make calibrate's table (tools/calibrate.py): one row per (claim, known-answer case) with its verdict counts
+    over the seeds, wrong-decision share and Wilson interval, power and code version; empty when not made."""
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame(columns=["claim", "case", "truth", "seeds", "wrong", "wrong_share", "power", "code"])
+    return pd.read_csv(path, dtype={"code": str})
+
+
+def rule_rates(characteristics: pd.DataFrame) -> pd.DataFrame:
+    """Per claim, from make calibrate's table: `rates`, the worst case's wrong decisions (count, seeds and the
+    Wilson interval of the share) and the lowest power over the cases where the claim holds, in words; and
+    `cannot_decide`, True when that power is under POWER_FLOOR."""
+    rows = []
+    for claim, cases in characteristics.groupby("claim", sort=False):
+        worst = cases.loc[cases.wrong_share.idxmax()]
+        holds = cases[cases.truth == "holds"]
+        power = float(holds.power.min()) if len(holds) else math.nan
+        text = (
+            f"at this size, wrong in {int(worst.wrong)} of {int(worst.seeds)} seeds on its hardest known case "
+            f"(95% up to {worst.wrong_high:.0%}); "
+            + (f"decides {power:.0%} of the cases where the claim holds" if len(holds) else "no case where it holds")
+        )
+        rows.append(dict(claim=claim, rates=text, cannot_decide=bool(not power >= POWER_FLOOR)))
+    return pd.DataFrame(rows, columns=["claim", "rates", "cannot_decide"])
+
+
+# Okabe-Ito colours, told apart by colour-blind readers, each with its own marker and label.
 _VERDICT_STYLE = {
-    REPRODUCED: "#1a7f37",
-    DIFFERS: "#b35900",
-    INCONCLUSIVE: "#8250df",
-    OTHER_SETUP: "#0969da",
-    NOT_RUN: "#6e7781",
+    REPRODUCED: "#009e73",
+    DIFFERS: "#d55e00",
+    INCONCLUSIVE: "#6f6f6f",
+    OTHER_SETUP: "#0072b2",
+    NOT_RUN: "#999999",
 }
-_HEADERS = (
-    "claim (paper section)",
-    "kind",
-    "paper",
-    "ours (model, profile)",
-    "setup differences",
-    "verdict and why",
-    "chapter",
-)
+_VERDICT_MARKER = {REPRODUCED: "o", DIFFERS: "s", INCONCLUSIVE: "D", OTHER_SETUP: "^", NOT_RUN: "x"}
+_VERDICT_SYMBOL = {REPRODUCED: "●", DIFFERS: "■", INCONCLUSIVE: "◆", OTHER_SETUP: "▲", NOT_RUN: "✕"}
 _CSS = (
-    "<style>.claims-table{font-size:.85em;width:100%;border-collapse:collapse}"
-    ".claims-table td,.claims-table th{vertical-align:top;padding:.35em .5em;border-bottom:1px solid #d0d7de}"
-    ".claims-table small{color:#57606a}</style>"
+    "<style>.claims-table{font-size:.85em;width:100%;table-layout:fixed;border-collapse:collapse}"
+    ".claims-table td,.claims-table th{vertical-align:top;padding:.35em .45em;border-bottom:1px solid #d0d7de;"
+    "overflow-wrap:anywhere}.claims-table small{color:#57606a}.claims-table details{margin-top:.3em}"
+    ".claims-table summary{cursor:pointer;color:#57606a;font-size:.9em}</style>"
 )
+_CLAIM_COLUMNS = (("claim", "24%"), ("paper", "17%"), ("ours", "31%"), ("verdict", "20%"), ("chapter", "8%"))
+
+
+def verdict_label(verdict: str) -> str:
+    """A verdict as a coloured label with its symbol (HTML), told apart without colour too."""
+    style = f"color:{_VERDICT_STYLE[verdict]};font-weight:600;white-space:nowrap"
+    return f'<span style="{style}">{_VERDICT_SYMBOL[verdict]} {html.escape(verdict)}</span>'
 
 
 def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
-    """One reproduction table as an HTML table (every text escaped; verdicts coloured; chapter linked)."""
+    """A reproduction table as an HTML table that fits the page's column: per row the claim's short title and
+    section, the paper's value and model, ours with its run, the verdict as a coloured label and the chapter
+    link; the full statement, the setup differences, the rule's reason, its calibration and its measured rates
+    in a dropdown under the verdict. Every text is escaped."""
     esc = html.escape
     body = []
     for row in table.itertuples(index=False):
         href = chapter_href(row.chapter, root)
-        chapter = f'<a href="{esc(href)}">{esc(row.chapter)}</a>' if href else esc(row.chapter)
-        claim = f"{esc(row.what)}<br><small>§ {esc(row.section)}</small>"
+        number = row.chapter.split("_")[0]
+        chapter = f'<a href="{esc(href)}">{esc(number)}</a>' if href else esc(number)
+        claim = f"{esc(row.title)}<br><small>§ {esc(row.section)}</small>"
         paper = f"{esc(row.paper_value)}<br><small>{esc(row.paper_model)}</small>"
         ours = (
             esc(row.ours_text)
             if row.verdict == NOT_RUN and row.model == "—"
             else f"{esc(row.ours_text)}<br><small>{esc(row.model)}, {esc(row.profile)}</small>"
         )
-        calibration = (
-            f"<br><small><i>rule calibrated: {esc(row.calibration)}</i></small>"
-            if getattr(row, "calibration", "")
-            else ""
-        )
-        verdict = (
-            f'<span style="color:{_VERDICT_STYLE[row.verdict]};font-weight:600">{esc(row.verdict)}</span>'
-            f"<br><small>{esc(row.reason)}</small>{calibration}"
-        )
-        cells = (claim, esc(row.kind), paper, ours, esc(row.setup), verdict, chapter)
+        weak = f"<br><small><b>{CANNOT_DECIDE}</b></small>" if getattr(row, "cannot_decide", False) is True else ""
+        details = [("claim", row.what), ("setup differences", row.setup), ("why", row.reason)]
+        details += [("rule calibrated", getattr(row, "calibration", "")), ("rule's rates", getattr(row, "rates", ""))]
+        items = "".join(f"<p><b>{name}:</b> {esc(str(text))}</p>" for name, text in details if str(text or "").strip())
+        verdict = f"{verdict_label(row.verdict)}{weak}<details><summary>why</summary>{items}</details>"
+        cells = (claim, paper, ours, verdict, chapter)
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in _HEADERS)
-    return f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    columns = "".join(f'<col style="width:{width}">' for _, width in _CLAIM_COLUMNS)
+    head = "".join(f"<th>{name}</th>" for name, _ in _CLAIM_COLUMNS)
+    return (
+        f'{_CSS}<table class="claims-table"><colgroup>{columns}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -324,16 +368,18 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     return {v: int((table.verdict == v).sum()) for v in VERDICTS}
 
 
-def counts_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per reproduction table ("paper", "beyond") with its count of each verdict, for display."""
-    rows = [
-        {
-            "table": {"paper": "the paper's claims", "beyond": "beyond the paper"}.get(name, name),
-            **verdict_counts(table),
-        }
-        for name, table in tables.items()
-    ]
-    return pd.DataFrame(rows)
+def run_summary_text(run: dict, tables: dict[str, pd.DataFrame]) -> str:
+    """The reproduction page's first line: which run it shows (check_one_run's `run`) and its verdicts, the
+    general claims' and the model-specific ones' counted apart."""
+    rows = pd.concat(list(tables.values()), ignore_index=True)
+    counts = []
+    for kind in ("general", "model-specific"):
+        tally = verdict_counts(rows[rows.kind == kind])
+        counts.append(f"{kind} claims: " + ", ".join(f"{n} {verdict}" for verdict, n in tally.items() if n))
+    return (
+        f"**This run:** model `{run['model']}`, profile `{run['profile']}`, commit `{run['commit']}`, "
+        f"{run['dates']}. **Verdicts**, " + "; ".join(counts) + "."
+    )
 
 
 def checks_html(checks: pd.DataFrame) -> str:
@@ -350,48 +396,155 @@ def checks_html(checks: pd.DataFrame) -> str:
             esc(row.source),
         )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("check", "what it proves", "result", "chapter"))
-    return f'{_CSS}<table class="claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    widths = (("check", "20%"), ("what it proves", "34%"), ("result", "32%"), ("chapter", "14%"))
+    columns = "".join(f'<col style="width:{width}">' for _, width in widths)
+    head = "".join(f"<th>{name}</th>" for name, _ in widths)
+    return (
+        f'{_CSS}<table class="claims-table"><colgroup>{columns}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def forest_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The general claims with an estimate, in paper_claims.csv's order: what the forest plot draws."""
+    """The general claims that ran, in paper_claims.csv's order, each with its place on the forest plot's common
+    scale (standardised_interval): `z`, `z_low`, `z_high`, NaN for a rule with no interval against a null."""
     rows = pd.concat([t[t.kind == "general"] for t in tables.values()], ignore_index=True)
-    return rows[rows.ours.map(finite) | (rows.low.map(finite) & rows.high.map(finite))].reset_index(drop=True)
+    rows = rows[rows.verdict != NOT_RUN].reset_index(drop=True)
+    scaled = [standardised_interval(r.ours, r.low, r.high, r.null, r.side) for r in rows.itertuples(index=False)]
+    return rows.assign(**dict(zip(("z", "z_low", "z_high"), np.array(scaled, dtype=float).reshape(-1, 3).T)))
 
 
-def forest_figure(rows: pd.DataFrame):
-    """A forest plot: one line per general claim, our estimate and 95% interval (where the rule has one)
-    against the null its rule judges against (dashed), coloured by verdict; each line on its own scale,
-    since the claims measure different quantities. Returns the figure."""
+def standardised_interval(estimate, low, high, null, side: str) -> tuple[float, float, float]:
+    """An estimate and its interval on a scale common to every claim: their distance from the null in units of
+    the interval's half-width on the null's side, signed so that the paper's side (`side`, "above" or "below"
+    the null) is positive. The interval clears the null exactly where its near end is past 0, that is where
+    |z| > 1. NaNs when there is no interval, no null, no side or no width (which decides nothing). An estimate
+    outside its own interval is placed at the interval's nearer end."""
+    sign = {"above": 1.0, "below": -1.0}.get(side)
+    if sign is None or not finite(estimate, low, high, null) or not low <= high:
+        return math.nan, math.nan, math.nan
+    estimate = min(max(estimate, low), high)  # a percentile or BCa interval need not hold its estimate
+    z, ends = sign * (estimate - null), sorted((sign * (low - null), sign * (high - null)))
+    half = z - ends[0] if z >= 0 else ends[1] - z
+    return (z / half, ends[0] / half, ends[1] / half) if half > 0 else (math.nan, math.nan, math.nan)
+
+
+def forest_figure(rows: pd.DataFrame, limit: float = 4.0):
+    """Every general claim on one scale (forest_rows): its estimate and 95% interval as distances from the null
+    in half-widths, the paper's side to the right, the null at 0 (dashed), ends past `limit` drawn as arrows.
+    A rule with no interval against a null (a count, "in every part") shows its verdict as a marker in the
+    right-hand strip. Colour, marker and label give the verdict. Returns the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.62 * len(rows) + 1.0), squeeze=False)
-    for ax, row in zip(axes[:, 0], rows.itertuples(index=False)):
-        colour = _VERDICT_STYLE[row.verdict]
-        points = [v for v in (row.ours, row.low, row.high, row.null) if finite(v) and abs(v) != math.inf]
-        if finite(row.low, row.high):
-            ax.plot([max(row.low, min(points)), min(row.high, max(points))], [0, 0], color=colour, lw=3)
-        if finite(row.ours):
-            ax.plot([row.ours], [0], "o", color=colour, ms=7)
-        if finite(row.null):
-            ax.axvline(row.null, color="black", ls="--", lw=1)
-        low, high = min(points), max(points)
-        pad = 0.12 * (high - low) if high > low else max(abs(high), 1.0) * 0.2
-        ax.set(xlim=(low - pad, high + pad), yticks=[], ylim=(-1, 1))
-        ax.set_ylabel(row.claim.replace("_", " "), rotation=0, ha="right", va="center", fontsize=9)
-        ax.tick_params(axis="x", labelsize=8)
-        ax.text(
-            1.01, 0.5, row.verdict, transform=ax.transAxes, color=colour, fontsize=9, va="center", fontweight="bold"
-        )
-        ax.grid(axis="y", visible=False)
-    handles = [Line2D([], [], color=_VERDICT_STYLE[v], lw=3, label=v) for v in (REPRODUCED, DIFFERS, INCONCLUSIVE)]
+    fig, ax = plt.subplots(figsize=(8.5, 0.38 * len(rows) + 1.5))
+    strip = limit + 1.6
+    for y, row in rows.iterrows():
+        colour, marker = _VERDICT_STYLE[row.verdict], _VERDICT_MARKER[row.verdict]
+        if not finite(row.z):
+            ax.plot([strip], [y], marker, color=colour, ms=8)
+            continue
+        ax.plot([max(row.z_low, -limit), min(row.z_high, limit)], [y, y], color=colour, lw=2.5)
+        if row.z_low < -limit:
+            ax.plot([-limit], [y], "<", color=colour, ms=6)
+        if row.z_high > limit:
+            ax.plot([limit], [y], ">", color=colour, ms=6)
+        ax.plot([min(max(row.z, -limit), limit)], [y], marker, color=colour, ms=7)
+    ax.axvline(0, color="black", ls="--", lw=1)
+    ax.axvspan(limit + 0.6, strip + 0.8, color="#f0f0f0", zorder=0)
+    ax.text(strip, -0.9, "no interval", ha="center", va="bottom", fontsize=8, color="#57606a")
+    ax.set(xlim=(-limit - 0.3, strip + 0.8), ylim=(len(rows) - 0.5, -1.2), yticks=range(len(rows)))
+    ax.set_yticklabels([_short(r.title) for r in rows.itertuples(index=False)], fontsize=9)
+    ax.set_xticks(range(-int(limit), int(limit) + 1))
+    ax.set_xlabel("distance from the null in half-widths of the 95% interval (paper's side to the right)")
+    shown = [v for v in (REPRODUCED, DIFFERS, INCONCLUSIVE) if v in set(rows.verdict)] or [INCONCLUSIVE]
+    handles = [Line2D([], [], color=_VERDICT_STYLE[v], marker=_VERDICT_MARKER[v], lw=2.5, ms=7, label=v) for v in shown]
     handles.append(Line2D([], [], color="black", ls="--", lw=1, label="null of the rule"))
-    fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle("General claims: our estimate and 95% interval against each rule's null", y=1.0 + 0.3 / len(rows))
-    fig.tight_layout(rect=(0, 0, 0.92, 0.97))
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.45, 1.0), ncol=len(handles), frameon=False)
+    ax.grid(axis="y", visible=False)
+    fig.tight_layout()
     return fig
+
+
+def _short(title: str, width: int = 48) -> str:
+    """A claim's title cut to `width` characters for a figure's axis."""
+    return title if len(title) <= width else title[: width - 1] + "…"
+
+
+def seed_record_text(seeds: pd.DataFrame) -> str:
+    """The seed record (tools/compare_verdicts.py's table, read as text) in words: per kind, how many rows
+    changed between the seeds and how many were reproduced at one seed and differs at another; rows that are
+    "other setup" at every seed are left out, and a warning follows when the seeds ran different code or a
+    chapter's code has changed since."""
+    verdicts = [c for c in seeds.columns if c.startswith("verdict_seed")]
+    codes = [c for c in seeds.columns if c.startswith("code_seed")]
+    unjudged = seeds[verdicts].eq(OTHER_SETUP).all(axis=1)
+    judged = seeds[~unjudged]
+    counts = judged.groupby("kind")[["flipped", "opposed"]].agg(lambda c: int((c == "True").sum()))
+    sizes = judged.groupby("kind").size()
+    text = f"Across {len(verdicts)} seeds at the quick profile on the bundled model: " + "; ".join(
+        f"{row.flipped} of {sizes[kind]} {kind} rows changed, {row.opposed} of them between reproduced and differs"
+        for kind, row in counts.iterrows()
+    )
+    text += f" (the {int(unjudged.sum())} rows that are *other setup* at every seed are not judged on this model)."
+    same = seeds[codes].replace("", np.nan).nunique(axis=1).le(1).all()
+    made_at = seeds[codes].replace("", np.nan).bfill(axis=1).iloc[:, 0].fillna("")  # a row absent at seed 0 too
+    moved = sorted(c for c, code in made_at.groupby(seeds.chapter).first().items() if code != code_version(c))
+    if not same:
+        text += "\n\n> **Warning:** the seeds did not run the same code."
+    if moved:
+        text += f"\n\n> **Warning:** the code of {', '.join(moved)} has changed since this record was made."
+    return text
+
+
+def operating_characteristics_figure(table: pd.DataFrame):
+    """make calibrate's cases, one line each: the wrong-decision share over the seeds with its 95% Wilson
+    interval, against the 10% check (dashed) and the 5% design (dotted); a circle where the claim holds, a
+    square where it fails. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    rows = table.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.6))
+    for y, row in rows.iterrows():
+        colour = "#0072b2" if row.truth == "holds" else "#d55e00"
+        ax.plot([row.wrong_low, row.wrong_high], [y, y], color=colour, lw=2)
+        ax.plot([row.wrong_share], [y], "o" if row.truth == "holds" else "s", color=colour, ms=6)
+    ax.axvline(0.10, color="black", ls="--", lw=1)
+    ax.axvline(0.05, color="black", ls=":", lw=1)
+    labels = [f"{r.claim.replace('_', ' ')}: {r.case}"[:70] for r in rows.itertuples()]
+    ax.set(yticks=range(len(rows)), xlim=(-0.02, max(0.5, float(rows.wrong_high.max()) + 0.02)))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of seeds decided wrongly (95% Wilson interval)")
+    ax.plot([], [], "o", color="#0072b2", label="claim holds: wrong = differs")
+    ax.plot([], [], "s", color="#d55e00", label="claim fails: wrong = reproduced")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def operating_characteristics_html(table: pd.DataFrame) -> str:
+    """make calibrate's table for the page: claim, case, truth, seeds, the three verdict counts, the wrong share
+    with its Wilson interval and the power, every text escaped."""
+    esc = html.escape
+    head = (
+        "claim",
+        "known-answer case",
+        "the claim",
+        "seeds",
+        "reproduced",
+        "differs",
+        "inconclusive",
+        "wrong",
+        "power",
+    )
+    body = []
+    for row in table.itertuples(index=False):
+        wrong = f"{row.wrong_share:.0%} [{row.wrong_low:.0%}, {row.wrong_high:.0%}]"
+        cells = (row.claim, row.case, row.truth, row.seeds, row.reproduced, row.differs, row.inconclusive, wrong)
+        body.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + f"<td>{row.power:.0%}</td></tr>")
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return f'{_CSS}<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def read_benchmark(path: str | Path) -> pd.DataFrame:
@@ -795,12 +948,15 @@ def checks_view(frame: pd.DataFrame):
 
 
 def claims_view(frame: pd.DataFrame):
-    """A chapter's verdicts as a reader sees them: claim, our estimate in words, verdict and why, setup
-    differences; no index column."""
-    view = frame[["claim", "ours_text", "verdict", "reason", "setup"]].rename(
-        columns={"ours_text": "ours", "reason": "why", "setup": "setup differences"}
-    )
-    return reading_table(view)
+    """A chapter's verdicts as a reader sees them: the reproduction page's table (claims_html) for its rows,
+    with the paper's side from paper_claims.csv and each rule's measured rates."""
+    from IPython.display import HTML
+
+    paper = read_paper_claims().drop(columns=["table", "kind"])
+    rows = frame.merge(paper, on="claim", how="left", sort=False)
+    rows = rows.merge(rule_rates(read_operating_characteristics()), on="claim", how="left", sort=False)
+    rows = rows.assign(rates=rows.rates.fillna(""), cannot_decide=rows.cannot_decide.fillna(False).astype(bool))
+    return HTML(claims_html(rows))
 
 
 def reading_table(frame: pd.DataFrame, formats: dict | None = None, missing: str = "—"):
@@ -939,3 +1095,27 @@ def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None 
         frame[label] = frame.claim.map(verdicts.verdict).fillna(NOT_RUN)
         frame[f"{label}: what was measured"] = frame.claim.map(verdicts.quantity).fillna("—")
     return frame
+
+
+def verdicts_beside_html(beside: pd.DataFrame, paper: pd.DataFrame | None = None) -> str:
+    """verdicts_beside's table in the claims tables' form, fitting the page's column: the claim's short title,
+    one coloured verdict label per model, and what was measured on each model in a dropdown."""
+    esc = html.escape
+    paper = (read_paper_claims() if paper is None else paper).set_index("claim")
+    labels = [c for c in beside.columns if c not in ("claim", "chapter") and not c.endswith(": what was measured")]
+    body = []
+    for row in beside.to_dict("records"):
+        measured = "".join(
+            f"<p><b>{esc(label)}:</b> {esc(str(row.get(f'{label}: what was measured', '—')))}</p>" for label in labels
+        )
+        title = f"{esc(paper.title[row['claim']])}<br><small>{esc(row['chapter'])}</small>"
+        cells = [f"{title}<details><summary>what was measured</summary>{measured}</details>"]
+        cells += [verdict_label(row[label]) for label in labels]
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    width = 60 // max(len(labels), 1)
+    columns = '<col style="width:40%">' + "".join(f'<col style="width:{width}%">' for _ in labels)
+    head = "<th>claim</th>" + "".join(f"<th>{esc(label)}</th>" for label in labels)
+    return (
+        f'{_CSS}<table class="claims-table"><colgroup>{columns}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )

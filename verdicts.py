@@ -5,8 +5,9 @@ intervals they use, the claims rows they make and the checks table. What decides
 A chapter computes estimates and intervals and hands them to one of the rules below, one rule per
 statistical shape; each docstring names the rule's null and its "differs" condition. Every rule can return
 reproduced, differs and inconclusive (tests/test_verdicts.py), and every general claim's rule is calibrated
-through its chapter's own estimator on chains whose answer is known (tests/test_calibration_*.py): it must
-say "reproduced" where the claim holds by mathematics and "differs" where it fails.
+through its chapter's own estimator on chains whose answer is known: `make calibrate` (tools/calibration/)
+measures how often it errs at the book's size over 50 seeds a case (at most 10% wrong, designed for 5%), and
+tests/test_calibration_*.py check single draws.
 
 An inconclusive verdict says what would decide it (`decide_text`). A check of the code path (an identity
 such as a joint's delta being 0) is not a reproduction: `check_row` writes it to the Checks table.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,22 @@ def finite(*values) -> bool:
         return False
 
 
+def zero_width(low: float, high: float) -> bool:
+    """True when an interval's width is at the level of floating-point rounding (relative 1e-12): a statistic
+    with no measured spread, which decides nothing."""
+    low, high = float(low), float(high)
+    return math.isfinite(high - low) and high - low <= 1e-12 * max(1.0, abs(low), abs(high))
+
+
+def cases_to_rule_out(rare: float, level: float = 0.95) -> int:
+    """The fewest cases m for which 0 of m puts the Wilson upper bound of a share below `rare`:
+    z^2 / (m + z^2) < rare, that is m > z^2 (1 - rare) / rare."""
+    from scipy.stats import norm
+
+    z2 = float(norm.ppf(0.5 + level / 2)) ** 2
+    return math.floor(z2 * (1 - rare) / rare) + 1
+
+
 def _counts(*values) -> None:
     if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in values):
         raise ValueError(f"counts must be non-negative integers, got {values}")
@@ -53,23 +71,28 @@ def _counts(*values) -> None:
 
 
 def share_intervals(successes, trials, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score intervals for binomial shares successes / trials, elementwise over arrays."""
-    from scipy.stats import norm
+    """Wilson score intervals for binomial shares successes / trials, elementwise over arrays
+    (scipy.stats.binomtest(...).proportion_ci(method="wilson"))."""
+    from scipy.stats import binomtest
 
-    k, m = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    k, m = np.asarray(successes), np.asarray(trials)
     if (m < 1).any() or (k < 0).any() or (k > m).any() or not 0 < level < 1:
         raise ValueError("share_intervals needs 0 <= successes <= trials, trials >= 1 and 0 < level < 1")
-    z = norm.ppf(0.5 + level / 2)
-    share = k / m
-    centre = (share + z**2 / (2 * m)) / (1 + z**2 / m)
-    half = z * np.sqrt(share * (1 - share) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
-    return np.clip(np.minimum(centre - half, share), 0, 1), np.clip(np.maximum(centre + half, share), 0, 1)
+    k, m = np.broadcast_arrays(k, m)
+    bounds = [binomtest(int(a), int(b)).proportion_ci(level, "wilson") for a, b in zip(k.reshape(-1), m.reshape(-1))]
+    low = np.array([b.low for b in bounds], dtype=float).reshape(k.shape)
+    high = np.array([b.high for b in bounds], dtype=float).reshape(k.shape)
+    return low, high
 
 
 def bootstrap_ci(
     values, statistic=np.mean, level: float = 0.95, resamples: int = 10_000, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval (Efron and Tibshirani 1993) for statistic(values), rows resampled."""
+    """Bias-corrected and accelerated (BCa) bootstrap interval (Efron and Tibshirani 1993) for
+    statistic(values), rows resampled (scipy.stats.bootstrap); BCa corrects the skew of statistics such as
+    trap durations (a percentile interval where BCa is undefined). Values with no spread give the zero-width interval at their value, which decides nothing."""
+    from scipy.stats import bootstrap
+
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
         raise ValueError(f"values must be a 1-d array of at least 2 finite numbers, got shape {values.shape}")
@@ -77,9 +100,24 @@ def bootstrap_ci(
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
         raise ValueError(f"resamples must be an integer >= 1, got {resamples!r}")
-    draws = np.random.default_rng(seed).integers(0, len(values), (int(resamples), len(values)))
-    stats = statistic(values[draws], axis=1)
-    return tuple(float(q) for q in np.quantile(stats, [(1 - level) / 2, (1 + level) / 2]))
+    if np.ptp(values) == 0:
+        value = float(statistic(values))
+        return value, value
+    for method in ("BCa", "percentile"):  # BCa's acceleration is undefined on degenerate draws: percentile then
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = bootstrap(
+                (values,),
+                statistic,
+                n_resamples=int(resamples),
+                confidence_level=level,
+                method=method,
+                random_state=np.random.default_rng(seed),
+            )
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if finite(low, high):
+            return low, high
+    return low, high
 
 
 def mean_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -169,7 +207,7 @@ def rule_one_sided(
         return INCONCLUSIVE, "no interval could be estimated from this run"
     if low > high:
         raise ValueError(f"interval must have low <= high, got [{low}, {high}]")
-    if low == high:
+    if zero_width(low, high):
         return INCONCLUSIVE, f"the 95% interval has zero width (every value {low:.3g}): no spread was measured"
     above = direction == "above"  # an infinite end (a one-sided interval) is compared as it stands
     if (low > null) if above else (high < null):
@@ -224,18 +262,22 @@ def rule_equivalence(low: float, high: float, band_low: float, band_high: float)
     return INCONCLUSIVE, f"our interval [{low:.3g}, {high:.3g}] straddles an edge of {band}: a larger run decides"
 
 
-def rule_every_case_above(values, floor: float, what: str = "value") -> tuple[str, str]:
+def rule_every_case_above(values, floor, what: str = "value") -> tuple[str, str]:
     """Exact (computed, not sampled) values of a statistic that is 0 up to the rounding `floor` wherever the
-    claim fails (e.g. a distance that vanishes for every compatible chain). Reproduced when every case lies
-    above the floor, differs when none does, inconclusive when some do and some do not, or with no case."""
+    claim fails (e.g. a distance that vanishes for every compatible chain); `floor` is one number or one per
+    case. Reproduced when every case lies above its floor, differs when none does, inconclusive when some do
+    and some do not, or with no case."""
     values = np.asarray(values, dtype=float).reshape(-1)
-    values = values[np.isfinite(values)]
-    if not (finite(floor) and floor >= 0):
-        raise ValueError(f"floor must be a finite number >= 0, got {floor}")
+    floors = np.broadcast_to(np.asarray(floor, dtype=float), values.shape)
+    if not (np.isfinite(floors).all() and (floors >= 0).all()):
+        raise ValueError(f"floor must be finite numbers >= 0, got {floor}")
+    keep = np.isfinite(values)
+    values, floors = values[keep], floors[keep]
     if len(values) == 0:
         return INCONCLUSIVE, f"zero cases: no {what} to compare with the floor; a run with cases would decide it"
-    above = int((values > floor).sum())
-    text = f"{above} of {len(values)} cases with {what} above the floor {floor:g} (exact values)"
+    above = int((values > floors).sum())
+    where = f"the floor {floors[0]:g}" if np.ptp(floors) == 0 else f"its floor ({floors.min():.2g}-{floors.max():.2g})"
+    text = f"{above} of {len(values)} cases with {what} above {where} (exact values)"
     if above == len(values):
         return REPRODUCED, text
     if above == 0:
@@ -261,7 +303,7 @@ def rule_both_kinds(first: int, count: int, rare: float = 0.1, names=("perfect",
         return DIFFERS, (
             f"no {missing} case among {count}: its share is below {high:.2f} (95% upper bound), under {rare:.0%}"
         )
-    needed = math.ceil(3.84 / rare)  # Wilson upper bound of 0 of m falls below `rare` near m = z^2 / rare
+    needed = cases_to_rule_out(rare)
     return INCONCLUSIVE, (
         f"no {missing} case among {count}: too few to rule out a share of {rare:.0%} "
         f"(95% upper bound {high:.2f}); about {needed} cases would decide it"
@@ -457,6 +499,423 @@ def rule_threshold_ratio(
     return INCONCLUSIVE, f"{where} contains the factor {factor:g}; a denser grid would decide it", low, high
 
 
+# ---- chapter 3 rules (issue 41) ----
+
+
+def percentile_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> tuple[float, float, float]:
+    """(low, high, undefined share) of a percentile bootstrap interval from `draws` (Efron and Tibshirani 1993),
+    NaN-safe: a NaN draw is undefined (its resample had no estimate), an infinite one is kept (it orders). With
+    more than `max_undefined` of the draws undefined, one tail is unknown: (nan, nan, share)."""
+    draws = np.asarray(draws, dtype=float).reshape(-1)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    defined = draws[~np.isnan(draws)]
+    undefined = 1 - len(defined) / len(draws) if len(draws) else 1.0
+    if not len(defined) or undefined > max_undefined:
+        return math.nan, math.nan, undefined
+    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(low), float(high), undefined
+
+
+def group_bootstrap(groups, statistic, resamples: int = 200, seed: int = 0) -> np.ndarray:
+    """Bootstrap draws of statistic(groups) with each group resampled within itself (chains within a length):
+    statistic takes one array [resamples, size of group g] per group and returns [resamples] values."""
+    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
+        raise ValueError(f"resamples must be an integer >= 1, got {resamples!r}")
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    if not groups or any(g.ndim != 1 or len(g) < 1 for g in groups):
+        raise ValueError("groups must be non-empty 1-d arrays")
+    rng = np.random.default_rng(seed)
+    return np.asarray(statistic([g[rng.integers(0, len(g), (int(resamples), len(g)))] for g in groups]), dtype=float)
+
+
+def rule_two_lengths(
+    low: float,
+    high: float,
+    null: float,
+    direction: str = "above",
+    *,
+    small: int,
+    large: int,
+    events: int | None = None,
+    estimate: float | None = None,
+    missing: str = "",
+) -> tuple[str, str]:
+    """A statistic that compares two grid lengths (section 6.1: the boundary's shift, the width ratio), by
+    rule_one_sided against `null`. Inconclusive when the grid has one length only (small == large: nothing to
+    compare); `missing` says why there is no interval when there is none."""
+    if small == large:
+        return INCONCLUSIVE, "one grid length only: nothing to compare"
+    verdict, reason = rule_one_sided(low, high, null, direction, events=events, estimate=estimate)
+    if missing and events != 0 and any(v is None or math.isnan(float(v)) for v in (low, high)):
+        reason = f"no interval: {missing}"  # an infinite end is a one-sided interval, not a missing one
+    return verdict, reason
+
+
+def rule_growth_exponent(
+    low: float,
+    high: float,
+    claimed: tuple[float, float],
+    alternatives: dict[str, float],
+    *,
+    lengths: int,
+    events: int,
+    needed: int = 3,
+) -> tuple[str, str]:
+    """Hitting times against n (section 6.1, Fig. 3b): [low, high] the 95% bootstrap interval (chains resampled
+    within each length) of the exponent beta of a power-law fit to the mean times per length; `claimed` the range of
+    exponents the claimed form takes over the run's lengths (n (log n + c), c in [0, 1]); `alternatives` the
+    exponents of the competing forms (n: 1, n^2: 2). Null: a competing form. Reproduced when the interval
+    excludes every alternative and meets the claimed range; differs when it misses the claimed range; else
+    inconclusive, and with zero hits or fewer than `needed` lengths where every chain hit."""
+    if events == 0:
+        return INCONCLUSIVE, "zero events: no chain reached the radius within the cutoff"
+    if lengths < needed:
+        return INCONCLUSIVE, f"only {lengths} length(s) where every chain hit; {needed} are needed for a trend"
+    if not finite(low, high):
+        return INCONCLUSIVE, "no interval could be estimated from this run"
+    if zero_width(low, high):
+        return INCONCLUSIVE, f"the 95% interval has zero width (every draw {low:.3g}): no spread was measured"
+    where = f"exponent's 95% interval [{low:.2f}, {high:.2f}], claimed form's [{claimed[0]:.2f}, {claimed[1]:.2f}]"
+    if high < claimed[0] or low > claimed[1]:
+        return DIFFERS, f"{where}: they do not meet"
+    inside = [name for name, beta in alternatives.items() if low <= beta <= high]
+    if inside:
+        return INCONCLUSIVE, f"{where}; it also contains {', '.join(inside)}: more chains would decide it"
+    return REPRODUCED, f"{where}; it excludes " + ", ".join(f"{k} ({v:g})" for k, v in alternatives.items())
+
+
+def rule_reaches_ceiling(parts, floor: float, names=None) -> tuple[str, str]:
+    """A distance at a fixed T against its ceiling (section 6.1, Fig. 3a: the distance saturates), per length.
+    parts: one (low, high, rise_low, rise_high) per length, [low, high] the 95% interval of the mean distance
+    over the ceiling d_ref (what unrelated starts of that length give) and [rise_low, rise_high] that of the
+    distance's rise over the run's last third, in units of the ceiling. Null: below `floor` of the ceiling. A
+    part is reproduced when its interval lies above the floor; differs when it lies at or below it and the
+    distance is shown to have stopped rising (the rise's interval reaches 0 and its upper end is at most
+    flat_rise: a rise over the last third that could not close the gap to the floor in the run's length again);
+    inconclusive otherwise, a still-rising distance included (a longer run decides). Every part must be reproduced (rule_every_part)."""
+    if not (finite(floor) and 0 < floor <= 1):
+        raise ValueError(f"floor must lie in (0, 1], got {floor!r}")
+    verdicts = []
+    for low, high, rise_low, rise_high in parts:
+        verdict = rule_one_sided(low, high, floor, "above")[0]
+        stopped = finite(rise_low, rise_high, high) and rise_low <= 0 and rise_high <= flat_rise(floor, high)
+        verdicts.append(INCONCLUSIVE if verdict == DIFFERS and not stopped else verdict)
+    return rule_every_part(verdicts, names)
+
+
+def flat_rise(floor: float, high: float) -> float:
+    """The largest rise over a run's last third that still counts as stopped for rule_reaches_ceiling: a third of
+    the gap between the distance's upper end `high` and the `floor`, so that three more such thirds could not
+    reach the floor."""
+    return max(floor - float(high), 0.0) / 3
+
+
+def rule_paired_mean(differences, null: float = 0.0, direction: str = "above", *, missing: str) -> tuple:
+    """A mean of paired differences (one per context) against `null` with Student's t interval (mean_interval),
+    by rule_one_sided. `missing` says why there is no difference at all. Returns (verdict, reason, mean, low,
+    high)."""
+    values = np.asarray(differences, dtype=float).reshape(-1)
+    if not np.isfinite(values).any():
+        return INCONCLUSIVE, f"no interval: {missing}", math.nan, math.nan, math.nan
+    mean, low, high = mean_interval(values)
+    verdict, reason = rule_one_sided(low, high, null, direction, estimate=mean)
+    return verdict, reason, mean, low, high
+
+
+def rule_lower_bound_ratio(bound: float, low: float, high: float, null: float = 1.0) -> tuple[str, str, float]:
+    """A lower bound on one threshold against another measured with an interval (section 5.2 "On tightness",
+    A.1: the temperature up to which alpha-hat, a lower bound on alpha, still reaches 1 bounds Theorem 5's
+    threshold tau_alpha from below; [low, high] the interval of the coupling boundary tau_1/2). The ratio
+    tau_alpha / tau_1/2 is then at least bound / high. Null: the ratio is at most `null`. Reproduced when
+    bound / high > null; otherwise inconclusive, never differs: a lower bound cannot show the ratio is small.
+    Returns (verdict, reason, the ratio's lower confidence end)."""
+    if not finite(bound) or bound <= 0:
+        return INCONCLUSIVE, "alpha-hat stays below 1 on the whole grid: no lower bound on the threshold", math.nan
+    if low is None or high is None or math.isnan(float(low)) or math.isnan(float(high)) or high <= 0:
+        return INCONCLUSIVE, "no interval for the coupling boundary", math.nan
+    if math.isinf(float(high)):
+        return INCONCLUSIVE, "the coupling boundary's interval has no upper end: no lower bound on the ratio", math.nan
+    ratio = bound / high
+    where = f"lower bound {bound:.3g} over the boundary's upper end {high:.3g}: ratio at least {ratio:.3g}"
+    if ratio > null:
+        return REPRODUCED, f"{where}, above the null {null:g}", ratio
+    return INCONCLUSIVE, f"{where}, not above the null {null:g}; a lower bound cannot show the ratio is small", ratio
+
+
+# --------------------------------------------------------------------------------------------
+# ---- chapter 4 rules (issue 41) ----
+# Section 6.2's statistics: scores of chains against each other (paired per chain) and against basin-free text
+# --------------------------------------------------------------------------------------------
+
+
+def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
+    """mean(x) - mean(y) with Welch's t interval (two independent samples, unequal variances): (estimate, low,
+    high); NaNs when either sample has fewer than two finite values. Both samples constant: the interval is the
+    estimate itself (a zero-width interval, which decides nothing)."""
+    from scipy.stats import t
+
+    x, y = (np.asarray(v, dtype=float).reshape(-1) for v in (x, y))
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) < 2 or len(y) < 2:
+        return math.nan, math.nan, math.nan
+    estimate = float(x.mean() - y.mean())
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    if vx + vy == 0:
+        return estimate, estimate, estimate
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+    half = float(t.ppf(0.5 + level / 2, df)) * math.sqrt(vx + vy)
+    return estimate, estimate - half, estimate + half
+
+
+def excess_rise_interval(target_start, target_end, control_start, control_end) -> tuple[float, float, float]:
+    """Table 3a's rise, paired per chain (section 6.2.1): the mean over chains of (target_end - target_start) -
+    (control_end - control_start), the target label's rise beyond its control label's on the same chain, with
+    Student's t interval over chains (mean_interval: a handful of chains a topic, where a bootstrap is too
+    narrow). NaNs with fewer than two chains."""
+    values = [np.asarray(v, dtype=float).reshape(-1) for v in (target_start, target_end, control_start, control_end)]
+    if len({len(v) for v in values}) != 1:
+        raise ValueError(f"need four per-chain scores of one length, got lengths {[len(v) for v in values]}")
+    start, end, control_start, control_end = values
+    return mean_interval((end - start) - (control_end - control_start))
+
+
+def rank_shares(values, reference) -> np.ndarray:
+    """Where each value sits in a reference law, by ranks (so the skew of topic scores cannot tip it): per value
+    (a chain's score), the share of `reference` draws (basin-free texts' scores) above it, ties counting half; 0.5
+    on average when the values follow the reference's law. reference: [M] draws shared by every value, or [M, C],
+    one column per value. Returns [C]."""
+    values, reference = np.asarray(values, dtype=float).reshape(-1), np.asarray(reference, dtype=float)
+    reference = reference[:, None] if reference.ndim == 1 else reference
+    if reference.ndim != 2 or len(reference) == 0 or reference.shape[1] not in (1, len(values)):
+        raise ValueError(f"reference must be [M] or [M, {len(values)}] with M >= 1, got shape {reference.shape}")
+    return ((reference > values) + 0.5 * (reference == values)).mean(0)
+
+
+def rule_median_sign(shares, side: str) -> tuple[str, str, float, float, float]:
+    """A sign test against a reference law's median (section 6.2: chains against basin-free text). shares: per
+    chain, rank_shares of its score (above 0.5: the chain scores below the reference's median). The paper's side
+    puts chains `side` ("below" or "above") of that median. Null: a chain is as likely on either side (it ends
+    like basin-free text), share 1/2. The share of chains on `side` (chains at exactly 0.5 left out, as a sign
+    test leaves ties) and its Wilson interval, by rule_share_above_chance: reproduced when the interval lies
+    above 1/2, differs at or below it, inconclusive otherwise or with no chain. Unlike a t interval on the
+    shares, it keeps its width when every chain sits beyond every reference draw. Returns (verdict, reason,
+    share, low, high)."""
+    if side not in ("below", "above"):
+        raise ValueError(f"side must be 'below' or 'above', got {side!r}")
+    shares = np.asarray(shares, dtype=float).reshape(-1)
+    if not np.isfinite(shares).all() or ((shares < 0) | (shares > 1)).any():
+        raise ValueError("shares must be finite rank shares in [0, 1]")
+    hits = int(((shares > 0.5) if side == "below" else (shares < 0.5)).sum())
+    trials = int((shares != 0.5).sum())
+    verdict, reason, low, high = rule_share_above_chance(hits, trials, 0.5)
+    share = hits / trials if trials else math.nan
+    return verdict, f"chains {side} the median of basin-free text, {reason}", share, low, high
+
+
+def rule_recurrence(target_share, control_share, chance_above) -> dict:
+    """Politics recurrence (section 6.2.1, Table 3), per chain seeded outside the target's topic, on the share of
+    its looks with the target's score above 1/L. Two comparisons against 0, each by rule_one_sided, combined by
+    rule_every_part (reproduced when both are, differs when either differs): (a) "politics is no different from
+    another label": the mean of target_share - control_share (the chain's control label on the same looks),
+    paired over chains, t interval; (b) "the chains carry no basin": mean target_share minus the share of
+    basin-free texts above 1/L (`chance_above`, one 0/1 value a text), Welch's interval. Fewer than two chains:
+    inconclusive. Returns {"verdict", "reason", "label": (est, low, high), "chance": (est, low, high),
+    "chance_share"}."""
+    target_share, control_share = (np.asarray(v, dtype=float).reshape(-1) for v in (target_share, control_share))
+    chance = np.asarray(chance_above, dtype=float).reshape(-1)
+    chance_share = float(chance.mean()) if len(chance) else math.nan
+    if len(target_share) < 2:
+        nothing = (math.nan,) * 3
+        return {
+            "verdict": INCONCLUSIVE,
+            "reason": "fewer than two chains seeded outside politics: no interval",
+            "label": nothing,
+            "chance": nothing,
+            "chance_share": chance_share,
+        }
+    label, against = mean_interval(target_share - control_share), welch_interval(target_share, chance)
+    parts, reasons = [], []
+    for name, (estimate, low, high) in (("vs a control label", label), ("vs basin-free text", against)):
+        verdict, reason = rule_one_sided(low, high, 0.0, "above", estimate=estimate)
+        parts.append(verdict)
+        reasons.append(f"{name}: {estimate:+.2f}, {reason}" if math.isfinite(estimate) else f"{name}: {reason}")
+    verdict, tally = rule_every_part(parts, ["vs a control label", "vs basin-free text"])
+    return {
+        "verdict": verdict,
+        "reason": f"{tally}; " + "; ".join(reasons),
+        "label": label,
+        "chance": against,
+        "chance_share": chance_share,
+    }
+
+
+# ---- chapter 5 rules (issue 41) ----
+# Chapter 5's intervals and rules (appendix A.1, Table 4, C.2, C.3): chapters/traps computes the estimates and
+# hands them here; tests/test_verdicts.py drives each rule to every outcome and tools/calibration/traps.py runs
+# each, through the chapter's own estimators, on chains whose answer is known.
+
+# A metastable trap outlasts what the detector gives a chain without collective persistence by more than this
+# factor (fixed before any run; the null chain's ratio is 1 in expectation, so "differs" is reachable).
+DURATION_FACTOR = 2.0
+# A cold chain "stays" when, after its burn-in, it moves less than this share of what the warm chain from the same
+# start moves over the same steps (fixed before any run; a temperature-blind chain moves as far: ratio 1).
+COLD_FACTOR = 0.5
+
+
+def poisson_interval(count: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Garwood) interval for the mean of a Poisson variable observed at `count`."""
+    from scipy.stats import chi2
+
+    _counts(count)
+    low = chi2.ppf((1 - level) / 2, 2 * count) / 2 if count else 0.0
+    return float(low), float(chi2.ppf((1 + level) / 2, 2 * count + 2) / 2)
+
+
+def ratio_of_means_ci(
+    numerator, denominator, level: float = 0.95, resamples: int = 4000, seed: int = 0
+) -> tuple[float, float, float]:
+    """mean(numerator) / mean(denominator) of two independent samples (at least 2 values each) with its
+    percentile bootstrap interval, each sample resampled on its own: (ratio, low, high)."""
+    x, y = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    if x.ndim != 1 or y.ndim != 1 or len(x) < 2 or len(y) < 2:
+        raise ValueError(f"need two 1-d samples of at least 2 values, got shapes {x.shape} and {y.shape}")
+    rng = np.random.default_rng(seed)
+    means_x = x[rng.integers(0, len(x), (resamples, len(x)))].mean(1)
+    boot = means_x / y[rng.integers(0, len(y), (resamples, len(y)))].mean(1)
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return float(x.mean() / y.mean()), float(low), float(high)
+
+
+def spearman_difference_ci(
+    x, y, z, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float, float]:
+    """Spearman's rho(x, y) - rho(x, z) over the same rows, with a percentile bootstrap interval (rows
+    resampled): (rho_xy, rho_xz, low, high); NaN where fewer than 3 rows or no resample gives both."""
+    x, y, z = (np.asarray(v, dtype=float) for v in (x, y, z))
+    if not (x.shape == y.shape == z.shape) or x.ndim != 1:
+        raise ValueError(f"x, y and z must be paired 1-d arrays, got {x.shape}, {y.shape}, {z.shape}")
+    if len(x) < 3:
+        return (math.nan,) * 4
+    rows = np.random.default_rng(seed).integers(0, len(x), (resamples, len(x)))
+    boot = rank_correlation(x[rows], y[rows]) - rank_correlation(x[rows], z[rows])
+    low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2]) if np.isfinite(boot).any() else (math.nan,) * 2
+    return float(rank_correlation(x, y)), float(rank_correlation(x, z)), float(low), float(high)
+
+
+def rule_trap_split(kinds) -> tuple[str, str]:
+    """trap_split (A.1, Table 4): perfect and approximate traps both occur (`kinds`: one "perfect" or "approximate"
+    per detected trap), by rule_both_kinds (null: one kind absent), saying when the run has too few traps for an
+    absent kind to reach differs."""
+    kinds = list(kinds)
+    perfect, count = sum(k == "perfect" for k in kinds), len(kinds)
+    verdict, reason = rule_both_kinds(perfect, count)
+    needed = cases_to_rule_out(0.1)  # rule_both_kinds' default rare share
+    if verdict == INCONCLUSIVE and 0 < count < needed:
+        reason += f"; with {count} < {needed} traps an absent kind cannot reach differs"
+    return verdict, reason
+
+
+def rule_outlasts_null(
+    ended, null, run_steps: int, factor: float = DURATION_FACTOR, *, held: int = 0, seed: int = 0
+) -> tuple[str, str, float, float, float]:
+    """approximate_trap_duration (A.1): the mean duration of the approximate traps that ended inside a run of
+    `run_steps` steps (`ended`; `held`: how many approximate traps there were, censored ones included) over the mean
+    duration of the ended traps the same detector finds on a chain without collective persistence (`null`), with
+    ratio_of_means_ci's interval, against `factor` by rule_one_sided (null: the ratio is at most `factor`).
+    A trap counts only if it ends inside the run, so both means are capped by the run: the ratio cannot exceed about
+    run_steps / mean(null). Differs needs room for twice the factor (run_steps >= 2 * factor * mean(null)); in a
+    shorter run a ratio at or below the factor is inconclusive (the run caps what it can show). Inconclusive with
+    fewer than 2 durations on either side. (verdict, reason, ratio, low, high)."""
+    ended, null = np.asarray(ended, dtype=float).reshape(-1), np.asarray(null, dtype=float).reshape(-1)
+    nan3 = (math.nan,) * 3
+    if len(ended) == 0:
+        why = f"{held} approximate trap(s), none ended inside the run" if held else "zero approximate traps"
+        return INCONCLUSIVE, f"{why}: a run with approximate traps that escape would decide it", *nan3
+    if len(null) == 0:
+        return (
+            INCONCLUSIVE,
+            "the detector found no ended trap on the chain without collective persistence: no null duration to "
+            "compare with; a longer run would give one",
+            *nan3,
+        )
+    ratio = float(ended.mean() / null.mean())
+    if len(ended) < 2 or len(null) < 2:
+        why = f"{len(ended)} ended approximate trap(s), {len(null)} null trap(s): at least 2 of each give an interval"
+        return INCONCLUSIVE, why, ratio, math.nan, math.nan
+    _, low, high = ratio_of_means_ci(ended, null, seed=seed)
+    verdict, reason = rule_one_sided(low, high, factor, "above", events=len(ended), estimate=ratio)
+    reason = f"{len(ended)} ended approximate traps against {len(null)} null traps: {reason}"
+    room = run_steps / null.mean()
+    if verdict == DIFFERS and room < 2 * factor:
+        verdict = INCONCLUSIVE
+        reason += (
+            f"; but the run ({run_steps} steps) caps the ratio near {room:.2g}, under twice the factor: "
+            f"a run of {math.ceil(2 * factor * null.mean())} steps or more could show differs"
+        )
+    return verdict, reason, ratio, low, high
+
+
+def rule_mean_gap_tracks_duration(duration, mean_gap, min_gap, *, seed: int = 0) -> tuple[str, str, dict]:
+    """mean_gap_correlation (A.1): rho(duration, mean gap) - rho(duration, min gap) over the traps
+    (spearman_difference_ci) against 0 by rule_one_sided (null: the mean gap tracks duration no better).
+    Inconclusive with fewer than 3 traps or no interval. (verdict, reason, dict of rho_mean, rho_min,
+    rho_difference, difference_low, difference_high)."""
+    rho_mean, rho_min, low, high = spearman_difference_ci(duration, mean_gap, min_gap, seed=seed)
+    stats = dict(rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min, difference_low=low,
+                 difference_high=high)  # fmt: skip
+    if not finite(stats["rho_difference"], low, high):
+        return (
+            INCONCLUSIVE,
+            f"{len(np.asarray(duration))} trap(s): a rank correlation needs at least 3 traps with varying durations "
+            "and gaps; a run with more traps would decide it",
+            stats,
+        )
+    verdict, reason = rule_one_sided(low, high, 0.0, "above", estimate=stats["rho_difference"])
+    return verdict, reason, stats
+
+
+def rule_escapes_at_weakest(hits: int, tries: int, chance: float) -> tuple[str, str, float, float]:
+    """escape_weakest_site (C.2): `hits` of `tries` final escapes at a weakest-gap site against `chance`, the
+    kernel's one-step share at the same held states, by rule_share_above_chance (null: the kernel's share).
+    Inconclusive with no escape or no chance share. (verdict, reason, low, high)."""
+    if not tries or not finite(chance):
+        why = "zero escapes: no trap ended inside the run; a run with escapes would decide it"
+        return INCONCLUSIVE, why, math.nan, math.nan
+    verdict, reason, low, high = rule_share_above_chance(hits, tries, chance)
+    return verdict, reason, low, high
+
+
+def rule_cold_moves_less(moved, warm_moved, factor: float = COLD_FACTOR) -> tuple[str, str, float, float, float]:
+    """cold_chains_stay (C.3), one cold temperature: per chain, how far the cold chain moved after its burn-in
+    (`moved`) against how far the warm chain from the same start moved over the same steps (`warm_moved`).
+    The paper says the cold chain stays: mean(moved) < factor * mean(warm_moved). Null: mean(moved) = factor *
+    mean(warm_moved); judged on the
+    paired excess moved - factor * warm_moved by rule_paired_mean (Student's t interval): reproduced when it
+    lies below 0, differs at or above it. (verdict, reason, mean excess, low, high)."""
+    moved, warm_moved = np.asarray(moved, dtype=float).reshape(-1), np.asarray(warm_moved, dtype=float).reshape(-1)
+    if moved.shape != warm_moved.shape:
+        raise ValueError(f"moved and warm_moved must pair chain for chain, got {moved.shape} and {warm_moved.shape}")
+    if len(moved) < 2:
+        return INCONCLUSIVE, f"{len(moved)} chain(s): too few for an interval; 2 or more decide it", *(math.nan,) * 3
+    return rule_paired_mean(moved - factor * warm_moved, 0.0, "below", missing="no chain has a distance")
+
+
+def rule_not_run(why: str) -> tuple[str, str]:
+    """A claim whose protocol the run lacks (e.g. no chain at the paper's temperature): not run here, saying why."""
+    return NOT_RUN, why
+
+
+def deciding_part(parts: list[dict]) -> dict | None:
+    """The part that decides a rule_every_part verdict, for display: a differing one first, then an undecided one,
+    then the one whose interval's upper end is largest (None with no part). Each part: a dict with `verdict` and
+    `high`."""
+    order = {DIFFERS: 0, INCONCLUSIVE: 1}
+    return min(
+        parts, key=lambda p: (order.get(p["verdict"], 2), -(p["high"] if finite(p["high"]) else math.inf)), default=None
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # The paper's side (book/paper_claims.csv, the only place the paper's numbers are typed): what each claim is judged
 # against, its protocol (which sizes some chapters run) and its equivalence band
@@ -484,8 +943,13 @@ PAPER_COLUMNS = (
     "band",
     "band_why",
     "calibration",
+    "title",
+    "side",
 )
-OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration")  # empty when a file lacks them
+# empty when a file lacks them; `title` then reads as the claim id
+OPTIONAL_PAPER_COLUMNS = ("paper_models", "band", "band_why", "calibration", "title", "side")
+SIDES = ("above", "below", "")  # where the paper puts a general claim's quantity against its rule's null
+MAX_TITLE_WORDS = 12
 KINDS = ("general", "model-specific")
 TABLES = ("paper", "beyond")
 
@@ -520,6 +984,11 @@ def read_paper_claims(path: str | Path = PAPER_CLAIMS) -> pd.DataFrame:
     _check_columns(frame, PAPER_COLUMNS, str(path))
     _check_values(frame, "table", TABLES, str(path))
     _check_values(frame, "kind", KINDS, str(path))
+    _check_values(frame, "side", SIDES, str(path))
+    frame["title"] = frame.title.where(frame.title != "", frame.claim)
+    wordy = frame.claim[frame.title.str.split().str.len() > MAX_TITLE_WORDS].tolist()
+    if wordy:
+        raise ValueError(f"{path}: a title has at most {MAX_TITLE_WORDS} words; too long for {wordy}")
     duplicated = sorted(set(frame.claim[frame.claim.duplicated()]))
     if duplicated:
         raise ValueError(f"{path}: claim ids listed twice: {duplicated}")

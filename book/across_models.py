@@ -145,9 +145,7 @@ bt.reading_table(
 #
 # Every general claim of chapters 1, 2 and 4, judged for each model by the chapter's own rule
 # (stated in the chapter before its run). A claim reproduced on one depth and not on another is
-# a claim about that model, not about masked LMs. One row cannot move: Theorem 5's looseness is
-# measured exactly on small Potts chains that do not involve the masked LM, so chapter 2
-# gives it the same number on every model; the sentence on depth below leaves it out.
+# a claim about that model, not about masked LMs.
 
 # %% tags=["remove-input"]
 grid = bt.verdict_grid(claims, models)
@@ -172,5 +170,4 @@ plt.show()
 # table), so the L2 against the L6, same recipe, is the cleaner comparison of depth alone.
 
 # %% tags=["remove-input"]
-model_free = ["theorem5_bound_loose"]  # exact Potts cases, no MLM
-Markdown(bt.depth_text(family, table1, alpha, grid.drop(index=model_free)))
+Markdown(bt.depth_text(family, table1, alpha, grid))

@@ -56,7 +56,7 @@ import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.cal
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import HTML, Markdown, display
 
 import book_tools as bt
 from chapters import bounds
@@ -86,8 +86,8 @@ Markdown(
 #
 # Each general claim judged by its chapter's calibrated rule, on the book's default English model
 # (this build's run of the chapters) and on AntiBERTy (the run above). A claim reproduced on one
-# and not on the other is a claim about that model, not about masked LMs. The last column says
-# what was measured on AntiBERTy where the chapter had to replace an English step.
+# and not on the other is a claim about that model, not about masked LMs. Each row's dropdown says
+# what was measured on each model, where the chapter had to replace an English step.
 
 # %% tags=["remove-input", "full-width"]
 label = bt.model_label()
@@ -98,9 +98,7 @@ if ran:
         [bt.read_across(c, "claims", root) for c in chapters]
     )
 beside = bt.verdicts_beside(runs)
-bt.reading_table(
-    beside.drop(columns=f"{label} (this build): what was measured")
-)
+HTML(bt.verdicts_beside_html(beside))
 
 # %% [markdown]
 # ## Table 1's row

@@ -83,7 +83,9 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     crossings = ch.crossing_frame(frame, labels, baseline, target, seed_labels)
     assert len(crossings) == 8 and target not in set(crossings.seed_topic)
     recurrence = ch.recurrence_verdict(crossings, chance_target, baseline)
-    rises = ch.rise_frame(frame, chance_target, target, seed_labels)
+    ends = ch.chain_ends(frame, labels, target, seed_labels)
+    rises = ch.rise_frame(ends)
+    ends_judged = ch.ends_verdict(ends, chance_target)
     assert list(rises.index) == [f for f in ch.FAMILY_SEEDS if f != target]
     own = [labels.index(t) for t in seed_topic]
     at = np.arange(len(own))
@@ -94,9 +96,22 @@ def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
     table3 = ch.recurrence_frame(frame, target, baseline, seed_labels)
     assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
     rows = ch.claim_rows(
-        crossings, recurrence, rises, loss, setup={"n": n, "labels": len(labels)}, model="antiberty", target=target
+        crossings,
+        recurrence,
+        rises,
+        ends,
+        ends_judged,
+        loss,
+        setup={"n": n, "labels": len(labels)},
+        model="antiberty",
+        target=target,
     )
-    assert [r["claim"] for r in rows] == ["politics_recurrence", "politics_rises_every_topic", "seed_topic_loss"]
+    assert [r["claim"] for r in rows] == [
+        "politics_recurrence",
+        "politics_rises_every_topic",
+        "politics_ends_above_basin_free",
+        "seed_topic_loss",
+    ]
     assert all(
         r["verdict"] in vd.VERDICTS and ("IGHV3" in r["quantity"] or "seed family" in r["quantity"]) for r in rows
     )

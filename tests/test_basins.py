@@ -270,14 +270,6 @@ def test_chance_tokens_are_uniform_over_the_allowed_tokens(tiny_bert):
     assert len(set(tokens.reshape(-1).tolist())) > 1900  # 2,000 draws from ~29,000 tokens: few repeats
 
 
-def test_welch_interval_covers_the_difference_and_degenerates_on_constants():
-    rng = np.random.default_rng(0)
-    estimate, low, high = ch.welch_interval(rng.normal(1.0, 1, 200), rng.normal(0.0, 2, 300))
-    assert low < 1.0 < high and low < estimate < high and high - low < 0.8
-    assert ch.welch_interval([1, 1], [0, 0]) == (1.0, 1.0, 1.0)
-    assert all(math.isnan(v) for v in ch.welch_interval([1], [0, 1]))
-
-
 def test_state_topic_scores_match_topic_scores(tiny_bert):
     tokens = glauber.seed_passages(tiny_bert, 6, 4, seed=0).tokens.reshape(2, 2, 6)
     texts = tiny_bert.decode_batch(tokens.reshape(-1, 6))
@@ -364,16 +356,66 @@ def test_crossing_frame_shares_and_first_crossing():
     assert table.first_crossing.iloc[0] > 0 and np.isnan(table.first_crossing.iloc[1])
 
 
-def test_rise_frame_needs_a_rise_and_an_end_above_chance():
-    frame = _looks_frame(0.0, 0.0, chains=4, looks=2)
-    frame.loc[frame.step == 2, "politics"] = 0.5 + 0.01 * frame.chain[frame.step == 2]
-    chance = np.random.default_rng(0).uniform(0.0, 0.2, 200)
-    rises = ch.rise_frame(frame, chance)
-    assert rises.loc["business", "verdict"] == bt.REPRODUCED and rises.loc["business", "chains"] == 4
-    assert ch.rise_frame(frame, chance + 0.6).loc["business", "verdict"] == bt.DIFFERS  # salad scores higher
-    flat = ch.rise_frame(_looks_frame(0.0, 0.0, chains=4, looks=2), chance)
-    assert flat.loc["business", "verdict"] == bt.DIFFERS
-    assert ch.rises_verdict(rises)[0] == bt.REPRODUCED
+def test_chain_ends_pair_each_chain_with_its_crossing_control():
+    frame = _frame()
+    ends = ch.chain_ends(frame, ["politics", "finance", "sport"])
+    crossings = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
+    assert ends.chain.tolist() == [0, 1, 2] and ends.control_label.tolist() == crossings.control_label.tolist()
+    assert ends.target_start.tolist() == pytest.approx([0.05, 0.05, 0.01])
+    assert ends.target_end.tolist() == pytest.approx([0.10, 0.20, 0.03])
+    assert ends.control_start.tolist() == pytest.approx([0.10, 0.05, 0.01])  # sport, sport, finance
+    assert ends.control_end.tolist() == pytest.approx([0.10, 0.40, 0.01])
+    assert ch.chain_ends(frame.assign(seed_topic="politics"), ["politics", "finance", "sport"]).empty
+    with pytest.raises(ValueError, match="missing"):
+        ch.chain_ends(frame.drop(columns="sport"), ["politics", "finance", "sport"])
+
+
+def _rise_ends(politics_rise, control_rise, chains=6, seed=0):
+    """chain_ends of `chains` business chains whose politics and control scores rise by the given amounts,
+    give or take 0.02 a chain (spread evenly, so the mean excess is exactly their difference)."""
+    rng = np.random.default_rng(seed)
+    start, spread = rng.uniform(0.0, 0.1, (2, chains)), 0.02 * np.linspace(-1, 1, chains)
+    return pd.DataFrame(
+        {
+            "chain": range(chains),
+            "seed_topic": "business",
+            "control_label": "sport",
+            "target_start": start[0],
+            "target_end": start[0] + politics_rise + spread,
+            "control_start": start[1],
+            "control_end": start[1] + control_rise - spread,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "politics, control, verdict",
+    [
+        (0.5, 0.1, bt.REPRODUCED),  # politics gains more than its control label on the same chains
+        (0.3, 0.3, bt.INCONCLUSIVE),  # both gain alike: the seed topic's mass spreads evenly
+        (0.1, 0.5, bt.DIFFERS),  # politics rises, but less than another label
+    ],
+)
+def test_rise_frame_judges_politics_rise_against_its_control_paired_per_chain(politics, control, verdict):
+    rises = ch.rise_frame(_rise_ends(politics, control))
+    assert rises.loc["business", "verdict"] == verdict and rises.loc["business", "chains"] == 6
+    assert rises.loc["business", "rise"] == pytest.approx(politics, abs=0.05)
+    assert ch.rises_verdict(rises)[0] == verdict
+    assert ch.rise_frame(_rise_ends(0.5, 0.1, chains=1)).loc["business", "verdict"] == bt.INCONCLUSIVE
+
+
+def test_ends_verdict_ranks_chain_ends_against_basin_free_text():
+    rng = np.random.default_rng(0)
+    chance = rng.beta(0.5, 3, 300)  # skewed, like topic scores on word salad
+    for ends, verdict in (
+        (rng.uniform(0.6, 0.9, 20), bt.REPRODUCED),  # above almost every chance text
+        (rng.beta(0.5, 3, 20), bt.INCONCLUSIVE),  # ends as basin-free text
+        (np.zeros(20), bt.DIFFERS),  # below every chance text
+    ):
+        frame = _rise_ends(0.0, 0.0, chains=20).assign(target_end=ends)
+        result = ch.ends_verdict(frame, chance)
+        assert result["verdict"] == verdict, result["reason"]
+    assert ch.ends_verdict(frame.iloc[:1], chance)["verdict"] == bt.INCONCLUSIVE
 
 
 def test_seed_loss_intervals_and_verdict_reach_every_outcome():
@@ -385,27 +427,28 @@ def test_seed_loss_intervals_and_verdict_reach_every_outcome():
     for name, level in cases.items():
         end = 0.10 + rng.normal(0, 0.02, 30) if level is None else level + rng.normal(0, 0.01, 30)
         loss = ch.seed_loss_intervals(start, end, chance_end)
-        for estimate, low, high in loss.values():
-            assert low <= estimate <= high
-        verdicts[name] = ch.seed_loss_verdict(loss)[0]
+        assert loss["fall"][1] <= loss["fall"][0] <= loss["fall"][2] and loss["shares"].shape == (30,)
+        verdict, _, (share, low, high) = ch.seed_loss_verdict(loss)
+        assert low <= share <= high
+        verdicts[name] = verdict
     assert verdicts == {
         "left for other text": bt.REPRODUCED,
         "dissolved like salad": bt.INCONCLUSIVE,
         "kept the topic": bt.DIFFERS,
     }
     few = ch.seed_loss_intervals([0.5], [0.1], [[0.1]])
-    assert all(math.isnan(v) for v in few["fall"] + few["beyond_chance"])
+    assert all(math.isnan(v) for v in few["fall"][1:])  # one chain: no interval
     assert ch.seed_loss_verdict(few)[0] == bt.INCONCLUSIVE
     same = ch.seed_loss_intervals([0.5, 0.5], [0.2, 0.2], [[0.2, 0.2]])
-    assert same["beyond_chance"] == (0.5, 0.5, 0.5)
-    assert ch.seed_loss_verdict(same)[0] == bt.DIFFERS  # exactly at the null: not above it
+    assert same["shares"].tolist() == [0.5, 0.5]
+    assert ch.seed_loss_verdict(same)[0] == bt.INCONCLUSIVE  # at the median exactly: no sign to count
     with pytest.raises(ValueError, match="one length"):
         ch.seed_loss_intervals(start, start[:3], chance_end)
 
 
 def test_seed_loss_is_judged_topic_by_topic():
-    """A topic whose chains keep their seed makes the claim differ, though pooled over all chains the share
-    is above 0.5; every topic leaving it reproduces; a topic of one chain is inconclusive."""
+    """A topic whose chains keep their seed makes the claim differ, though pooled over all chains most
+    end below the median; every topic leaving it reproduces; a topic of one chain is inconclusive."""
     rng = np.random.default_rng(1)
     chance_end = rng.uniform(0.0, 0.5, (200, 24))
     start = np.full(24, 0.9)
@@ -426,36 +469,41 @@ def test_seed_loss_is_judged_topic_by_topic():
 
 def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
     """Skewed scores (mostly low, now and then high): one draw sits below the mean of the chance texts
-    most of the time, which a difference of means would call a loss; the rank share stays at chance."""
+    most of the time, which a difference of means would call a loss; the sign against the median stays
+    at chance."""
     rng = np.random.default_rng(2)
     draws = rng.beta(0.3, 1.5, size=(401, 400))  # the chains' last states and 400 chance texts, one law
     loss = ch.seed_loss_intervals(np.ones(400), draws[0], draws[1:])
-    assert loss["beyond_chance"][1] < 0.5 < loss["beyond_chance"][2]
-    assert ch.seed_loss_verdict(loss)[0] == bt.INCONCLUSIVE
+    verdict, _, (share, low, high) = ch.seed_loss_verdict(loss)
+    assert low < 0.5 < high and verdict == bt.INCONCLUSIVE
 
 
 def _verdict_inputs():
     crossings = ch.crossing_frame(_frame(), ["politics", "finance", "sport"], baseline=0.25)
     recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
-    rises = ch.rise_frame(_frame(), np.full(10, 0.05))
+    ends = ch.chain_ends(_frame(), ["politics", "finance", "sport"])
+    rises = ch.rise_frame(ends)
+    ends_judged = ch.ends_verdict(ends, np.linspace(0.0, 0.1, 10))
     rng = np.random.default_rng(0)  # two topics whose chains keep their seed label (share below 0.5)
     loss = ch.seed_loss_frame(
         ["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8), rng.uniform(0.0, 0.5, (50, 8))
     )
-    return crossings, recurrence, rises, loss
+    return crossings, recurrence, rises, ends, ends_judged, loss
 
 
 def test_claim_rows_keep_model_specific_rows_unjudged():
-    crossings, recurrence, rises, loss = _verdict_inputs()
+    crossings, recurrence, rises, ends, ends_judged, loss = _verdict_inputs()
     rows = ch.claim_rows(
         crossings,
         recurrence,
         rises,
+        ends,
+        ends_judged,
         loss,
         setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
         model="tiny",
     )
-    words = ch.verdict_text(crossings, recurrence, rises, loss)
+    words = ch.verdict_text(crossings, recurrence, rises, ends, ends_judged, loss)
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
     assert verdicts["seed_topic_loss"] == bt.DIFFERS
@@ -466,11 +514,13 @@ def test_claim_rows_keep_model_specific_rows_unjudged():
         empty,
         ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
         rises.iloc[:0],
+        ends.iloc[:0],
+        ch.ends_verdict(ends.iloc[:0], np.full(10, 0.05)),
         loss.iloc[:0],
         setup={"n": 20},
         model="tiny",
     )
-    assert [r["verdict"] for r in rows[:3]] == [bt.INCONCLUSIVE] * 3
+    assert [r["verdict"] for r in rows[:4]] == [bt.INCONCLUSIVE] * 4
     assert all("nan" not in r["ours_text"].lower() for r in rows)
 
 
@@ -515,7 +565,7 @@ def test_settings_derive_everything_the_notebook_uses():
 
 
 def test_tables_for_the_page_have_no_index_no_nan_and_few_columns():
-    crossings, recurrence, rises, loss = _verdict_inputs()
+    crossings, recurrence, rises, _, _, loss = _verdict_inputs()
     table3 = ch.recurrence_frame(_frame(), "politics", baseline=0.25).assign(**{"seed score, basin-free text": 0.1})
     empty = crossings.iloc[:0]
     accuracy = pd.DataFrame(
@@ -560,7 +610,7 @@ def test_ms_marco_seed_topics_are_the_scorers_leading_labels(tiny_bert, monkeypa
 
 
 def test_model_specific_rows_are_judged_on_the_papers_setup_only():
-    crossings, recurrence, rises, loss = _verdict_inputs()
+    inputs = _verdict_inputs()
     assert paper_setup().keys() == bt.paper_protocol("politics_recurrence_count").keys()
     assert paper_setup("")["scorer"] == "MiniLM embedding zero-shot"
     for model, setup, judged in (
@@ -569,19 +619,15 @@ def test_model_specific_rows_are_judged_on_the_papers_setup_only():
         ("bert-base-uncased", paper_setup(passages="bbc"), False),
         ("tiny", paper_setup(), False),
     ):
-        rows = ch.claim_rows(crossings, recurrence, rises, loss, setup=setup, model=model)
-        for row in rows[3:]:
+        rows = ch.claim_rows(*inputs, setup=setup, model=model)
+        for row in rows[4:]:
             assert (row["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)) == judged, row
             assert judged or row["verdict"] == bt.OTHER_SETUP
     table = ch.recurrence_frame(_frame(), "politics", baseline=0.12).assign(chains=5)
-    judged = ch.claim_rows(
-        crossings, recurrence, rises, loss, table, setup=paper_setup(), model="roberta-base", baseline=0.12
-    )[-1]
+    judged = ch.claim_rows(*inputs, table, setup=paper_setup(), model="roberta-base", baseline=0.12)[-1]
     assert judged["claim"] == "endpoint_topics_crossing"
     assert judged["verdict"] in (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE), judged
-    other = ch.claim_rows(
-        crossings, recurrence, rises, loss, table, setup=paper_setup(""), model="roberta-base", baseline=0.12
-    )[-1]
+    other = ch.claim_rows(*inputs, table, setup=paper_setup(""), model="roberta-base", baseline=0.12)[-1]
     assert other["verdict"] == bt.OTHER_SETUP and "scorer" in other["setup"]
 
 

@@ -222,8 +222,9 @@ def test_claims_html_escapes_text_and_links_chapters(tmp_path, paper):
     table = bt.reproduction_table(paper, bt.read_claims(tmp_path / "results"), "paper")
     page = bt.claims_html(table, tmp_path)
     assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt; &amp; y" in page
-    assert page.count('<a href="../notebooks/01_first.html">01_first</a>') == 2  # a_claim and b_claim
-    assert page.count("<tr>") == 1 + 3 and "02_second</td>" in page
+    assert page.count('<a href="../notebooks/01_first.html">01</a>') == 2  # a_claim and b_claim
+    assert page.count("<tr>") == 1 + 3 and "<td>02</td>" in page
+    assert page.count("<details>") == 3 and "what a" in page  # the full statement in each row's dropdown
 
 
 def test_read_benchmark(tmp_path):
@@ -399,6 +400,7 @@ def test_broken_links_finds_missing_files_and_anchors(tmp_path):
     assert check_book.broken_links(page, tmp_path, ["#top", "#old", "../other.html#here"]) == []
 
 
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 PAGES = {
     "good.html": '<main><h1 id="t">Fine</h1><p>Plain text with a <a href="#t">link</a>.</p></main>',
     "traceback.html": '<main><div class="cell_output"><pre>Traceback (most recent call last):\n'
@@ -408,6 +410,12 @@ PAGES = {
     "raw.html": "<main><p>A formula left as text: $$x^2$$</p></main>",
     "links.html": '<main><a href="nowhere.html">a</a> <a href="good.html#missing">b</a></main>',
     "remote.html": '<main><img src="https://example.invalid/badge.svg"></main>',
+    "wide.html": '<main><div class="bd-article-container" style="width:600px"><table><tr>'
+    '<td style="min-width:900px">a wide cell</td></tr></table></div></main>',
+    "title.html": '<main><table class="claims-table"><tbody><tr><td>' + "a claim's whole statement " * 5 + "</td>"
+    "</tr></tbody></table></main>",
+    "book/reproduction.html": '<main><div style="height:1500px">results text</div><div class="cell_output">'
+    f'<img src="data:image/png;base64,{PIXEL}"></div></main>',
 }
 
 
@@ -416,6 +424,7 @@ PAGES = {
     reason="needs Debian's chromium and chromium-driver (make check-book installs them)",
 )
 def test_check_book_flags_each_problem(tmp_path, capsys):
+    (tmp_path / "book").mkdir()
     for name, body in PAGES.items():
         (tmp_path / name).write_text(f"<!DOCTYPE html><html><head><title>t</title></head><body>{body}</body></html>")
     assert check_book.main([str(tmp_path), "--screenshots", str(tmp_path / "shots")]) == 1
@@ -433,9 +442,19 @@ def test_check_book_flags_each_problem(tmp_path, capsys):
         "broken link: good.html#missing (no #missing",
         "loads from another host: img https://example.invalid/badge.svg",
         "FAIL loads from another host: remote.html: https://example.invalid/badge.svg",
+        'wider than the content column at 1280 px: table starting "a wide cell" is 9',
+        "claims-table first column over 100 characters: a claim's whole statement",
+        "the first figure at 15",
     ]:
         assert expected in report
     assert len(list((tmp_path / "shots").glob("*.png"))) == len(PAGES)
+    good = '<main><div style="height:900px">text</div><div class="cell_output"><img src="data:image/png;base64,'
+    (tmp_path / "book" / "reproduction.html").write_text(f'<html><body>{good}{PIXEL}"></div></main></body></html>')
+    driver = check_book.make_driver()
+    try:  # a figure within a screen and a half of the top is fine
+        assert check_book.check_page(driver, (tmp_path / "book" / "reproduction.html").resolve(), tmp_path, None) == []
+    finally:
+        driver.quit()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -113,8 +113,8 @@ def test_chapter_run_saves_stamps_and_glues_with_one_prefix(tmp_path, monkeypatc
     assert glued["ch5_steps"] == "12" and glued["ch5_trap_split_verdict"] == bt.INCONCLUSIVE
     written = pd.read_csv(tmp_path / "05_traps" / "claims.csv")
     assert written.model.tolist() == [run.model] and written.profile.tolist() == ["smoke"]
-    assert list(view.data.columns) == ["claim", "ours", "verdict", "why", "setup differences"]
-    assert "row_heading" not in view.to_html()  # no index column
+    assert 'class="claims-table"' in view.data and "Traps split into perfect and approximate" in view.data
+    assert "too few" in view.data and bt.verdict_label(bt.INCONCLUSIVE) in view.data
     with pytest.raises(ValueError, match="profile must be one of smoke, quick, paper"):
         bt.ChapterRun("05_traps", "huge")
 
@@ -187,10 +187,11 @@ def test_claim_rows_carry_the_interval_and_null_for_the_forest_plot(tmp_path, mo
     assert ours.low.tolist()[0] == 0.5 and math.isnan(ours.low.tolist()[1])
     tables = {name: bt.reproduction_table(bt.read_paper_claims(), ours, name) for name in bt.TABLES}
     forest = bt.forest_rows(tables)
-    assert forest.claim.tolist() == ["nlogn_fit"]
+    assert forest.claim.tolist() == ["nlogn_fit", "distance_saturates"]  # every general claim that ran
+    assert math.isnan(forest.z[1])  # no interval: drawn in the figure's strip
     bt.forest_figure(forest)
-    counts = bt.counts_frame(tables)
-    assert list(counts.columns[:2]) == ["table", "reproduced"] and counts.reproduced.sum() == 1
+    summary = bt.run_summary_text(dict(model="tiny", profile="smoke", commit="abc", dates="today"), tables)
+    assert "general claims: 1 reproduced, 1 inconclusive" in summary and "model `tiny`" in summary
 
 
 def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
@@ -253,3 +254,58 @@ def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
         before = bt.code_version("03_x")
     write("from chapters import phase as ch\nx = 2", "The claim, reworded.")
     assert bt.code_version("03_x") != before
+
+
+def characteristics():
+    """make calibrate's summary for two claims: one rule that errs in 2 of 50 seeds and decides 90% of true
+    cases, one that never errs and decides 10% of them."""
+    rows = [
+        ("nlogn_fit", "holds case", "holds", 50, 45, 2, 3, 2, 0.90),
+        ("nlogn_fit", "fails case", "fails", 50, 0, 48, 2, 0, 0.96),
+        ("trap_split", "holds case", "holds", 50, 5, 0, 45, 0, 0.10),
+    ]
+    frame = pd.DataFrame(
+        rows, columns=["claim", "case", "truth", "seeds", "reproduced", "differs", "inconclusive", "wrong", "power"]
+    )
+    low, high = bt.share_intervals(frame.wrong, frame.seeds)
+    return frame.assign(wrong_share=frame.wrong / frame.seeds, wrong_low=low, wrong_high=high, code="x")
+
+
+def test_rule_rates_name_the_worst_case_and_flag_a_rule_that_cannot_decide(tmp_path, monkeypatch):
+    rates = bt.rule_rates(characteristics()).set_index("claim")
+    assert (
+        "wrong in 2 of 50 seeds" in rates.loc["nlogn_fit", "rates"] and "decides 90%" in rates.loc["nlogn_fit", "rates"]
+    )
+    assert rates.cannot_decide.to_dict() == {"nlogn_fit": False, "trap_split": True}
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
+    bt.write_claims([bt.claim_row("trap_split", "q", 0.5, "0.5", R, "why")], "05_traps", "tiny", "smoke")
+    table = bt.reproduction_table(
+        bt.read_paper_claims(), bt.read_claims(tmp_path), "paper", bt.rule_rates(characteristics())
+    )
+    row = table.set_index("claim").loc["trap_split"]
+    assert row.cannot_decide and "decides 10%" in row.rates
+    page = bt.claims_html(table)
+    assert page.count(bt.CANNOT_DECIDE) == 1 and "wrong in 2 of 50 seeds" in page
+    assert "<td>trap_split</td>" in bt.operating_characteristics_html(characteristics())
+    bt.operating_characteristics_figure(characteristics())
+
+
+def test_seed_record_text_counts_flips_and_opposed_verdicts():
+    seeds = pd.DataFrame(
+        {
+            "chapter": ["05_traps"] * 3,
+            "claim": ["a", "b", "c"],
+            "kind": ["general"] * 3,
+            "verdict_seed0": [R, R, O],
+            "verdict_seed1": [R, I, O],
+            "verdict_seed2": [D, R, O],
+            "flipped": ["True", "True", "False"],
+            "opposed": ["True", "False", "False"],
+            "code_seed0": [bt.code_version("05_traps")] * 3,
+            "code_seed1": [bt.code_version("05_traps")] * 3,
+            "code_seed2": ["other"] * 3,
+        }
+    )
+    text = bt.seed_record_text(seeds)
+    assert "Across 3 seeds" in text and "2 of 2 general rows changed, 1 of them between reproduced and differs" in text
+    assert "the 1 rows that are *other setup*" in text and "did not run the same code" in text

@@ -435,7 +435,7 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     ],
 )
 def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
-    row = judging._pseudo_likelihood_row(gaps)
+    row = judging._pseudo_likelihood_row(gaps, [1e-9] * len(gaps))
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
 
@@ -553,20 +553,20 @@ def test_claim_rows_are_the_chapters_claims_in_order():
     run = small_chapter()
     cfg = ch.settings("smoke")
     drift = torch.tensor([[0.1, -0.2], [0.2, 0.1]])
-    rows = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, drift, [0.02, 0.03])
+    windows = pd.DataFrame(dict(pl_gap=[0.02, 0.03], pl_floor=[1e-9, 2e-9]))
+    rows = ch.claim_rows(cfg, "bundled", run.alpha, drift, windows)
     assert [r["claim"] for r in rows] == [
         "alpha_tau10",
         "alpha_tau11",
         "basin_drift_positive",
-        "theorem5_bound_loose",
         "mu_vs_pseudolikelihood_tv",
-    ]
-    assert rows[3] == judging._theorem5_row(run.profiles) and rows[4] == judging._pseudo_likelihood_row([0.02, 0.03])
+    ]  # theorem5_bound_loose is judged on the model in chapter 3; chapter 2 shows its Potts illustration
+    assert rows[3] == judging._pseudo_likelihood_row([0.02, 0.03], [1e-9, 2e-9])
     assert "contexts 2" in rows[0]["setup"] and "tau 1 and 2" in rows[2]["setup"]
     assert rows[2]["ours"] == pytest.approx(0.5)
     texts = ch.alpha_text(run.alpha, ch.crossing_temperature(run.alpha))
     assert [texts["alpha10"], texts["alpha11"]] == [rows[0]["ours_text"], rows[1]["ours_text"]]
-    missing = ch.claim_rows(cfg, "bundled", run.alpha, run.profiles, None, [0.02], no_drift="no '!' token")
+    missing = ch.claim_rows(cfg, "bundled", run.alpha, None, windows, no_drift="no '!' token")
     assert missing[2]["ours_text"] == "no '!' token"
 
 

@@ -63,3 +63,29 @@ def test_a_run_of_some_claims_keeps_the_others_in_the_table(tmp_path, monkeypatc
     assert calibrate.main(["--seeds", "5", "--claims", "d", "--out", str(tmp_path)]) == 0
     table = calibrate.pd.read_csv(tmp_path / "operating_characteristics.csv").set_index("case")
     assert table.seeds.to_dict() == {"holds case": 3, "fails case": 3, "other case": 5}
+
+
+def test_stale_cases_name_a_case_made_at_another_version_and_one_that_no_longer_exists(tmp_path, monkeypatch):
+    chosen, version = cases()
+    monkeypatch.setattr(calibrate, "case_version", version)
+    summary = calibrate.summarise(calibrate.run_cases(chosen, 2, tmp_path, version=version, progress=False))
+    assert calibrate.stale_cases(summary, chosen) == []
+    monkeypatch.setattr(calibrate, "case_version", lambda case: "v2" if case.name == "fails case" else "v1")
+    assert calibrate.stale_cases(summary, chosen) == ["c: fails case"]
+    assert calibrate.stale_cases(summary, chosen[:1]) == ["c: fails case (no such case)"]
+    assert calibrate.stale_cases(summary.iloc[:0], chosen[:1]) == ["c: holds case"]
+
+
+def test_an_empty_run_summarises_to_an_empty_table():
+    """Every row stale (the code changed during the run): an empty summary with its columns, no KeyError."""
+    assert list(calibrate.summarise(calibrate.pd.DataFrame()).columns) == list(calibrate.SUMMARY_COLUMNS)
+
+
+def test_two_processes_make_the_rows_one_makes(tmp_path):
+    chosen, version = cases()
+    one = calibrate.run_cases(chosen, 10, tmp_path / "one", version=version, progress=False)
+    two = calibrate.run_cases(chosen, 10, tmp_path / "two", version=version, progress=False, jobs=2)
+    key = ["claim", "case", "seed"]
+    calibrate.pd.testing.assert_frame_equal(
+        one.sort_values(key).reset_index(drop=True), two.sort_values(key).reset_index(drop=True)
+    )

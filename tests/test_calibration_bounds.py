@@ -3,6 +3,8 @@ its notebook calls) on chains whose answer is known by mathematics must say "rep
 holds and "differs" where it fails."""
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +14,9 @@ import book_tools as bt
 import glauber_core as glauber
 from chapters import bounds as ch
 from chapters.bounds import judging
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from calibration.bounds import Float32Scores  # noqa: E402 (the fp32 Potts of make calibrate)
 
 GRID = np.geomspace(0.1, 30, 25)  # the notebook's exact-chain grid, at a small n
 N = 6
@@ -82,12 +87,29 @@ def potts_windows(symmetric: bool, count: int = 6, n: int = 4, q: int = 3):
 
 def test_mu_vs_pseudolikelihood_differs_on_symmetric_potts():
     laws = potts_windows(symmetric=True)
-    assert all(law["pl_gap"] < ch.PL_FLOOR and law["conditional_gap"] < ch.PL_FLOOR for law in laws)
+    assert all(law["pl_gap"] < law["pl_floor"] and law["conditional_gap"] < law["pl_floor"] for law in laws)
+    assert all(law["pl_floor"] < 1e-11 for law in laws)  # fp64 scores: a floor near 16 n eps |log p|
     assert all(law["tv_model_pl"] > 0.01 for law in laws)  # the PL law is not mu even here
-    assert judging._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.DIFFERS
+    row = judging._pseudo_likelihood_row([law["pl_gap"] for law in laws], [law["pl_floor"] for law in laws])
+    assert row["verdict"] == bt.DIFFERS
 
 
 def test_mu_vs_pseudolikelihood_reproduced_on_asymmetric_potts():
     laws = potts_windows(symmetric=False)
     assert all(law["pl_gap"] > 1e-3 and law["conditional_gap"] > 1e-3 for law in laws)
-    assert judging._pseudo_likelihood_row([law["pl_gap"] for law in laws])["verdict"] == bt.REPRODUCED
+    row = judging._pseudo_likelihood_row([law["pl_gap"] for law in laws], [law["pl_floor"] for law in laws])
+    assert row["verdict"] == bt.REPRODUCED
+
+
+def test_the_pl_floor_follows_the_scores_precision():
+    """pl_gap_floor is PL_FLOOR_FACTOR n eps max(1, |log p|): an fp32 model's floor is 2^29 times an fp64 one's,
+    and a compatible chain scored in fp32 (calibration.bounds.Float32Scores) stays under its own floor."""
+    assert ch.pl_gap_floor(1e-7, 3, 0.5) == pytest.approx(ch.PL_FLOOR_FACTOR * 3e-7)
+    assert ch.pl_gap_floor(1e-7, 3, 10.0) == pytest.approx(ch.PL_FLOOR_FACTOR * 3e-6)
+    generator = torch.Generator().manual_seed(3)
+    raw = 1.5 * torch.randn(3, 3, generator=generator, dtype=torch.float64)
+    potts = glauber.PottsConditionals((raw + raw.T) / 2, 0.5 * torch.randn(3, 8, generator=generator).double(), 8)
+    fp64 = ch.stationary_vs_pseudo_likelihood(potts, 3, 1.0)
+    fp32 = ch.stationary_vs_pseudo_likelihood(Float32Scores(potts), 3, 1.0)
+    assert fp32["pl_floor"] / fp64["pl_floor"] == pytest.approx(2.0**29, rel=1e-6)
+    assert fp64["pl_floor"] < fp32["pl_gap"] < fp32["pl_floor"]  # fp32 rounding clears the fp64 floor, not its own

@@ -1,7 +1,9 @@
 """Chapter 5's verdict rules calibrated on ground truth: each general claim's estimator and rule, the very
-functions the notebook calls (detect_traps, trap_catalogue, trap_frame, judge_*), run on small chains whose answer
-is known by mathematics, must say "reproduced" where the claim holds and "differs" where it fails (or, where only
-one side can exist, that side; book/paper_claims.csv's `calibration` column says which).
+functions the notebook calls (detect_traps, trap_catalogue, trap_frame, the row functions whose verdicts come from
+verdicts.py's chapter-5 rules), run on small chains whose answer is known by mathematics, must say "reproduced"
+where the claim holds and "differs" where it fails (or, where the run cannot reach a side, inconclusive;
+book/paper_claims.csv's `calibration` column says which). The quick-size cases are make calibrate's own
+(tools/calibration/traps.py), here at one seed; make calibrate runs them at 50.
 
 The chains are independent sites whose fields depend on a frozen last site (a profile id), so that each chain of
 a batch has its own, exactly known score gaps; states are embedded by `site_embeddings`, whose cosine distance
@@ -9,14 +11,21 @@ is the Hamming distance over n.
 """
 
 import functools
-import math
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 import glauber_core as glauber
 import verdicts as vd
 from chapters import traps as ch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from calibration import traps as cal  # noqa: E402 (make calibrate's known-answer chains)
+
+AT = cal.AT
 
 
 class ProfileFields:
@@ -90,15 +99,15 @@ def test_trap_split_holds_with_both_kinds_and_differs_with_perfect_traps_only():
     fields = np.concatenate([locked(1, N), locked(1, N, free_last=True)])  # profile 0 perfect, 1 approximate
     traps, _ = run_profiles(fields, 10, STEPS, WINDOW, THRESHOLD)
     assert set(traps.kind) == {"perfect", "approximate"}
-    assert ch.judge_split(traps)[0] == vd.REPRODUCED
+    assert ch.split_row(traps, AT)["verdict"] == vd.REPRODUCED
     traps, _ = run_profiles(locked(1, N), 40, 300, WINDOW, THRESHOLD)  # 40 ground-state chains: 40 perfect
     assert (traps.kind == "perfect").sum() == 40
-    assert ch.judge_split(traps)[0] == vd.DIFFERS
+    assert ch.split_row(traps, AT)["verdict"] == vd.DIFFERS
 
 
 def test_trap_split_with_no_trap_is_inconclusive():
     traps, _ = run_profiles(np.zeros((1, N, 4)), 10, STEPS, WINDOW, THRESHOLD)  # uniform conditionals: moves
-    assert traps.empty and ch.judge_split(traps)[0] == vd.INCONCLUSIVE
+    assert traps.empty and ch.split_row(traps, AT)["verdict"] == vd.INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------------------------
@@ -107,39 +116,19 @@ def test_trap_split_with_no_trap_is_inconclusive():
 # ------------------------------------------------------------------------------------------------
 
 
-class CurieWeiss:
-    """n coupled binary sites, s_i(a; x) = J / n * #{j != i coupled: x_j = a}: two wells (all 0, all 1) that a
-    chain leaves only collectively; plus one free site (no field: gap 0 at every held state, an approximate
-    trap)."""
-
-    def __init__(self, n: int, coupling: float):
-        self.n, self.coupling = n, coupling
-        self.vocab_size, self.max_sites = 2, n + 1
-        self.allowed = torch.ones(2, dtype=torch.bool)
-        self.device, self.name_or_path = torch.device("cpu"), "curie-weiss"
-
-    def log_scores(self, tokens, positions):
-        coupled = tokens[:, : self.n]
-        inside = positions < self.n
-        own = coupled.gather(1, positions.clamp_max(self.n - 1)[:, None]).squeeze(1)
-        ones = coupled.sum(1).double() - torch.where(inside, own, 0).double()
-        others = torch.where(inside, self.n - 1.0, float(self.n))
-        scores = torch.stack([others - ones, ones], 1) * self.coupling / self.n
-        return torch.where(inside[:, None], scores, torch.zeros_like(scores))
-
-
 def duration_case(run, tokens, window, threshold=THRESHOLD, cond=None):
-    """The notebook's path on Hamming vectors: detect, catalogue, the surrogate's null, the judge."""
+    """The notebook's path on Hamming vectors: detect, catalogue, the surrogate's null, the row."""
     from types import SimpleNamespace
 
     traps = ch.detect_traps(ch.site_embeddings(tokens), run.steps, window, threshold)
     catalogue = ch.trap_catalogue(cond, run, traps) if cond is not None else traps.assign(kind="approximate")
     null = ch.null_durations(None, None, SimpleNamespace(tokens=tokens, steps=run.steps), window, threshold)
-    return catalogue, ch.judge_approximate_duration(catalogue, null)
+    row = ch.duration_row(catalogue, null, window, int(run.steps[-1]), AT)
+    return catalogue, (row["verdict"], row["reason"], row["ours"], row["low"], row["high"])
 
 
 def test_approximate_traps_of_a_two_well_chain_outlast_the_detectors_null():
-    cond = CurieWeiss(8, 5.0)
+    cond = cal.TwoWells(9, 8, 5.0)  # 8 coupled sites in two wells, plus a free one (gap 0: approximate)
     run = glauber.glauber(cond, torch.zeros(16, 9, dtype=torch.long), 3000, 1.0, seed=0, progress=False)
     traps, (verdict, reason, ratio, low, _) = duration_case(run, run.tokens, 90, cond=cond)
     assert (traps.kind == "approximate").all() and (~traps.censored).sum() >= 8
@@ -158,7 +147,7 @@ def test_a_stationary_independent_site_chain_differs_and_a_never_ending_trap_is_
     assert verdict == vd.DIFFERS and high < ch.DURATION_FACTOR, reason
     traps, _ = run_profiles(locked(1, N, free_last=True), 10, STEPS, WINDOW, THRESHOLD)
     assert traps.censored.all()
-    assert ch.judge_approximate_duration(traps, [150.0, 160.0])[0] == vd.INCONCLUSIVE
+    assert ch.duration_row(traps, [150.0, 160.0], WINDOW, STEPS, AT)["verdict"] == vd.INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------------------------
@@ -192,11 +181,10 @@ def first_departure_traps(kind: str):
 
 
 def test_mean_gap_correlation_holds_when_the_rate_follows_the_mean_and_differs_when_it_follows_the_min():
-    verdict, _, s = ch.judge_gap_correlation(first_departure_traps("mean"))
-    assert verdict == vd.REPRODUCED, s
-    traps = first_departure_traps("min")
-    verdict, _, s = ch.judge_gap_correlation(traps)
-    assert verdict == vd.DIFFERS, s
+    row = ch.correlation_row(first_departure_traps("mean"), AT)
+    assert row["verdict"] == vd.REPRODUCED, row["reason"]
+    row = ch.correlation_row(first_departure_traps("min"), AT)
+    assert row["verdict"] == vd.DIFFERS, row["reason"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,29 +192,8 @@ def test_mean_gap_correlation_holds_when_the_rate_follows_the_mean_and_differs_w
 # ------------------------------------------------------------------------------------------------
 
 
-class Gate:
-    """Binary sites; site 0 a gate, s_0(a; x) = g * (share of the other sites at a); site i >= 1,
-    s_i(a; x) = h_i [a == x_0]. A departure at the gate starts a cascade into the other well (the chain does
-    not come back); a departure elsewhere is undone. So the final escapes are at the gate, whatever share of
-    the kernel's exit probability it has."""
-
-    def __init__(self, gate: float, fields):
-        self.gate, self.fields = gate, torch.as_tensor(fields, dtype=torch.float64)
-        self.n = len(fields) + 1
-        self.vocab_size, self.max_sites = 2, self.n
-        self.allowed = torch.ones(2, dtype=torch.bool)
-        self.device, self.name_or_path = torch.device("cpu"), "gate"
-
-    def log_scores(self, tokens, positions):
-        ones = tokens[:, 1:].double().mean(1)
-        gate = torch.stack([1 - ones, ones], 1) * self.gate
-        field = self.fields[(positions - 1).clamp_min(0)]
-        site = torch.stack([(tokens[:, 0] == 0).double(), (tokens[:, 0] == 1).double()], 1) * field[:, None]
-        return torch.where((positions == 0)[:, None], gate, site)
-
-
 def gate_traps(gate: float, fields, chains: int, steps: int, window: int):
-    cond = Gate(gate, fields)
+    cond = cal.Gate(gate, fields)
     run = glauber.glauber(cond, torch.zeros(chains, cond.n, dtype=torch.long), steps, 1.0, seed=0, progress=False)
     vectors = ch.site_embeddings(run.tokens)
     found = {1.0: ch.trap_catalogue(cond, run, ch.detect_traps(vectors, run.steps, window, THRESHOLD))}
@@ -237,13 +204,13 @@ def test_final_escapes_at_a_weakest_gate_beat_the_kernel_and_at_a_strong_gate_fa
     # the gate is the weakest site (gap 2.5 against 4): the kernel puts about a third of departures there,
     # the final escapes are mostly there
     traps = gate_traps(2.5, [4.0] * 9, 16, 2000, 60)
-    verdict, reason, hits, tries, chance, low, _ = ch.judge_weakest_site(traps)
-    assert tries > 50 and verdict == vd.REPRODUCED and low > chance, reason
+    row, (_, tries, chance) = ch.weakest_row(traps, AT), ch.final_escapes(traps)
+    assert tries > 50 and row["verdict"] == vd.REPRODUCED and row["low"] > chance, row["reason"]
     # the gate is strong (4) and site 1 the weakest (gap 1): the kernel puts about 60% of departures at site
     # 1, which are undone; the final escapes come through the gate
     traps = gate_traps(4.0, [1.0] + [4.0] * 8, 32, 2000, WINDOW)
-    verdict, reason, hits, tries, chance, _, high = ch.judge_weakest_site(traps)
-    assert tries > 50 and verdict == vd.DIFFERS and high < chance, reason
+    row, (_, tries, chance) = ch.weakest_row(traps, AT), ch.final_escapes(traps)
+    assert tries > 50 and row["verdict"] == vd.DIFFERS and row["high"] < chance, row["reason"]
     # all departures, by contrast, follow the kernel's one-step law by construction (a 99.9% interval: at 95% an
     # exact law falls outside one run in twenty)
     moves, at = int(traps.departures.sum()), int(traps.departures_at_weakest.sum())
@@ -253,46 +220,46 @@ def test_final_escapes_at_a_weakest_gate_beat_the_kernel_and_at_a_strong_gate_fa
 
 def test_a_run_with_no_escape_is_inconclusive():
     traps, _ = run_profiles(locked(1, N, free_last=True), 4, STEPS, WINDOW, THRESHOLD)  # held the whole run
-    assert traps.censored.all() and ch.judge_weakest_site(traps)[0] == vd.INCONCLUSIVE
+    assert traps.censored.all() and ch.weakest_row(traps, AT)["verdict"] == vd.INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------------------------
-# cold_chains_stay: the upper bound of the distance from the start below NEAR_START, per temperature
+# cold_chains_stay: the movement after the burn-in, cold against warm from the same (random) starts
 # ------------------------------------------------------------------------------------------------
 
 
-def cold_frame(fields, temperatures, steps: int = 400, chains: int = 8):
-    """The notebook's cold comparison on Potts-like chains: distance from the start after `steps` steps,
-    Hamming over n (site_embeddings) in place of the sentence embedding, through distance_at and cold_distances."""
-    cond = ProfileFields(fields)
-    n = cond.n
-    x0 = torch.cat([torch.zeros(chains, n, dtype=torch.long), torch.zeros(chains, 1, dtype=torch.long)], 1)
-    frozen = torch.arange(n + 1) == n
-    distances = {}
-    for tau in temperatures:
-        run = glauber.glauber(cond, x0, steps, tau, frozen=frozen, record_every=steps, progress=False)
-        vectors = ch.site_embeddings(run.tokens[:, :, :n])
-        vectors = vectors / vectors.norm(dim=-1, keepdim=True)
-        distances[tau] = ch.distance_at(vectors, run.steps, steps)
-    return ch.cold_distances(distances[temperatures[0]], distances)
+@pytest.mark.parametrize(
+    "cond, expected",
+    [
+        (cal.favourites(cal.N, 4, seed=0), vd.REPRODUCED),  # a strict favourite per site: cold chains settle
+        (cal.mean_field_potts(cal.N, 3, 2.0), vd.REPRODUCED),  # three wells: a cold chain falls into one
+        (cal.independent_sites(torch.zeros(cal.N, 4)), vd.DIFFERS),  # temperature-blind: moves as far as warm
+        (cal.tied_favourites(cal.N, 4), vd.DIFFERS),  # two tied favourites: cold chains keep flipping
+    ],
+)
+def test_cold_chains_from_random_starts_stay_only_where_the_model_has_a_strict_favourite(cond, expected):
+    """The book's cold chains start from text, far from the states they settle in; the old "distance from the
+    start" rule said differs on every such start. The movement after the burn-in does not."""
+    assert cal.cold_verdict(cond, seed=0) == expected
 
 
-def test_cold_chains_at_a_ground_state_stay_and_uniform_chains_move():
-    ferro = np.zeros((1, N, 3))
-    ferro[0, :, 0] = 3.0  # ground state all 0, gap 3: at tau 0.1 and 0.01 it never leaves
-    verdict, reason, parts = ch.judge_cold(cold_frame(ferro, [0.1, 0.01]))
-    assert verdict == vd.REPRODUCED, reason
-    assert all(p["high"] < ch.NEAR_START for p in parts)
-    verdict, reason, parts = ch.judge_cold(cold_frame(np.zeros((1, N, 3)), [0.1, 0.01]))  # J = 0, h = 0
-    assert verdict == vd.DIFFERS and all(p["low"] > ch.NEAR_START for p in parts), reason
-    # one temperature stays, the other moves: the claim is "at every cold temperature"
-    warm = np.zeros((1, N, 3))
-    warm[0, :, 0] = 0.3  # a weak field: stays at tau 0.01 (gap / tau = 30), moves at tau 1
-    assert ch.judge_cold(cold_frame(warm, [0.01, 1.0]))[0] == vd.DIFFERS
+def test_the_distance_from_a_random_start_is_large_where_the_chains_stay():
+    """What the old rule read: from random starts, strict favourites give a large distance from the start at tau
+    0.01 (the fall into the favourites), though the chain then stays (moved 0)."""
+    cond = cal.favourites(cal.N, 4, seed=0)
+    x0 = cal.random_starts(cal.CHAINS, cal.N, 4, seed=0)
+    runs = ch.chains_at_temperatures(cond, x0, [1.0, 0.01], cal.QUICK.cold_steps, record_every=cal.QUICK.cold_record)
+    vectors = {tau: (ch.state_vectors(cond, None, run), run.steps) for tau, run in runs.items()}
+    cold = ch.cold_frame(vectors.pop(1.0), vectors, cal.QUICK.burn_in, cal.QUICK.cold_steps)
+    assert cold.distance.mean() > 0.5 and cold.moved.max() < 1e-6
 
 
-def test_near_start_is_the_papers_drift_threshold():
-    import book_tools as bt
+# ------------------------------------------------------------------------------------------------
+# make calibrate's quick-size cases, one seed each
+# ------------------------------------------------------------------------------------------------
 
-    assert float(bt.paper_protocol("trap_split")["threshold"]) == ch.NEAR_START
-    assert not math.isnan(ch.NEAR_START)
+
+@pytest.mark.parametrize("case", [c for c in cal.CASES if c.claim != "cold_chains_stay"], ids=lambda c: c.name)
+def test_quick_size_cases_never_decide_wrongly_at_seed_0(case):
+    wrong = vd.DIFFERS if case.truth == "holds" else vd.REPRODUCED
+    assert case.run(0) != wrong

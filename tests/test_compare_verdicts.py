@@ -1,4 +1,4 @@
-"""tools/compare_verdicts.py: the flips between two runs' claims and checks tables (issue 23's seed rerun)."""
+"""tools/compare_verdicts.py: the flips between runs' claims and checks tables (the seed record, issue 41)."""
 
 import sys
 from pathlib import Path
@@ -36,23 +36,23 @@ def test_flips_absent_rows_and_checks_are_reported(tmp_path, capsys):
     other = write_run(tmp_path / "b", {"trap_split": "differs", "escape_weakest_site": "inconclusive"}, "fail")
     table = compare_verdicts.compare(base, other).set_index(["chapter", "claim"])
     traps = table.loc["05_traps"]
-    assert traps.loc["trap_split", ["verdict_base", "verdict_other", "flipped"]].tolist() == [
+    assert traps.loc["trap_split", ["verdict_seed0", "verdict_seed1", "flipped"]].tolist() == [
         "inconclusive",
         "differs",
         True,
     ]
-    assert traps.loc["cold_chains_stay", "verdict_other"] == "absent" and traps.loc["cold_chains_stay", "flipped"]
-    assert traps.loc["escape_weakest_site", "verdict_base"] == "absent"
-    assert traps.loc["identity", ["kind", "verdict_base", "verdict_other", "flipped"]].tolist() == [
+    assert traps.loc["cold_chains_stay", "verdict_seed1"] == "absent" and traps.loc["cold_chains_stay", "flipped"]
+    assert traps.loc["escape_weakest_site", "verdict_seed0"] == "absent"
+    assert traps.loc["identity", ["kind", "verdict_seed0", "verdict_seed1", "flipped"]].tolist() == [
         "check",
         "pass",
         "fail",
         True,
     ]
-    assert traps.loc["identity", "ours_text_base"] == "NA"  # text read as text, not as a missing value
+    assert traps.loc["identity", "ours_text_seed0"] == "NA"  # text read as text, not as a missing value
     # a chapter that ran only in the base run: its claims and its checks are absent from the other
     first = table.loc["01_incompatibility"]
-    assert set(first.verdict_other) == {"absent"} and set(first.index) == {"incompatibility_detected", "identity"}
+    assert set(first.verdict_seed1) == {"absent"} and set(first.index) == {"incompatibility_detected", "identity"}
     assert compare_verdicts.main([str(base), str(other), "--out", str(tmp_path / "comparison.csv")]) == 0
     assert len(pd.read_csv(tmp_path / "comparison.csv")) == 6
     assert "trap_split" in capsys.readouterr().out
@@ -88,7 +88,7 @@ def test_replace_swaps_only_the_chapters_compared(tmp_path, capsys):
     after = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert list(after.columns) == list(before.columns) and len(after) == len(before)
     traps = after.chapter == "05_traps"
-    assert after[traps & (after.claim == "trap_split")].verdict_other.tolist() == ["differs"]
+    assert after[traps & (after.claim == "trap_split")].verdict_seed1.tolist() == ["differs"]
     pd.testing.assert_frame_equal(
         after[~traps].reset_index(drop=True), before[before.chapter != "05_traps"].reset_index(drop=True)
     )
@@ -100,3 +100,26 @@ def test_replace_swaps_only_the_chapters_compared(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         compare_verdicts.main([str(base), str(other), "--out", str(tmp_path / "none.csv"), "--replace"])
     assert exit_.value.code == 2 and "--replace needs an existing --out table" in capsys.readouterr().err
+
+
+def test_three_seeds_count_flips_and_opposed_verdicts(tmp_path):
+    """Three runs: a row is flipped when its verdicts are not all equal, opposed when one seed reproduces and
+    another differs (what a rule built for 5% errors should not show)."""
+    runs = [
+        write_run(tmp_path / f"seed{k}", {"trap_split": split, "cold_chains_stay": cold}, "pass")
+        for k, (split, cold) in enumerate(
+            [("reproduced", "inconclusive"), ("reproduced", "reproduced"), ("differs", "reproduced")]
+        )
+    ]
+    table = compare_verdicts.compare(*runs).set_index("claim")
+    assert table.loc["trap_split", ["verdict_seed0", "verdict_seed2", "flipped", "opposed"]].tolist() == [
+        "reproduced",
+        "differs",
+        True,
+        True,
+    ]
+    assert table.loc["cold_chains_stay", ["flipped", "opposed"]].tolist() == [True, False]
+    assert table.loc["identity", ["flipped", "opposed"]].tolist() == [False, False]
+    assert "ours_text_seed2" in table.columns and "code_seed2" in table.columns
+    with pytest.raises(ValueError, match="at least two"):
+        compare_verdicts.compare(runs[0])

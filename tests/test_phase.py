@@ -306,12 +306,17 @@ def test_scaling_fits_pick_the_true_form(form, law):
     assert table.best_aic[form]
     truth = {"n log n": 2.5, "n^2": 0.7}[form]
     assert abs(table.C[form] / truth - 1) < 0.05 and table.C_low[form] < table.C[form] < table.C_high[form]
-    assert abs(table.attrs["power_law"]["beta"] - {"n log n": 1.3, "n^2": 2.0}[form]) < 0.15
+    assert table.attrs["exponent"]["lengths"] == 0  # a length where a chain never hit has no mean time
+    hit = times > 0
+    exponent = ch.growth_exponent(lengths[hit], times[hit], n_boot=50)
+    assert abs(exponent["beta"] - {"n log n": 1.3, "n^2": 2.0}[form]) < 0.15 and exponent["low"] < exponent["beta"]
+    assert exponent["claimed_low"] < exponent["claimed_high"] < 1.4  # n (log n + c), c in [0, 1], over n = 8..64
 
 
 def test_scaling_fits_need_three_finite_medians():
     table = ch.scaling_fits([8, 8, 16, 16, 32, 32], [5, -1, 9, 9, -1, -1])
     assert table.C.isna().all() and not table.best_aic.any() and (table.lengths == 2).all()
+    assert math.isnan(table.attrs["exponent"]["beta"]) and table.attrs["exponent"]["lengths"] == 1  # n = 16
     assert table.attrs["medians"].used.tolist() == [True, True, False]  # half hit by 5 at n = 8
     with pytest.raises(ValueError, match="n >= 2"):
         ch.scaling_fits([1, 8, 16], [5, 9, 9])
@@ -363,16 +368,6 @@ def constructed_grid(shares_by_n, taus=(1.0, 1.5, 2.0, 2.5, 3.0), pairs=10, budg
                 pd.DataFrame({"n": n, "temperature": tau, "pair": np.arange(pairs), "time": time, "coupled": time >= 0})
             )
     return pd.concat(frames, ignore_index=True)
-
-
-def test_draws_interval_is_nan_safe_and_keeps_infinite_draws(recwarn):
-    low, high, undefined = ch.draws_interval([np.nan] * 10)
-    assert math.isnan(low) and math.isnan(high) and undefined == 1
-    low, high, undefined = ch.draws_interval(np.r_[np.arange(100.0), [np.inf] * 5])
-    assert low == 2 and high == np.inf and undefined == 0
-    low, high, undefined = ch.draws_interval(np.r_[np.arange(90.0), [np.nan] * 10])
-    assert math.isnan(low) and undefined == pytest.approx(0.1)
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
 def test_no_coupling_everything_coupled_and_a_transition_each_get_a_sentence():
@@ -462,11 +457,13 @@ def scaling_table(law, lengths=(8, 12, 16, 24, 32), chains=9, noise=0.02):
     [
         (lambda n: 2.0 * n * np.log(n), 45, bt.REPRODUCED),
         (lambda n: 0.5 * n**2, 45, bt.DIFFERS),
+        (lambda n: 3.0 * n, 45, bt.DIFFERS),
         (lambda n: 2.0 * n * np.log(n), 0, bt.INCONCLUSIVE),
     ],
 )
 def test_nlogn_rule_reaches_each_outcome(law, events, verdict):
-    assert judging._nlogn_row(scaling_table(law), events, 1.4, 0.7)["verdict"] == verdict
+    row = judging._nlogn_row(scaling_table(law), events, 1.4, 0.7)
+    assert row["verdict"] == verdict and "null: linear (1) or quadratic (2)" in row["reason"]
 
 
 def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
@@ -477,29 +474,48 @@ def test_nlogn_rule_is_inconclusive_between_close_forms_and_without_a_fit():
     assert row["verdict"] == bt.INCONCLUSIVE and "zero events" in row["reason"] and "nan" not in row["ours_text"]
 
 
+def ceiling_table(ratio, rise=0.0, lengths=(8, 12, 16, 24), chains=6, pairs=24, seed=1):
+    """ceiling_ratios of chains whose d at T is `ratio` times a ceiling of 0.9 (spread 0.02), having risen by
+    `rise` over the last third, against unrelated pairs at 0.9 (spread 0.05)."""
+    rng = np.random.default_rng(seed)
+    n, ref_n = np.repeat(lengths, chains), np.repeat(lengths, pairs)
+    final = 0.9 * ratio + rng.normal(0, 0.02, len(n))
+    late = final - rise + rng.normal(0, 0.01, len(n))
+    return ch.ceiling_ratios(n, final, late, ref_n, 0.9 + rng.normal(0, 0.05, len(ref_n)), n_boot=200)
+
+
 @pytest.mark.parametrize(
-    "law, verdict",
+    "ratio, rise, verdict",
     [
-        (lambda n: 0.2 * np.log(n), bt.REPRODUCED),
-        (lambda n: 0.01 * n**1.5, bt.DIFFERS),  # grows faster than linear
-        (lambda n: 2.0 / np.log(n), bt.DIFFERS),  # falls with n
-        (lambda n: 0.5 + 0.0 * n, bt.INCONCLUSIVE),
+        (1.0, 0.0, bt.REPRODUCED),  # at the ceiling at every length
+        (0.5, 0.0, bt.DIFFERS),  # half the ceiling, no longer rising
+        (0.5, 0.1, bt.INCONCLUSIVE),  # half the ceiling, still rising over the last third: a longer run decides
+        (0.9, 0.0, bt.INCONCLUSIVE),  # at the floor
     ],
-)  # flat, with noise
-def test_saturation_rule_reaches_each_outcome(law, verdict):
-    n = np.repeat([8, 16, 32, 64, 128], 5)
-    d = law(n) * np.exp(np.random.default_rng(1).normal(0, 0.01, len(n)))
-    row = judging._saturation_row(ch.saturation_trend(n, d, n_boot=100), 1.0, 300)
-    assert row["verdict"] == verdict and "null: no growth" in row["reason"]
+)
+def test_saturation_rule_reaches_each_outcome(ratio, rise, verdict):
+    n = np.repeat([8, 12, 16, 24], 6)
+    trend = ch.saturation_trend(n, np.full(len(n), 0.9), n_boot=20)
+    row = judging._saturation_row(ceiling_table(ratio, rise), trend, 1.0, 300)
+    assert row["verdict"] == verdict and "null: below 0.9 of the ceiling" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
 
 
-def test_saturation_needs_three_lengths_and_a_positive_median_for_the_exponent():
+def test_ceiling_ratios_and_distance_at_ends_of_known_traces():
+    table = ch.ceiling_ratios([8, 8, 16, 16], [0.4, 0.6, 0.9, 0.9], [0.4, 0.4, 0.9, 0.9], [8, 8, 16], [1.0, 1.0, 0.9])
+    assert table.ratio.tolist() == pytest.approx([0.5, 1.0]) and table.rise.tolist() == pytest.approx([0.1, 0.0])
+    with pytest.raises(ValueError, match="no reference distance"):
+        ch.ceiling_ratios([8, 32], [0.4, 0.6], [0.4, 0.4], [8], [1.0])
+    distances = torch.tensor([[0.0, 0.3, 0.6, 0.9, 1.2]])
+    final, late = ch.distance_at_ends(distances, torch.tensor([0, 100, 200, 300, 400]), 300)
+    assert final.tolist() == pytest.approx([0.9]) and late.tolist() == pytest.approx([0.6])
+
+
+def test_saturation_trend_needs_three_lengths_and_a_positive_median_for_the_exponent():
     trend = ch.saturation_trend([8, 8, 16, 16], [0.1, 0.2, 0.3, 0.4], n_boot=10)
-    assert math.isnan(trend["slope"]) and judging._saturation_row(trend, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
+    assert math.isnan(trend["slope"])
     zero = ch.saturation_trend(np.repeat([8, 16, 32], 3), [0.0] * 3 + [0.1] * 3 + [0.2] * 3, n_boot=10)
     assert math.isnan(zero["exponent"]) and zero["slope"] > 0
-    assert judging._saturation_row(zero, 1.0, 300)["verdict"] == bt.INCONCLUSIVE
 
 
 def crossover_table(hits_by_tau, chains=10, n=8):
@@ -549,6 +565,7 @@ def alpha_frame(seed_values, visited_values, tau=2.5):
     "seeds, visited, boundary, verdict",
     [
         ([1.2, 1.3, 1.1, 1.25, 1.2, 1.3], [0.5, 0.6, 0.55, 0.5, 0.6, 0.5], 1.7, bt.REPRODUCED),
+        ([0.0] * 6, [0.0] * 6, 1.7, bt.INCONCLUSIVE),  # every difference 0: a zero-width interval decides nothing
         ([0.5, 0.6, 0.55, 0.5, 0.6, 0.5], [1.2, 1.3, 1.1, 1.25, 1.2, 1.3], 1.7, bt.DIFFERS),
         ([1.0, 0.5, 1.1, 0.6, 0.9, 0.7], [0.8, 0.9, 0.7, 0.8, 0.9, 0.8], 1.7, bt.INCONCLUSIVE),
         ([1.2, 1.3], [0.5, 0.6], math.nan, bt.INCONCLUSIVE),  # no boundary inside the grid
@@ -559,6 +576,32 @@ def test_context_alpha_rule_reaches_each_outcome(seeds, visited, boundary, verdi
     row = judging._alpha_row(alpha_frame(seeds, visited), boundary, [0.3, 1.0, 2.5])
     assert row["verdict"] == verdict and "null: no difference" in row["reason"]
     assert "nan" not in row["ours_text"].lower()
+
+
+def test_criterion_threshold_is_the_hottest_temperature_where_some_seed_reaches_one():
+    alpha = pd.concat(
+        [alpha_frame([1.2, 0.8], [0.1, 0.1], tau=2.0), alpha_frame([0.9, 1.0], [0.1, 0.1], tau=4.0)]
+        + [alpha_frame([0.5, 0.9], [0.1, 0.1], tau=8.0), alpha_frame([3.0, 3.0], [3.0, 3.0], tau=1.0)],
+        ignore_index=True,
+    )
+    assert ch.criterion_threshold(alpha) == 4.0  # context 1 reaches 1 at tau = 4
+    assert math.isnan(ch.criterion_threshold(alpha_frame([0.5], [2.0])))  # visited states do not count
+
+
+@pytest.mark.parametrize(
+    "seeds, midpoint, low, high, verdict",
+    [
+        ([1.2, 0.9], 1.5, 1.3, 1.8, bt.REPRODUCED),  # alpha-hat >= 1 up to 2.5, boundary at most 1.8
+        ([1.2, 0.9], 2.0, 1.8, 2.6, bt.INCONCLUSIVE),  # the boundary may lie above 2.5
+        ([0.5, 0.9], 1.5, 1.3, 1.8, bt.INCONCLUSIVE),  # alpha-hat below 1: no lower bound
+        ([1.2, 0.9], math.nan, math.nan, math.nan, bt.INCONCLUSIVE),  # no boundary
+    ],
+)
+def test_theorem5_rule_is_reproduced_or_inconclusive_never_differs(seeds, midpoint, low, high, verdict):
+    fit = pd.Series({"midpoint": midpoint, "midpoint_low": low, "midpoint_high": high})
+    row = judging._theorem5_row(alpha_frame(seeds, [0.1, 0.1], tau=2.5), fit, 20)
+    assert row["verdict"] == verdict and "never its absence" in row["reason"]
+    assert "nan" not in row["ours_text"].lower().split()
 
 
 def test_two_contexts_are_not_enough_to_decide():
@@ -650,16 +693,10 @@ def test_the_paper_profile_follows_the_papers_protocol():
         ch.boundary_setup(budget=paper["budget"], pairs=1, n=1, passages=paper["passages"])["passages"]
         == fig2["passages"]
     )
-    for profile in ch.SETTINGS.values():  # every protocol fits inside the shared drift run
-        assert (
-            max(profile["saturation_steps"], profile["hit_steps"], profile["crossover_steps"]) <= profile["drift_steps"]
-        )
-        assert (
-            max(profile["saturation_chains"], profile["hit_chains"], profile["crossover_chains"])
-            <= profile["drift_chains"]
-        )
-        assert profile["alpha_length"] in profile["drift_lengths"]
-        assert profile["alpha_contexts"] <= profile["drift_chains"]
+    for profile in ch.SETTINGS.values():  # Figs. 3a and 7 fit inside the shared drift run (3b and alpha run apart)
+        assert max(profile["saturation_steps"], profile["crossover_steps"]) <= profile["drift_steps"]
+        assert max(profile["saturation_chains"], profile["crossover_chains"]) <= profile["drift_chains"]
+        assert profile["hit_record_every"] == 1 and profile["alpha_length"] in profile["drift_lengths"]
 
 
 def test_protocol_slice():
@@ -690,7 +727,7 @@ def test_settings_take_the_profiles_values_unless_overridden_and_derive_the_grid
     smoke = ch.SETTINGS["smoke"]
     cfg = ch.settings("smoke", potts(), pairs=0, budget=None, grid_temperatures=[], passages="")
     assert cfg.profile == "smoke" and not cfg.protein and vars(cfg).items() >= smoke.items()
-    hot = ch.settings("smoke", grid_temperatures=[3.0, 2.0], grid_lengths=[16, 8, 20], pairs=4)
+    hot = ch.settings("smoke", grid_temperatures=[3.0, 2.0], grid_lengths=[16, 8, 20], alpha_length=8, pairs=4)
     assert hot.grid_temperatures == [3.0, 2.0] and hot.pairs == 4
     assert (hot.lengths, hot.small, hot.large, hot.near) == ([8, 16, 20], 8, 20, ch.PAPER_SEED_LENGTH)
     assert hot.drift_taus == sorted({*smoke["drift_temperatures"], smoke["saturation_tau"], smoke["hit_tau"]})
@@ -704,7 +741,8 @@ def claims_inputs(cfg):
     fits = ch.transition_fits(grid, n_boot=20)
     scaled = ch.scaled_budget_grid(grid, 100)
     n = np.repeat([8, 12, 16], 4)
-    hits = pd.DataFrame({"n": n, "temperature": cfg.hit_tau, "hitting_time": 2 * n * np.log(n)})
+    times = 2 * n * np.log(n) * np.exp(np.random.default_rng(0).normal(0, 0.02, len(n)))
+    hits = pd.DataFrame({"n": n, "temperature": cfg.hit_tau, "hitting_time": times})
     peaks, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
     return dict(
         fits=fits,
@@ -714,6 +752,7 @@ def claims_inputs(cfg):
         hits=hits,
         scaling=ch.scaling_fits(hits.n, hits.hitting_time, n_boot=20),
         trend=ch.saturation_trend(n, 0.2 * np.log(n), n_boot=20),
+        ceiling=ceiling_table(1.0),
         saturation_steps=40,
         rise=ch.rise_with_temperature(peaks, rows, [0.7]),
         alpha=alpha_frame([1.2, 1.3, 1.1], [0.5, 0.6, 0.55]),
@@ -721,7 +760,7 @@ def claims_inputs(cfg):
 
 
 def test_claim_rows_judge_every_claim_of_the_chapter():
-    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
+    cfg = ch.settings("smoke", grid_lengths=[8, 16], alpha_length=8, grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
     rows = ch.claim_rows(cfg, "minilm-l4-bbc-mlm", **claims_inputs(cfg))
     assert [row["claim"] for row in rows] == [
         "coupling_boundary_tau",
@@ -731,6 +770,7 @@ def test_claim_rows_judge_every_claim_of_the_chapter():
         "distance_saturates",
         "crossover_fractions",
         "context_averaged_alpha",
+        "theorem5_bound_loose",
     ]
     assert rows[0]["verdict"] == bt.OTHER_SETUP and "n = 16" in rows[0]["quantity"]  # cfg.near
     assert rows[3]["verdict"] == bt.REPRODUCED and rows[5]["verdict"] == bt.REPRODUCED
@@ -738,10 +778,10 @@ def test_claim_rows_judge_every_claim_of_the_chapter():
 
 
 def test_claim_rows_of_a_protein_model_say_how_they_were_measured():
-    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
+    cfg = ch.settings("smoke", grid_lengths=[8, 16], alpha_length=8, grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
     protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 16})
     rows = ch.claim_rows(protein, "antiberty", **claims_inputs(cfg))
-    assert "distance_saturates" not in [row["claim"] for row in rows] and len(rows) == 6
+    assert "distance_saturates" not in [row["claim"] for row in rows] and len(rows) == 7
     assert all("frozen germline context of 16 residues" in row["quantity"] for row in rows)
 
 
@@ -750,7 +790,9 @@ def test_the_pages_figures_and_tables():
     import matplotlib.pyplot as plt
 
     matplotlib.use("Agg")
-    cfg = ch.settings("smoke", grid_lengths=[8, 16], grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0], pairs=10)
+    cfg = ch.settings(
+        "smoke", grid_lengths=[8, 16], alpha_length=8, grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0], pairs=10
+    )
     inputs = claims_inputs(cfg)
     grid = constructed_grid({8: [0, 2, 5, 8, 10], 16: [0, 1, 3, 6, 9]})
     cells = ch.coupling_summary(grid)
@@ -787,7 +829,7 @@ def test_the_pages_figures_and_tables():
     tables = [
         ch.fits_view(inputs["fits"]),
         ch.comparison_view(inputs["fixed"], inputs["budget_free"]),
-        ch.saturation_view(inputs["trend"]),
+        ch.saturation_view(inputs["ceiling"]),
         ch.scaling_view(inputs["scaling"]),
         ch.diagnostics_view(diagnostics, "rhat"),
         ch.regimes_view(excerpts),
@@ -797,3 +839,12 @@ def test_the_pages_figures_and_tables():
         assert len(table.data.columns) <= 6 and "nan" not in html.lower() and "row_heading" not in html
     assert "—" in tables[4].to_html() and list(tables[4].data.columns) == ["n", "tau = 1", "tau = 2"]
     assert ch.alpha_means_text(alpha) == "tau = 1: 0.55 visited vs 1.20 seeds; tau = 2.5: 0.55 visited vs 1.20 seeds"
+
+
+def test_alpha_is_scored_at_a_length_the_coupling_grid_has():
+    """Theorem 5 compares alpha-hat and the coupling boundary of one chain: alpha_length must be a grid length."""
+    with pytest.raises(ValueError, match="alpha_length = 6 must be one of the grid lengths"):
+        ch.settings("smoke", grid_lengths=[8, 16])
+    for profile in ("smoke", "quick", "paper"):
+        cfg = ch.settings(profile)
+        assert cfg.alpha_length in cfg.lengths

@@ -416,6 +416,7 @@ def chapter_settings(**changes):
         temperatures=[1.0, 0.5],
         record_every=2,
         cold_steps=20,
+        burn_in=10,
         profile="test",
         passages="bbc",
     )
@@ -452,17 +453,15 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     counts = ch.counts_view(summaries, ch.paper_counts(), cfg.n_chains, cfg.steps, cfg.seq_len).data
     assert counts.traps.tolist()[1:] == [0, 0] and (counts["mean duration"][1:] == "—").all()
     assert len(ch.theorem8_view(traps).data) == 1  # the paper's row only
-    warm = ch.distance_at(runs[1.0][1], runs[1.0][0].steps, cfg.cold_steps)
-    cold = ch.cold_distances(warm, {0.1: warm + 0.0, 0.01: warm + 0.0})
-    rows = ch.claim_rows(
-        traps, summaries, cold, model="potts", setup=ch.claims_setup(cfg), log_vocab=math.log(3), window=cfg.window
-    )
+    warm = (runs[1.0][1], runs[1.0][0].steps)
+    cold = ch.cold_frame(warm, {0.1: warm, 0.01: warm}, cfg.burn_in, cfg.cold_steps)
+    rows = ch.claim_rows(traps, summaries, cold, model="potts", setup=ch.claims_setup(cfg), vocab=3, window=cfg.window)
     claims = pd.DataFrame(rows).set_index("claim")
-    general = claims[claims.kind == "general"].drop(index="cold_chains_stay")
+    general = claims[claims.kind == "general"]
+    # every recorded state its own direction: every chain moves 1, cold and warm alike, a zero-width interval
     assert (general.verdict == bt.INCONCLUSIVE).all(), general.verdict
-    assert (general.setup == "τ = 1").all()
-    # every chain ends one state-direction away from its start (distance 1): far from the start
-    assert claims.loc["cold_chains_stay", "verdict"] == bt.DIFFERS
+    assert (general.drop(index="cold_chains_stay").setup == "τ = 1").all()
+    assert "zero width" in claims.loc["cold_chains_stay", "reason"]
     assert (claims[claims.kind == "model-specific"].verdict == bt.OTHER_SETUP).all()
     assert not claims.ours_text.str.contains("nan").any()
     assert "n 3 (paper: not stated)" in claims.loc["trap_count", "setup"]
@@ -497,16 +496,33 @@ def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
     )
 
 
+def cold_table(warm_moved, moved: dict) -> pd.DataFrame:
+    """A cold_frame with given movements after the burn-in (the distances from the start set to the same)."""
+    return pd.concat(
+        [
+            pd.DataFrame(
+                dict(
+                    temperature=tau,
+                    chain=range(len(m)),
+                    distance=m,
+                    moved=m,
+                    warm_distance=warm_moved,
+                    warm_moved=warm_moved,
+                )
+            )  # fmt: skip
+            for tau, m in moved.items()
+        ],
+        ignore_index=True,
+    )
+
+
 def test_claim_rows_judge_the_papers_temperature_only():
     kinds = ["perfect"] * 4 + ["approximate"] * 8
     traps = constructed_traps(
         kinds, [500, 450, 900, 700] + [300, 320, 400, 380, 500, 350, 420, 330], [True] * 11 + [False]
     )
-    cold = ch.cold_distances(
-        torch.tensor([0.6, 0.7, 0.5, 0.65]),
-        {0.1: torch.tensor([0.05, 0.1, 0.04, 0.08]), 0.01: torch.tensor([0.0, 0.01, 0.0, 0.02])},
-    )
-    cfg = chapter_settings(window=150)
+    cold = cold_table([0.6, 0.7, 0.5, 0.65], {0.1: [0.05, 0.1, 0.04, 0.08], 0.01: [0.0, 0.01, 0.0, 0.02]})
+    cfg = chapter_settings(window=150, steps=2000)  # room for the null: 2000 >= 4 x its mean duration
     # the same traps at tau 0.5 (not the paper's) and none at tau 1: the trap claims cannot be judged
     colder = traps.assign(temperature=0.5)
     rows = ch.claim_rows(
@@ -515,7 +531,7 @@ def test_claim_rows_judge_the_papers_temperature_only():
         cold,
         model="m",
         setup=ch.claims_setup(cfg),
-        log_vocab=math.log(30000),
+        vocab=30000,
         window=150,
     )
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
@@ -528,7 +544,7 @@ def test_claim_rows_judge_the_papers_temperature_only():
         cold,
         model="m",
         setup=ch.claims_setup(cfg),
-        log_vocab=math.log(30000),
+        vocab=30000,
         window=150,
         null=null,
     )
@@ -537,25 +553,25 @@ def test_claim_rows_judge_the_papers_temperature_only():
     assert verdicts["trap_split"] == bt.REPRODUCED
     assert verdicts["approximate_trap_duration"] == bt.REPRODUCED  # about 3.4 times the null's durations
     assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 final escapes against the kernel's 1/3
-    cold_row = claims.loc["cold_chains_stay"]  # the worst temperature with its own interval
-    assert "τ = 0.1" in cold_row.quantity and cold_row.high < ch.NEAR_START and cold_row.low < cold_row.ours
+    cold_row = claims.loc["cold_chains_stay"]  # the deciding temperature (largest upper end) with its interval
+    assert "τ = 0.1" in cold_row.quantity and cold_row.high < 0 and cold_row.low < cold_row.ours
     assert (
         "(-" not in claims.loc["mean_gap_correlation", "ours_text"]
         or "- (" in claims.loc["mean_gap_correlation", "ours_text"]
     )
-    assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both upper bounds below 0.12
+    assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both moved far less than half the warm chains
     assert verdicts["trap_count"] == bt.OTHER_SETUP and verdicts["delta_star_below_lnv"] == bt.OTHER_SETUP
     assert claims.loc["trap_split", "setup"] == "τ = 1"
     # the same claims where the run says otherwise
     short = constructed_traps(["approximate"] * 40, [100 + k for k in range(40)], [False] * 40)
-    moving = ch.cold_distances(torch.tensor([0.2, 0.25, 0.3]), {0.1: torch.tensor([0.6, 0.7, 0.65])})
+    moving = cold_table([0.2, 0.25, 0.3], {0.1: [0.6, 0.7, 0.65]})
     rows = ch.claim_rows(
         short,
         {1.0: ch.trap_summary(short, 40, 2000)},
         moving,
         model="m",
         setup=ch.claims_setup(cfg),
-        log_vocab=math.log(30000),
+        vocab=30000,
         window=150,
         null=[100.0 + k for k in range(0, 40, 2)],
     )
@@ -580,9 +596,13 @@ def test_settings_follow_the_profile_and_derive_the_rest():
     assert set(ch.SETTINGS) == set(bt.PROFILES)
     smoke = ch.settings("smoke", None, seq_len=0, temperatures=[], passages="", window=0)
     assert (smoke.seq_len, smoke.window, smoke.temperatures, smoke.passages) == (8, 120, [1.0, 0.5], "bbc")
-    assert smoke.threshold == ch.NEAR_START and smoke.cold_temperatures == [0.1, 0.01]
+    assert smoke.threshold == float(bt.paper_protocol("trap_split")["threshold"])
+    assert smoke.cold_temperatures == [0.1, 0.01]
     odd = ch.settings("quick", steps=1_005, record_every=10, cold_steps=5_000, window=100, seq_len=7)
     assert (odd.steps, odd.cold_steps, odd.window, odd.seq_len) == (1_000, 1_000, 100, 7)
+    # the burn-in: the cold run's first quarter in whole record spacings, recorded with the run's end
+    assert (odd.burn_in, odd.cold_record) == (250, 250)
+    assert (smoke.burn_in, smoke.cold_record) == (8, 8)  # 48 // 4 = 12, down to the spacing 8
     paper = ch.settings("paper")
     table4 = bt.paper_protocol("trap_count")
     assert (paper.n_chains, paper.steps, paper.window) == (
@@ -617,7 +637,7 @@ def test_the_page_reads_its_profiles_from_the_settings():
 def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monkeypatch):
     monkeypatch.delenv("GLAUBER_PROFILE", raising=False)
     traps = constructed_traps(["perfect"] * 4 + ["approximate"] * 13, [671] * 17, [True] * 17)
-    cold = ch.cold_distances(torch.tensor([0.6, 0.7]), {0.1: torch.tensor([0.05, 0.04])})
+    cold = cold_table([0.6, 0.7], {0.1: [0.05, 0.04]})
     judged = (bt.REPRODUCED, bt.DIFFERS, bt.INCONCLUSIVE)
     for setup, model, expected in (
         (paper_profile_setup(), "bert-base-uncased", judged),
@@ -631,7 +651,7 @@ def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monke
             cold,
             model=model,
             setup=setup,
-            log_vocab=math.log(30522),
+            vocab=30522,
             window=300,
         )
         claims = pd.DataFrame(rows).set_index("claim")
@@ -705,3 +725,36 @@ def test_chains_at_temperatures_reject_bad_temperature_lists(temperatures):
         ch.chains_at_temperatures(
             glauber.PottsConditionals(torch.ones(3, 3), q=2), torch.zeros(2, 3, dtype=torch.long), temperatures, 3
         )
+
+
+def test_cold_frame_measures_the_movement_after_the_burn_in_and_from_the_start():
+    """Hamming vectors of known states: the cold chain jumps during its burn-in, then stays; the warm one moves
+    after it. movement reads the Hamming share between two recorded steps."""
+    steps = torch.tensor([0, 5, 10])
+    cold_states = torch.tensor([[[0, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0]]])  # moves 2 of 4 by step 5, then stays
+    warm_states = torch.tensor([[[0, 0, 0, 0], [0, 0, 0, 1], [1, 1, 1, 1]]])  # 1 of 4 by step 5, 3 more after it
+    warm = (ch.hamming_vectors(warm_states), steps)
+    frame = ch.cold_frame(warm, {0.1: (ch.hamming_vectors(cold_states), steps)}, burn_in=5, end=10)
+    row = frame.iloc[0]
+    assert (row.distance, row.moved, row.warm_distance, row.warm_moved) == pytest.approx((0.5, 0.0, 1.0, 0.75))
+    with pytest.raises(ValueError, match="recorded steps"):
+        ch.movement(warm[0], steps, 3, 10)
+
+
+def test_theorem8_row_counts_traps_whose_bound_is_below_one_step():
+    """Delta*/tau < ln(4|V|) is where e^(Delta*/tau) / (4|V|) < 1: a gap between ln|V| and ln(4|V|) still counts."""
+    vocab = 100
+    gaps = [math.log(vocab) + 0.5, math.log(4 * vocab) + 0.5]  # ln|V| < the first < ln(4|V|) < the second
+    traps = constructed_traps(["perfect"] * 2, [300, 300], [True, True]).assign(min_gap=gaps)
+    assert math.exp(gaps[0]) / (4 * vocab) < 1 < math.exp(gaps[1]) / (4 * vocab)
+    rows = ch.claim_rows(
+        traps,
+        {1.0: ch.trap_summary(traps, 2, 1000)},
+        cold_table([0.5, 0.6], {0.1: [0.0, 0.01]}),
+        model="m",
+        setup=ch.claims_setup(chapter_settings()),
+        vocab=vocab,
+        window=10,
+    )
+    row = pd.DataFrame(rows).set_index("claim").loc["delta_star_below_lnv"]
+    assert row.ours == 0.5 and "ln(4|V|) = 5.99" in row.ours_text

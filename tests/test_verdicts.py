@@ -175,3 +175,280 @@ def test_a_zero_width_interval_never_decides():
             assert verdict == vd.INCONCLUSIVE and "zero width" in reason
     assert vd.rule_trend(0.0, 0.0, 0.0)[0] == vd.INCONCLUSIVE
     assert vd.rule_one_sided(0.1, 0.2, 0.0)[0] == vd.REPRODUCED  # a positive width still decides
+
+
+def test_every_case_above_takes_one_floor_per_case():
+    """rule_every_case_above with a floor per case (a PL gap's floor depends on its window's precision)."""
+    assert vd.rule_every_case_above([1e-6, 1e-3], [1e-7, 1e-4])[0] == vd.REPRODUCED
+    assert vd.rule_every_case_above([1e-6, 1e-3], [1e-5, 1e-2])[0] == vd.DIFFERS
+    assert vd.rule_every_case_above([1e-6, 1e-3], [1e-5, 1e-4])[0] == vd.INCONCLUSIVE
+    with pytest.raises(ValueError, match="floor"):
+        vd.rule_every_case_above([1e-6], [-1.0])
+
+
+# ---- chapter 4 rules (issue 41) ----
+
+
+def test_welch_interval_covers_the_difference_and_degenerates_on_constants():
+    rng = np.random.default_rng(0)
+    estimate, low, high = vd.welch_interval(rng.normal(1.0, 1, 200), rng.normal(0.0, 2, 300))
+    assert low < 1.0 < high and low < estimate < high and high - low < 0.8
+    assert vd.welch_interval([1, 1], [0, 0]) == (1.0, 1.0, 1.0)  # zero width: rule_one_sided decides nothing
+    assert all(math.isnan(v) for v in vd.welch_interval([1], [0, 1]))
+
+
+def test_excess_rise_interval_pairs_each_chain_with_its_control():
+    """A shared rise cancels chain by chain: the interval is narrow though the chains' rises differ widely."""
+    rng = np.random.default_rng(1)
+    shared = rng.uniform(0, 0.8, 12)  # what every label gains on a chain, very different across chains
+    start = rng.uniform(0, 0.1, (2, 12))
+    excess, low, high = vd.excess_rise_interval(
+        start[0], start[0] + shared + 0.1 + rng.normal(0, 0.01, 12), start[1], start[1] + shared
+    )
+    assert low < 0.1 < high and high - low < 0.03 and low > 0
+    assert all(math.isnan(v) for v in vd.excess_rise_interval([0.1], [0.2], [0.1], [0.1])[1:])
+    with pytest.raises(ValueError, match="one length"):
+        vd.excess_rise_interval([0.1, 0.2], [0.2], [0.1], [0.1])
+
+
+def test_rank_shares_count_the_reference_above_with_ties_half():
+    reference = np.array([0.0, 0.1, 0.2, 0.3])
+    assert vd.rank_shares([0.1, 0.3], reference).tolist() == pytest.approx([0.625, 0.125])  # 2 above, 1 tie of 4
+    columns = np.stack([np.zeros(50), np.ones(50)], axis=1)  # one column per value
+    assert vd.rank_shares([0.5, 0.5], columns).tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="reference"):
+        vd.rank_shares([0.5, 0.5, 0.5], columns)
+
+
+def test_rule_median_sign_reaches_every_outcome_and_keeps_its_width_at_the_extremes():
+    rng = np.random.default_rng(2)
+    reference = rng.beta(0.3, 2, 300)  # skewed scores, like topic scores on word salad
+    below = vd.rule_median_sign(vd.rank_shares(np.zeros(12), reference), "below")
+    assert below[0] == vd.REPRODUCED and below[2] == 1.0 and below[3] < 1.0  # every chain beyond every draw
+    assert vd.rule_median_sign(vd.rank_shares(np.ones(12), reference), "below")[0] == vd.DIFFERS
+    assert vd.rule_median_sign(vd.rank_shares(np.ones(12), reference), "above")[0] == vd.REPRODUCED
+    alike = [vd.rule_median_sign(vd.rank_shares(rng.beta(0.3, 2, 24), reference), "below")[0] for _ in range(200)]
+    assert alike.count(vd.REPRODUCED) <= 10 and alike.count(vd.DIFFERS) <= 10  # the null: about 3% each way
+    assert vd.rule_median_sign([0.5, 0.5], "below")[0] == vd.INCONCLUSIVE  # ties only: no chain to count
+    assert vd.rule_median_sign([], "above")[0] == vd.INCONCLUSIVE
+    with pytest.raises(ValueError, match="side"):
+        vd.rule_median_sign([0.2], "beside")
+
+
+@pytest.mark.parametrize(
+    "target, control, chance, verdict",
+    [
+        (0.6, 0.2, 0.2, vd.REPRODUCED),  # above its control label and above basin-free text
+        (0.6, 0.2, 0.9, vd.DIFFERS),  # basin-free text crosses more often
+        (0.2, 0.6, 0.1, vd.DIFFERS),  # another label crosses more often
+        (0.4, 0.4, 0.4, vd.INCONCLUSIVE),  # neither
+    ],
+)
+def test_rule_recurrence_reaches_every_outcome(target, control, chance, verdict):
+    rng = np.random.default_rng(3)
+    result = vd.rule_recurrence(
+        np.clip(target + rng.normal(0, 0.05, 12), 0, 1),
+        np.clip(control + rng.normal(0, 0.05, 12), 0, 1),
+        rng.random(300) < chance,
+    )
+    assert result["verdict"] == verdict, result["reason"]
+    assert vd.rule_recurrence([0.5], [0.1], [0, 1])["verdict"] == vd.INCONCLUSIVE  # one chain: no interval
+
+
+# ---- chapter 3 rules (issue 41) ----
+
+
+def test_percentile_interval_is_nan_safe_and_keeps_infinite_draws(recwarn):
+    low, high, undefined = vd.percentile_interval([np.nan] * 10)
+    assert math.isnan(low) and math.isnan(high) and undefined == 1
+    low, high, undefined = vd.percentile_interval(np.r_[np.arange(100.0), [np.inf] * 5])
+    assert low == 2 and high == np.inf and undefined == 0
+    low, high, undefined = vd.percentile_interval(np.r_[np.arange(90.0), [np.nan] * 10])
+    assert math.isnan(low) and undefined == pytest.approx(0.1)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_group_bootstrap_resamples_within_each_group():
+    groups = [np.zeros(5), np.ones(7)]
+    draws = vd.group_bootstrap(groups, lambda g: g[1].mean(1) - g[0].mean(1), resamples=50, seed=0)
+    assert draws.shape == (50,) and (draws == 1).all()  # a resample never mixes the groups
+    spread = vd.group_bootstrap([np.arange(10.0)], lambda g: g[0].mean(1), resamples=2000, seed=1)
+    assert abs(spread.std() - np.arange(10.0).std() / math.sqrt(10)) < 0.1  # the bootstrap standard error
+    with pytest.raises(ValueError):
+        vd.group_bootstrap([[]], lambda g: g[0].mean(1))
+
+
+@pytest.mark.parametrize(
+    "low, high, small, large, events, expected",
+    [
+        (0.2, 0.8, 8, 24, 10, vd.REPRODUCED),
+        (-0.8, -0.2, 8, 24, 10, vd.DIFFERS),
+        (-0.2, 0.8, 8, 24, 10, vd.INCONCLUSIVE),
+        (0.2, 0.8, 8, 8, 10, vd.INCONCLUSIVE),  # one grid length: nothing to compare
+        (0.2, 0.8, 8, 24, 0, vd.INCONCLUSIVE),
+    ],
+)
+def test_two_lengths_rule_reaches_every_outcome(low, high, small, large, events, expected):
+    verdict, reason = vd.rule_two_lengths(low, high, 0.0, small=small, large=large, events=events)
+    assert verdict == expected
+    assert small != large or "one grid length" in reason
+
+
+def test_two_lengths_rule_says_why_there_is_no_interval_but_keeps_a_one_sided_one():
+    assert vd.rule_two_lengths(math.nan, math.nan, 0.0, small=8, large=24, missing="why")[1] == "no interval: why"
+    verdict, reason = vd.rule_two_lengths(0.5, math.inf, 0.0, small=8, large=24, missing="why")
+    assert verdict == vd.REPRODUCED and "why" not in reason
+
+
+@pytest.mark.parametrize(
+    "low, high, lengths, events, expected",
+    [
+        (1.15, 1.5, 4, 40, vd.REPRODUCED),  # excludes 1 and 2, meets the n log n range
+        (0.9, 1.2, 4, 40, vd.DIFFERS),  # misses the n log n range: linear
+        (1.8, 2.2, 4, 40, vd.DIFFERS),  # quadratic
+        (0.9, 1.5, 4, 40, vd.INCONCLUSIVE),  # contains 1 and the range
+        (1.15, 1.5, 2, 40, vd.INCONCLUSIVE),  # two lengths are no trend
+        (1.15, 1.5, 4, 0, vd.INCONCLUSIVE),  # zero hits
+        (1.3, 1.3, 4, 40, vd.INCONCLUSIVE),  # zero width
+        (math.nan, math.nan, 4, 40, vd.INCONCLUSIVE),
+    ],
+)
+def test_growth_exponent_rule_reaches_every_outcome(low, high, lengths, events, expected):
+    verdict, _ = vd.rule_growth_exponent(low, high, (1.3, 1.39), {"n": 1.0, "n^2": 2.0}, lengths=lengths, events=events)
+    assert verdict == expected
+
+
+@pytest.mark.parametrize(
+    "parts, expected",
+    [
+        ([(0.95, 1.05, -0.01, 0.01)] * 3, vd.REPRODUCED),
+        ([(0.95, 1.05, -0.01, 0.01), (0.4, 0.6, -0.01, 0.02)], vd.DIFFERS),  # below the floor, flat
+        ([(0.95, 1.05, -0.01, 0.01), (0.4, 0.6, 0.05, 0.1)], vd.INCONCLUSIVE),  # below the floor, still rising
+        ([(0.4, 0.6, -0.05, 0.2)], vd.INCONCLUSIVE),  # a rise not shown to be 0: it may still be rising
+        ([(0.85, 1.05, -0.01, 0.01)], vd.INCONCLUSIVE),  # contains the floor
+        ([(0.95, 0.95, 0.0, 0.0)], vd.INCONCLUSIVE),  # zero width
+    ],
+)
+def test_reaches_ceiling_rule_reaches_every_outcome(parts, expected):
+    assert vd.rule_reaches_ceiling(parts, 0.9)[0] == expected
+
+
+def test_paired_mean_rule_reaches_every_outcome():
+    assert vd.rule_paired_mean([0.5, 0.6, 0.7, 0.55], missing="none")[0] == vd.REPRODUCED
+    assert vd.rule_paired_mean([-0.5, -0.6, -0.7, -0.55], missing="none")[0] == vd.DIFFERS
+    assert vd.rule_paired_mean([0.5, -0.6, 0.7, -0.55], missing="none")[0] == vd.INCONCLUSIVE
+    assert vd.rule_paired_mean([0.0] * 5, missing="none")[0] == vd.INCONCLUSIVE  # zero width
+    verdict, reason, mean, low, high = vd.rule_paired_mean([], missing="no contexts")
+    assert verdict == vd.INCONCLUSIVE and reason == "no interval: no contexts" and math.isnan(mean)
+    _, _, mean, low, high = vd.rule_paired_mean([1.0, 2.0, 3.0], missing="none")
+    assert (mean, low, high) == pytest.approx(vd.mean_interval([1.0, 2.0, 3.0]))
+
+
+# ---- chapter 5 rules (issue 41) ----
+
+
+def test_poisson_interval_is_garwoods():
+    from scipy.stats import chi2
+
+    assert vd.poisson_interval(0) == pytest.approx((0.0, chi2.ppf(0.975, 2) / 2))  # 3.69
+    low, high = vd.poisson_interval(17)
+    assert (low, high) == pytest.approx((9.90, 27.22), abs=0.01)  # the paper's 17 traps
+
+
+def test_ratio_of_means_interval_covers_a_known_ratio():
+    rng = np.random.default_rng(0)
+    ratio, low, high = vd.ratio_of_means_ci(rng.exponential(300, 200), rng.exponential(100, 200))
+    assert low < 3 < high and low < ratio < high
+    with pytest.raises(ValueError, match="at least 2"):
+        vd.ratio_of_means_ci([1.0], [1.0, 2.0])
+
+
+def test_spearman_difference_is_the_two_rank_correlations_apart():
+    x = np.arange(10.0)
+    rho_xy, rho_xz, low, high = vd.spearman_difference_ci(x, x**2, -x)
+    assert (rho_xy, rho_xz) == pytest.approx((1.0, -1.0)) and low == high == pytest.approx(2.0)
+    assert all(math.isnan(v) for v in vd.spearman_difference_ci(x[:2], x[:2], x[:2]))
+
+
+@pytest.mark.parametrize(
+    "kinds, expected",
+    [
+        (["perfect", "approximate"], vd.REPRODUCED),
+        (["perfect"] * 40, vd.DIFFERS),  # enough traps for an absent kind's share to fall under 10%
+        (["perfect"] * 16, vd.INCONCLUSIVE),  # too few: says how many would decide
+        ([], vd.INCONCLUSIVE),
+    ],
+)
+def test_trap_split_rule_reaches_every_outcome(kinds, expected):
+    verdict, reason = vd.rule_trap_split(kinds)
+    assert verdict == expected
+    assert ("cannot reach differs" in reason) == (expected == vd.INCONCLUSIVE and len(kinds) > 0)
+
+
+def test_outlasts_null_rule_reaches_every_outcome_and_needs_room_to_differ():
+    rng = np.random.default_rng(1)
+    long, short = rng.normal(900, 50, 30), rng.normal(200, 20, 30)
+    assert vd.rule_outlasts_null(long, short, 10_000)[0] == vd.REPRODUCED
+    assert vd.rule_outlasts_null(short, short, 10_000)[0] == vd.DIFFERS  # ratio 1, room for 50
+    assert vd.rule_outlasts_null(short, short, 1_000)[0] == vd.DIFFERS  # 1000 / 200 = 5 >= 2 * 2: room enough
+    verdict, reason, *_ = vd.rule_outlasts_null(short * 2, short * 2, 1_000)  # 1000 / 400 = 2.5 < 4
+    assert verdict == vd.INCONCLUSIVE and "caps the ratio" in reason
+    assert vd.rule_outlasts_null([250.0, 650.0, 300.0, 500.0], short, 10_000)[0] == vd.INCONCLUSIVE  # about 2
+    assert vd.rule_outlasts_null([], short, 1_000, held=3)[0] == vd.INCONCLUSIVE
+    assert vd.rule_outlasts_null(short, [], 1_000)[0] == vd.INCONCLUSIVE
+    assert vd.rule_outlasts_null(short[:1], short, 1_000)[0] == vd.INCONCLUSIVE
+
+
+def test_mean_gap_rule_reaches_every_outcome():
+    duration = np.arange(12.0)
+    shuffled = np.random.default_rng(0).permutation(12).astype(float)
+    assert vd.rule_mean_gap_tracks_duration(duration, duration, shuffled)[0] == vd.REPRODUCED
+    assert vd.rule_mean_gap_tracks_duration(duration, shuffled, duration)[0] == vd.DIFFERS
+    assert vd.rule_mean_gap_tracks_duration(duration, duration, duration)[0] == vd.INCONCLUSIVE  # zero width
+    verdict, _, stats = vd.rule_mean_gap_tracks_duration(duration[:2], duration[:2], duration[:2])
+    assert verdict == vd.INCONCLUSIVE and math.isnan(stats["rho_difference"])
+
+
+def test_escapes_at_weakest_rule_reaches_every_outcome():
+    assert vd.rule_escapes_at_weakest(40, 50, 0.3)[0] == vd.REPRODUCED
+    assert vd.rule_escapes_at_weakest(2, 50, 0.6)[0] == vd.DIFFERS
+    assert vd.rule_escapes_at_weakest(2, 5, 0.3)[0] == vd.INCONCLUSIVE
+    assert vd.rule_escapes_at_weakest(0, 0, math.nan)[0] == vd.INCONCLUSIVE
+
+
+def test_cold_moves_less_rule_reaches_every_outcome():
+    warm = np.array([0.6, 0.7, 0.5, 0.65, 0.55])
+    assert vd.rule_cold_moves_less(np.zeros(5), warm)[0] == vd.REPRODUCED  # stays: excess -warm / 2
+    assert vd.rule_cold_moves_less(warm, warm)[0] == vd.DIFFERS  # moves as far as warm
+    assert vd.rule_cold_moves_less(warm / 2 + [0.1, -0.1, 0.1, -0.1, 0.0], warm)[0] == vd.INCONCLUSIVE
+    assert vd.rule_cold_moves_less(np.full(5, 0.5), np.ones(5))[0] == vd.INCONCLUSIVE  # zero width
+    assert vd.rule_cold_moves_less([0.1], [0.5])[0] == vd.INCONCLUSIVE
+    with pytest.raises(ValueError, match="pair chain for chain"):
+        vd.rule_cold_moves_less([0.1, 0.2], [0.5])
+
+
+def test_deciding_part_prefers_differs_then_undecided_then_the_largest_upper_end():
+    parts = [dict(verdict=vd.REPRODUCED, high=-0.1), dict(verdict=vd.REPRODUCED, high=-0.05)]
+    assert vd.deciding_part(parts)["high"] == -0.05
+    assert vd.deciding_part([*parts, dict(verdict=vd.INCONCLUSIVE, high=0.1)])["verdict"] == vd.INCONCLUSIVE
+    assert vd.deciding_part([*parts, dict(verdict=vd.DIFFERS, high=0.3)])["verdict"] == vd.DIFFERS
+    assert vd.deciding_part([]) is None
+    assert vd.rule_not_run("no chain at τ = 1") == (vd.NOT_RUN, "no chain at τ = 1")
+
+
+def test_zero_width_is_judged_up_to_rounding_and_the_rare_share_count_is_wilsons():
+    """An interval whose width is at the level of rounding decides nothing (reproduced on [1e-17, 2e-17] would be
+    noise); rule_both_kinds and rule_trap_split agree on how many cases rule a kind out (35 at 10%)."""
+    assert vd.rule_one_sided(1e-17, 2e-17, 0.0)[0] == vd.INCONCLUSIVE
+    assert vd.rule_one_sided(0.5, 0.5 + 1e-14, 0.0)[0] == vd.INCONCLUSIVE
+    assert vd.cases_to_rule_out(0.1) == 35
+    assert vd.share_intervals([0], [35])[1][0] < 0.1 < vd.share_intervals([0], [34])[1][0]
+    assert vd.rule_both_kinds(35, 35)[0] == vd.DIFFERS and vd.rule_both_kinds(34, 34)[0] == vd.INCONCLUSIVE
+    verdict, reason = vd.rule_trap_split(["perfect"] * 36)
+    assert verdict == vd.DIFFERS and "cannot reach differs" not in reason
+
+
+def test_lower_bound_ratio_needs_a_finite_upper_end():
+    verdict, reason, ratio = vd.rule_lower_bound_ratio(1.4, 3.6, float("inf"))
+    assert verdict == vd.INCONCLUSIVE and "no upper end" in reason and ratio != ratio
+    assert vd.rule_lower_bound_ratio(4.0, 1.7, 2.3)[0] == vd.REPRODUCED

@@ -21,7 +21,7 @@ import jupyter_server_mathjax
 
 MATHJAX_SOURCE = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
 MATHJAX_TARGET = Path("_static") / "mathjax"
-SUMMARY_DOCS = ("book/reproduction", "book/performance", "book/across_models", "book/antiberty")
+SUMMARY_DOCS = ("book/reproduction", "book/trust", "book/performance", "book/across_models", "book/antiberty")
 
 
 def copy_mathjax(app) -> None:

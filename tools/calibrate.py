@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import multiprocessing
 import sys
 from pathlib import Path
 
 import pandas as pd
+import torch
 from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,10 +53,10 @@ SUMMARY_COLUMNS = (
 
 
 def case_version(case: Case) -> str:
-    """The chapter's code version (book_tools.code_version), the text of the case's module and this file's: a change
-    to any remakes the case's rows."""
+    """The chapter's code version (book_tools.code_version) and the text of the case's module: a change to either
+    remakes the case's rows (a change to this runner does not)."""
     source = case.source.read_bytes() if case.source else b""
-    digest = hashlib.sha256(bt.code_version(case.chapter).encode() + source + Path(__file__).read_bytes())
+    digest = hashlib.sha256(bt.code_version(case.chapter).encode() + source)
     return digest.hexdigest()[:12]
 
 
@@ -65,11 +67,20 @@ def read_runs(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"code": str, "verdict": str})
 
 
-def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True) -> pd.DataFrame:
+_PENDING: list = []  # the (case, seed) pairs a pool of worker processes runs (inherited by fork)
+
+
+def _verdict_of(index: int) -> tuple[int, str]:
+    case, seed = _PENDING[index]
+    return index, case.run(seed)
+
+
+def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True, jobs: int = 1) -> pd.DataFrame:
     """Run every case over seeds 0..seeds-1, skipping the (claim, case, seed) rows already in out/runs.csv at
     the case's current version; each new row is appended as soon as it is made, so an interrupted run resumes
     with nothing lost. Rows made at another version (`version(case)`, case_version by default) are dropped.
-    Returns the runs of these cases."""
+    `jobs` > 1 runs the seeds in that many processes, one torch thread each (a seed's verdict does not depend
+    on which process runs it). Returns the runs of these cases."""
     version = version or case_version
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"
@@ -80,11 +91,22 @@ def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True)
     runs.to_csv(path, index=False)
     done = set(zip(runs.claim, runs.case, runs.seed.astype(int))) if len(runs) else set()
     todo = [(c, s) for c in cases for s in range(seeds) if (c.claim, c.name, s) not in done]
-    for case, seed in tqdm(todo, desc="calibration", disable=not progress):
-        verdict = case.run(seed)
-        row = pd.DataFrame([dict(claim=case.claim, case=case.name, truth=case.truth, seed=seed, verdict=verdict,
-                                 code=versions[(case.claim, case.name)])])  # fmt: skip
-        row.to_csv(path, mode="a", header=not path.exists() or path.stat().st_size == 0, index=False)
+    _PENDING[:] = todo
+    if jobs > 1:
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=torch.set_num_threads, initargs=(1,))
+        made = pool.imap_unordered(_verdict_of, range(len(todo)))
+    else:
+        pool, made = None, map(_verdict_of, range(len(todo)))
+    try:
+        for index, verdict in tqdm(made, total=len(todo), desc="calibration", disable=not progress):
+            case, seed = todo[index]
+            row = pd.DataFrame([dict(claim=case.claim, case=case.name, truth=case.truth, seed=seed, verdict=verdict,
+                                     code=versions[(case.claim, case.name)])])  # fmt: skip
+            row.to_csv(path, mode="a", header=not path.exists() or path.stat().st_size == 0, index=False)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
     runs = read_runs(path)
     names = {(c.claim, c.name) for c in cases}
     return runs[[(a, b) in names for a, b in zip(runs.claim, runs.case)]]
@@ -94,6 +116,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per case: counts of each verdict, the wrong-decision share (differs where the claim holds,
     reproduced where it fails) with its 95% Wilson interval, and the power (the share decided correctly)."""
     rows = []
+    if runs.empty:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     for (claim, case, truth), part in runs.groupby(["claim", "case", "truth"], sort=False):
         counts = part.verdict.value_counts()
         wrong_verdict = vd.DIFFERS if truth == "holds" else vd.REPRODUCED
@@ -120,11 +144,22 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
+def stale_cases(summary: pd.DataFrame, cases=None) -> list[str]:
+    """The cases whose row in make calibrate's summary is missing or was made at another code version than
+    case_version gives today, and the rows of cases that no longer exist, as "claim: case" names."""
+    cases = CASES if cases is None else cases
+    made = {(r.claim, r.case): r.code for r in summary.itertuples()}
+    stale = [f"{c.claim}: {c.name}" for c in cases if made.get((c.claim, c.name)) != case_version(c)]
+    known = {(c.claim, c.name) for c in cases}
+    return stale + [f"{claim}: {case} (no such case)" for claim, case in made if (claim, case) not in known]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=50, help="independent seeds per case (default 50)")
     parser.add_argument("--claims", nargs="*", help="only these claims (default: every claim with cases)")
     parser.add_argument("--out", type=Path, default=OUT, help="folder of runs.csv and operating_characteristics.csv")
+    parser.add_argument("--jobs", type=int, default=1, help="processes running seeds at once (default 1)")
     args = parser.parse_args(argv)
     known = sorted({c.claim for c in CASES})
     unknown = sorted(set(args.claims or []) - set(known))
@@ -133,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--claims must be among {known}, --seeds at least 1" + (f"; unknown: {unknown}" if unknown else "")
         )
     cases = [c for c in CASES if not args.claims or c.claim in args.claims]
-    run_cases(cases, args.seeds, args.out)
+    run_cases(cases, args.seeds, args.out, jobs=args.jobs)
     summary = summarise(run_cases(CASES, 0, args.out, progress=False))  # every case's current rows, run or not
     summary.to_csv(args.out / "operating_characteristics.csv", index=False)
     with pd.option_context("display.width", 160, "display.max_colwidth", 48):

@@ -7,7 +7,9 @@ Per page (file:// URLs, no server, no network): an error or traceback shown on t
 an image that fails to load or is empty (naturalWidth 0), a formula left unrendered (raw \\( \\[ $$ text,
 MathJax missing, or a TeX error inside a formula), a broken internal link (a local file that does not exist,
 or an #anchor that the target page lacks), and anything the page loads from another host (scripts, styles,
-images, frames). A full-page screenshot of each page goes to --screenshots. Exit status 1 when any page
+images, frames); at a 1,280 x 900 window, a table wider than the content column or scrolling sideways, a claims
+table whose first column holds over 100 characters, and on the reproduction page a first figure further than
+1,350 px from the top. A full-page screenshot of each page goes to --screenshots. Exit status 1 when any page
 fails. Uses Debian's `chromium` and `chromium-driver` (`make check-book` installs them when missing).
 """
 
@@ -28,6 +30,10 @@ from selenium.webdriver.chrome.service import Service
 
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads"}
 MAX_SCREENSHOT_HEIGHT = 12_000
+WINDOW = (1280, 900)  # a laptop's browser window, the width every layout check reads the page at
+MAX_TITLE = 100  # characters in the first column of a claims table: a short title, not the claim's statement
+# Pages whose first figure must start within a screen and a half of the top (the book's front door).
+FIRST_SCREEN = {"book/reproduction.html": 1350}
 
 # Runs in the page once it has loaded; calls back when MathJax (if the page has math) has finished.
 WAIT_FOR_MATH = """
@@ -44,6 +50,7 @@ const started = Date.now();
 
 # Runs after the math: returns what a reader would see broken on this page.
 INSPECT = r"""
+const MAX_TITLE = arguments[0];
 const out = {errors: [], images: [], math: [], loads: [], links: []};
 const article = document.querySelector('main') || document.body;
 // 1. errors and tracebacks
@@ -102,6 +109,29 @@ for (const el of document.querySelectorAll('link[href]')) {
 for (const entry of performance.getEntriesByType('resource')) {
   if (!entry.name.startsWith('file:') && !entry.name.startsWith('data:')) out.loads.push('fetched ' + entry.name);
 }
+// 6. layout at this window's width: a table wider than the content column (or scrolling sideways), a claims
+// table whose first column holds more than a short title, and where the first figure starts
+out.wide = []; out.long = [];
+const column = (document.querySelector('.bd-article-container') || article).getBoundingClientRect();
+for (const table of article.querySelectorAll('table')) {
+  const box = table.getBoundingClientRect(), name = (table.querySelector('th, td') || table).innerText.slice(0, 40);
+  let scrolls = false;
+  for (let el = table; el && el !== article; el = el.parentElement) {
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible') { scrolls = true; break; }
+  }
+  if (box.right > column.right + 1 || box.left < column.left - 1 || scrolls) {
+    out.wide.push(`table starting "${name}" is ${Math.round(Math.max(box.width, table.scrollWidth))} px wide ` +
+                  `in a column of ${Math.round(column.width)} px` + (scrolls ? ' (scrolls sideways)' : ''));
+  }
+  if (table.classList.contains('claims-table')) {
+    for (const row of table.querySelectorAll('tbody tr')) {
+      const title = row.cells[0] ? row.cells[0].innerText.split('\n')[0] : '';
+      if (title.length > MAX_TITLE) out.long.push(title.slice(0, 60) + '... (' + title.length + ' characters)');
+    }
+  }
+}
+const figures = [...article.querySelectorAll('.cell_output img, figure img')].map((img) => img.getBoundingClientRect().top + window.scrollY);
+out.firstFigure = figures.length ? Math.min(...figures) : null;
 // 5. links and assets, checked in Python
 for (const el of document.querySelectorAll('a[href], link[href], script[src], img[src]')) {
   out.links.push(el.getAttribute('href') || el.getAttribute('src'));
@@ -176,7 +206,7 @@ def make_driver() -> webdriver.Chrome:
         "--no-sandbox",
         "--disable-gpu",
         "--disable-dev-shm-usage",
-        "--window-size=1280,1000",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
         "--hide-scrollbars",
         "--allow-file-access-from-files",
     ):
@@ -199,7 +229,7 @@ def check_page(driver, page: Path, root: Path, shots: Path | None) -> list[str]:
         math_state = driver.execute_async_script(WAIT_FOR_MATH)
     except TimeoutException:
         math_state = "MathJax did not finish"
-    found = driver.execute_script(INSPECT)
+    found = driver.execute_script(INSPECT, MAX_TITLE)
     problems = [f"error on the page: {e}" for e in found["errors"]]
     problems += [f"image failed to load or is empty: {src}" for src in found["images"]]
     if math_state not in ("no math", "rendered"):
@@ -207,6 +237,12 @@ def check_page(driver, page: Path, root: Path, shots: Path | None) -> list[str]:
     problems += [f"math: {m}" for m in found["math"]]
     problems += [f"loads from another host: {url}" for url in sorted(set(found["loads"]))]
     problems += [f"broken link: {link}" for link in broken_links(page, root, found["links"])]
+    problems += [f"wider than the content column at {WINDOW[0]} px: {table}" for table in found["wide"]]
+    problems += [f"claims-table first column over {MAX_TITLE} characters: {title}" for title in found["long"]]
+    limit = FIRST_SCREEN.get(page.relative_to(root).as_posix())
+    if limit is not None and (found["firstFigure"] is None or found["firstFigure"] > limit):
+        where = "no figure" if found["firstFigure"] is None else f"the first figure at {found['firstFigure']:.0f} px"
+        problems.append(f"{where}: the first figure must start within {limit} px of the top")
     if shots is not None:
         name = page.relative_to(root).with_suffix(".png").as_posix().replace("/", "__")
         screenshot(driver, shots / name)

@@ -1,17 +1,16 @@
-"""Which verdicts flip between two runs of the chapters (issue 23: the quick chapters rerun with seed 1).
+"""Which verdicts move between runs of the chapters that differ only in their seed (issue 41's three-seed record).
 
-    .venv/bin/python tools/compare_verdicts.py BASE OTHER --out results/seeds/quick_seed0_vs_seed1.csv
+    .venv/bin/python tools/compare_verdicts.py RUN0 RUN1 [RUN2 ...] --out results/seeds/quick_seeds.csv
 
-BASE and OTHER are results folders holding `<chapter>/claims.csv` (and `checks.csv` where a chapter has
-checks), e.g. `_build/results/quick` of a book build (seed 0) and the folder of a papermill run with
-`-p seed 1`. The table has one row per claims or checks row found in either run: chapter, claim, table, kind,
-both verdicts (or pass/fail results), their text and code version (`book_tools.code_version`, equal when
-both runs ran the same code), and `flipped`. It prints the flips and a count per kind.
-A row in one run only is reported as flipped, with "absent" as the other verdict. With `--replace`, the
-chapters compared replace their rows in the existing `--out` table and every other chapter's rows stay (one
-chapter rerun after a change to its code):
-
-    .venv/bin/python tools/compare_verdicts.py BASE OTHER --out results/seeds/quick_seed0_vs_seed1.csv --replace
+Each RUN<k> is a results folder holding `<chapter>/claims.csv` (and `checks.csv` where a chapter has checks) of
+the run with `seed` = k: e.g. `_build/results/quick` of a book build (seed 0) and the folders of papermill runs with
+`-p seed 1`, `-p seed 2` (`make seed-record` makes them). The table has one row per claims or checks row found in
+any run: chapter, claim, table, kind, and per seed k its verdict (or pass/fail result) `verdict_seed<k>`, text
+`ours_text_seed<k>` and code version `code_seed<k>` (`book_tools.code_version`, equal when the runs ran the same
+code); `flipped` when the verdicts are not all equal, and `opposed` when one seed says reproduced and another
+differs (a rule a seed can overturn). A row missing from a run has the verdict "absent" there. It prints the
+flips and a count per kind. With `--replace`, the chapters compared replace their rows in the existing `--out`
+table and every other chapter's rows stay (one chapter rerun after a change to its code).
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
+from verdicts import DIFFERS, REPRODUCED
 
 KEY = ["chapter", "claim"]
 
@@ -41,39 +42,32 @@ def _rows(folder: Path, name: str, verdict: str, text: str) -> pd.DataFrame:
     return rows[[*KEY, "table", "kind", "verdict", "ours_text", "code"]].assign(source=name)
 
 
-def compare(base: Path, other: Path) -> pd.DataFrame:
-    """One row per claim or check of either run, with both verdicts and whether they differ; a row that one
-    run lacks has the verdict "absent" there. A claim twice in one run (a folder of several models) is an error."""
+def compare(*runs: Path) -> pd.DataFrame:
+    """One row per claim or check of any run, with each run's verdict, text and code version (suffix
+    `_seed<k>` for the k-th run), `flipped` and `opposed`; a row that a run lacks has the verdict "absent" there.
+    A claim twice in one run (a folder of several models) is an error."""
+    if len(runs) < 2:
+        raise ValueError("compare at least two runs")
     tables = []
     for name, verdict, text in (("claims.csv", "verdict", "ours_text"), ("checks.csv", "result", "detail")):
-        a, b = _rows(base, name, verdict, text), _rows(other, name, verdict, text)
-        try:
-            merged = a.merge(
-                b, on=[*KEY, "source"], how="outer", suffixes=("_base", "_other"), validate="one_to_one", indicator=True
-            )
-        except pd.errors.MergeError:
-            raise ValueError(f"a {name} row appears twice in one run: compare one model's runs") from None
-        for side, only in (("base", "right_only"), ("other", "left_only")):
-            merged.loc[merged._merge == only, f"verdict_{side}"] = "absent"
+        merged = None
+        for k, folder in enumerate(runs):
+            rows = _rows(folder, name, verdict, text)
+            if rows.duplicated([*KEY, "source"]).any():
+                raise ValueError(f"a {name} row appears twice in one run: compare one model's runs")
+            rows = rows.rename(columns={c: f"{c}_seed{k}" for c in ("table", "kind", "verdict", "ours_text", "code")})
+            merged = rows if merged is None else merged.merge(rows, on=[*KEY, "source"], how="outer")
         for column in ("table", "kind"):
-            merged[column] = merged[f"{column}_base"].fillna(merged[f"{column}_other"])
+            merged[column] = merged[[f"{column}_seed{k}" for k in range(len(runs))]].bfill(axis=1).iloc[:, 0]
         tables.append(merged)
     table = pd.concat(tables, ignore_index=True)
-    table["flipped"] = table.verdict_base != table.verdict_other
-    return table[
-        [
-            *KEY,
-            "table",
-            "kind",
-            "verdict_base",
-            "verdict_other",
-            "flipped",
-            "ours_text_base",
-            "ours_text_other",
-            "code_base",
-            "code_other",
-        ]
-    ].sort_values(KEY, ignore_index=True)
+    verdicts = [f"verdict_seed{k}" for k in range(len(runs))]
+    table[verdicts] = table[verdicts].fillna("absent")
+    table["flipped"] = table[verdicts].nunique(axis=1) > 1
+    table["opposed"] = table[verdicts].eq(REPRODUCED).any(axis=1) & table[verdicts].eq(DIFFERS).any(axis=1)
+    columns = [*KEY, "table", "kind", *verdicts, "flipped", "opposed"]
+    columns += [f"{c}_seed{k}" for c in ("ours_text", "code") for k in range(len(runs))]
+    return table[columns].sort_values(KEY, ignore_index=True)
 
 
 def replace_chapters(before: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -83,13 +77,12 @@ def replace_chapters(before: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     kept = before[~before.chapter.isin(set(new.chapter))]
     as_read = new.astype(object).where(new.notna(), "").astype(str)  # as the CSV reads back: text, "" if missing
     table = pd.concat([kept, as_read], ignore_index=True).sort_values(KEY, ignore_index=True)
-    return table.assign(flipped=table.flipped == "True")
+    return table.assign(flipped=table.flipped == "True", opposed=table.opposed == "True")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("base", type=Path)
-    parser.add_argument("other", type=Path)
+    parser.add_argument("runs", type=Path, nargs="+", help="results folders of the runs with seed 0, 1, ...")
     parser.add_argument("--out", type=Path, help="write the comparison table here (CSV)")
     parser.add_argument(
         "--replace",
@@ -99,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replace and not (args.out and args.out.is_file()):
         parser.error("--replace needs an existing --out table")
-    for folder in (args.base, args.other):
+    if len(args.runs) < 2:
+        parser.error("give at least two results folders")
+    for folder in args.runs:
         if not any(folder.glob("*/claims.csv")):
             parser.error(f"{folder} holds no <chapter>/claims.csv")
     try:
-        table = compare(args.base, args.other)
+        table = compare(*args.runs)
         if args.replace:
             table = replace_chapters(pd.read_csv(args.out, dtype=str, keep_default_na=False), table)
     except ValueError as problem:
@@ -112,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
     flips = table[table.flipped]
-    print(flips[[*KEY, "kind", "verdict_base", "verdict_other"]].to_string(index=False) if len(flips) else "no flips")
-    print(table.groupby("kind").flipped.agg(["sum", "size"]).rename(columns={"sum": "flipped", "size": "rows"}))
+    verdicts = [c for c in table.columns if c.startswith("verdict_seed")]
+    print(flips[[*KEY, "kind", *verdicts]].to_string(index=False) if len(flips) else "no flips")
+    counts = table.groupby("kind")[["flipped", "opposed"]].sum().assign(rows=table.groupby("kind").size())
+    print(counts)
     return 0
 
 

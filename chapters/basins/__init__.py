@@ -1,14 +1,15 @@
 """Chapter 4: zero-shot topic scores and semantic basins (section 6.2, Tables 3 and 5, appendix C.4).
 
 Long Glauber chains at tau = 1 forget the topic they start from and keep re-entering semantic regions; the paper
-finds politics a recurrent basin for BERT. The chapter scores chain states by topic, judges three general claims
-against basin-free text and BERT's numbers on the paper's setup, and runs frozen-prefix chains (C.4).
+finds politics a recurrent basin for BERT. The chapter scores chain states by topic, judges the paper's three general
+claims (against a control label and basin-free text) and one of ours beyond it (politics ends above basin-free text),
+sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4).
 
 - `scorer`: the topic scorer (the nine labels, the embedding stand-in, an NLI model or germline families on a
   protein model), its calibration and its checks on text whose topic is known;
 - `science`: the settings per profile, the chains' seeds and setup, the chance level, the topic frames and the
   estimators and intervals the verdicts are judged on;
-- `judging`: the verdicts (from `verdicts.py`'s rules) and the claims rows;
+- `judging`: the verdicts (from `verdicts.py`'s rules and intervals) and the claims rows;
 - `presentation`: the display tables (`*_view`), figures (`*_figure`) and glue values (`*_text`).
 
 Imports the core, `verdicts` and `book_tools`; never another chapter. `from chapters import basins as ch` sees
@@ -17,6 +18,7 @@ every name below.
 
 from .judging import (
     claim_rows,
+    ends_verdict,
     recurrence_verdict,
     rise_frame,
     rises_verdict,
@@ -47,10 +49,12 @@ from .presentation import (
 )
 from .science import (
     CROSSING_COLUMNS,
+    ENDS_COLUMNS,
     MS_MARCO_POOL,
     MS_MARCO_TOPICS,
     PROTEIN_SETTINGS,
     SETTINGS,
+    chain_ends,
     chance_tokens,
     control_labels,
     crossing_frame,
@@ -68,7 +72,6 @@ from .science import (
     settings,
     topic_frame,
     topic_seed_passages,
-    welch_interval,
     with_prefix,
 )
 from .scorer import (
@@ -141,11 +144,13 @@ __all__ = [
     "control_labels",
     "CROSSING_COLUMNS",
     "crossing_frame",
-    "welch_interval",
+    "ENDS_COLUMNS",
+    "chain_ends",
     "seed_loss_intervals",
     "recurrence_verdict",
     "rise_frame",
     "rises_verdict",
+    "ends_verdict",
     "seed_loss_verdict",
     "seed_loss_frame",
     "seed_loss_topics_verdict",

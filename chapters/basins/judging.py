@@ -9,10 +9,18 @@ import numpy as np
 import pandas as pd
 
 import book_tools as bt
-from verdicts import INCONCLUSIVE, finite, mean_interval, rule_every_part, rule_one_sided
+from verdicts import (
+    excess_rise_interval,
+    finite,
+    rank_shares,
+    rule_every_part,
+    rule_median_sign,
+    rule_one_sided,
+    rule_recurrence,
+)
 
-from .science import seed_loss_intervals, welch_interval
-from .scorer import BBC_TOPIC_LABELS, FAMILY_TARGET
+from .science import seed_loss_intervals
+from .scorer import FAMILY_TARGET
 
 # --------------------------------------------------------------------------------------------
 # The verdicts of section 6.2's general claims (rules: verdicts.py)
@@ -20,80 +28,39 @@ from .scorer import BBC_TOPIC_LABELS, FAMILY_TARGET
 
 
 def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) -> dict:
-    """The politics-recurrence verdict, per chain and below ceiling. Two comparisons, each judged by
-    verdicts.rule_one_sided against 0 and combined by rule_every_part (reproduced when both are,
-    differs when either differs):
-    (a) politics against another label: the mean over chains of target_share - control_share (the
-        share of a chain's records above the baseline for the target minus that for its control label,
-        paired on the same chain and records), Student's t interval;
-    (b) politics against basin-free text: mean target_share minus the share of chance texts
-        (chance_tokens, scored the same way: `chance_target` holds their target scores) above the
-        baseline, Welch's interval.
-    Returns {"verdict", "reason", "label": (est, low, high), "chance": (est, low, high), "chance_share"}."""
-    chance = np.asarray(chance_target, dtype=float) > baseline
-    nothing = (math.nan,) * 3
-    if len(crossings) < 2:
-        return {
-            "verdict": INCONCLUSIVE,
-            "reason": "fewer than two chains seeded outside politics: no interval",
-            "label": nothing,
-            "chance": nothing,
-            "chance_share": float(chance.mean()) if len(chance) else math.nan,
-        }
-    share = crossings.target_share.to_numpy(dtype=float)
-    label = mean_interval(share - crossings.control_share.to_numpy(dtype=float))
-    against = welch_interval(share, chance.astype(float))
-    parts, reasons = [], []
-    for name, (estimate, low, high) in (("vs a control label", label), ("vs basin-free text", against)):
-        verdict, reason = rule_one_sided(low, high, 0.0, "above", estimate=estimate)
-        parts.append(verdict)
-        reasons.append(f"{name}: {estimate:+.2f}, {reason}" if math.isfinite(estimate) else f"{name}: {reason}")
-    verdict, tally = rule_every_part(parts, ["vs a control label", "vs basin-free text"])
-    return {
-        "verdict": verdict,
-        "reason": f"{tally}; " + "; ".join(reasons),
-        "label": label,
-        "chance": against,
-        "chance_share": float(chance.mean()),
-    }
+    """The politics-recurrence verdict by verdicts.rule_recurrence: per chain seeded outside politics
+    (crossing_frame), the share of its looks with politics above `baseline` against its control label's
+    share on the same looks (paired) and against the share of basin-free texts above it (`chance_target`:
+    their politics scores). Returns rule_recurrence's dict."""
+    chance_above = np.asarray(chance_target, dtype=float) > baseline
+    return rule_recurrence(crossings.target_share, crossings.control_share, chance_above)
 
 
-def rise_frame(
-    frame: pd.DataFrame, chance_target, target: str = "politics", seed_labels: dict | None = None
-) -> pd.DataFrame:
-    """Table 3a per seed topic outside `target`'s: the target score's mean rise from the first to the
-    last step over the topic's chains (t interval) and its mean at the last step minus its mean on
-    basin-free text (`chance_target`: the chance texts' target scores; Welch's interval). A part is
-    reproduced when both lie above 0 (rule_every_part over the two rule_one_sided verdicts): a rise
-    that dissolving into word salad explains does not count. Columns chains, rise, rise_low,
-    rise_high, end_vs_chance, end_low, end_high, verdict, reason."""
-    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
-    missing = [c for c in ("chain", "step", "seed_topic", target) if c not in frame.columns]
-    if missing or frame.empty:
-        raise ValueError(f"frame must be non-empty with columns chain, step, seed_topic, {target}; missing {missing}")
-    first, last = frame.step.min(), frame.step.max()
+def rise_frame(ends: pd.DataFrame) -> pd.DataFrame:
+    """Table 3a per seed topic of chain_ends (those outside the target's): the target's mean rise from the first
+    to the last step, its control label's, and the target's rise beyond the control's paired per chain
+    (verdicts.excess_rise_interval, t interval over the topic's chains). A topic is reproduced when that
+    interval lies above 0 (rule_one_sided): the target gains more than another label does on the same
+    chains; differs when it lies at or below 0. Columns chains, rise, control_rise, excess, excess_low,
+    excess_high, verdict, reason."""
     rows = []
-    for topic, group in frame[frame.seed_topic.map(seed_labels) != target].groupby("seed_topic", sort=False):
-        start = group[group.step == first].set_index("chain")[target]
-        end = group[group.step == last].set_index("chain")[target].reindex(start.index)
-        rise, versus = mean_interval(end - start), welch_interval(end, chance_target)
-        verdicts = [rule_one_sided(v[1], v[2], 0.0, "above", estimate=v[0]) for v in (rise, versus)]
-        verdict, reason = rule_every_part([v for v, _ in verdicts], ["rise from the start", "end vs chance"])
+    for topic, group in ends.groupby("seed_topic", sort=False):
+        excess = excess_rise_interval(group.target_start, group.target_end, group.control_start, group.control_end)
+        verdict, reason = rule_one_sided(excess[1], excess[2], 0.0, "above", estimate=excess[0])
         rows.append(
             {
                 "seed topic": topic,
-                "chains": len(start),
-                "rise": rise[0],
-                "rise_low": rise[1],
-                "rise_high": rise[2],
-                "end_vs_chance": versus[0],
-                "end_low": versus[1],
-                "end_high": versus[2],
+                "chains": len(group),
+                "rise": float((group.target_end - group.target_start).mean()),
+                "control_rise": float((group.control_end - group.control_start).mean()),
+                "excess": excess[0],
+                "excess_low": excess[1],
+                "excess_high": excess[2],
                 "verdict": verdict,
                 "reason": reason,
             }
         )
-    columns = ["chains", "rise", "rise_low", "rise_high", "end_vs_chance", "end_low", "end_high", "verdict", "reason"]
+    columns = ["chains", "rise", "control_rise", "excess", "excess_low", "excess_high", "verdict", "reason"]
     return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
 
 
@@ -102,17 +69,30 @@ def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
     return rule_every_part(rises.verdict.tolist(), rises.index.tolist())
 
 
-def seed_loss_verdict(loss: dict) -> tuple[str, str]:
-    """The seed-topic-loss verdict: verdicts.rule_one_sided on the interval of the share of basin-free
-    texts scoring the seed label higher than the chain's last state, against 0.5 (the chain ends no
-    further from its topic than word salad). Reproduced above 0.5 (the chains end further from their
-    topic than salad: they moved on to other readable text); differs at or below 0.5 (they keep their
-    topic than salad has); inconclusive when it contains 0.5 (a chain that dissolves into salad)."""
-    estimate, low, high = loss["beyond_chance"]
-    verdict, reason = rule_one_sided(low, high, 0.5, "above", estimate=estimate)
+def ends_verdict(ends: pd.DataFrame, chance_target) -> dict:
+    """politics_ends_above_basin_free (beyond the paper): do chains seeded outside politics end with more
+    politics than basin-free text? Per chain (chain_ends), the share of basin-free texts (`chance_target`:
+    their politics scores) scoring politics higher than its last state (verdicts.rank_shares, a rank
+    comparison the skew of the scores cannot tip), then verdicts.rule_median_sign over all those chains:
+    reproduced when the share of chains ending above the median of basin-free text has its Wilson interval
+    above 1/2 (null: they end like it), differs at or below 1/2. Returns {"verdict", "reason", "share":
+    (share, low, high)}."""
+    shares = rank_shares(ends.target_end, chance_target) if len(ends) else np.zeros(0)
+    verdict, reason, *share = rule_median_sign(shares, "above")
+    return {"verdict": verdict, "reason": reason, "share": tuple(share)}
+
+
+def seed_loss_verdict(loss: dict) -> tuple[str, str, tuple[float, float, float]]:
+    """The seed-topic-loss verdict on seed_loss_intervals' per-chain shares: verdicts.rule_median_sign, a
+    sign test of the chains against the median of basin-free text (null: a chain ends like word salad,
+    as likely below that median as above). Reproduced when the share of chains ending below it (further
+    from their topic than salad: they moved on to other readable text) has its Wilson interval above 1/2;
+    differs at or below 1/2 (they keep more of their topic than salad has); inconclusive otherwise.
+    Returns (verdict, reason, (share, low, high))."""
+    verdict, reason, *beyond = rule_median_sign(loss["shares"], "below")
     fall = loss["fall"]
     words = f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; " if finite(*fall) else ""
-    return verdict, words + f"chance texts scoring higher: {reason}"
+    return verdict, words + reason, tuple(beyond)
 
 
 def seed_loss_frame(seed_topic, start, end, chance_end) -> pd.DataFrame:
@@ -131,13 +111,13 @@ def seed_loss_frame(seed_topic, start, end, chance_end) -> pd.DataFrame:
     for topic in dict.fromkeys(seed_topic):
         at = seed_topic == topic
         loss = seed_loss_intervals(start[at], end[at], chance_end[:, at])
-        verdict, reason = seed_loss_verdict(loss)
+        verdict, reason, beyond = seed_loss_verdict(loss)
         rows.append(
             {
                 "seed topic": topic,
                 "chains": int(at.sum()),
                 **dict(zip(("fall", "fall_low", "fall_high"), loss["fall"])),
-                **dict(zip(("beyond", "beyond_low", "beyond_high"), loss["beyond_chance"])),
+                **dict(zip(("beyond", "beyond_low", "beyond_high"), beyond)),
                 "verdict": verdict,
                 "reason": reason,
             }
@@ -171,10 +151,12 @@ def _protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) 
         "politics_recurrence": f"{target} minus a control family, and minus uniform random residues, in the share "
         f"of a chain's looks with {target}'s score above 1/L (chains seeded outside "
         f"{target}; {scorer}; the weaker difference)",
-        "politics_rises_every_topic": f"per seed family outside {target}: mean {target} score rise from start "
-        f"to end, and end minus uniform random residues ({scorer})",
-        "seed_topic_loss": "per seed family: share of uniform random residue strings scoring the seed family "
-        f"higher than the chain's last state (mean over its chains; null 0.5; {scorer})",
+        "politics_rises_every_topic": f"per seed family outside {target}: mean over its chains of {target}'s "
+        f"rise from start to end minus a control family's rise on the same chain ({scorer})",
+        "politics_ends_above_basin_free": f"share of chains seeded outside {target} whose last state scores "
+        f"{target} above the median of uniform random residue strings (sign test, null 1/2; {scorer})",
+        "seed_topic_loss": "per seed family: share of its chains whose last state scores the seed family below "
+        f"the median of uniform random residue strings (sign test, null 1/2; {scorer})",
     }
 
 
@@ -192,12 +174,19 @@ def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> 
 def _rises_text(rises: pd.DataFrame, target: str) -> str:
     return (
         "; ".join(
-            f"{topic}: rise {bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing=_MISSING)}, "
-            f"end minus chance {bt.interval_text(r.end_vs_chance, r.end_low, r.end_high, signed=True, missing=_MISSING)}"
+            f"{topic}: {target} {r.rise:+.3f}, control {r.control_rise:+.3f}, beyond the control "
+            f"{bt.interval_text(r.excess, r.excess_low, r.excess_high, digits=3, signed=True, missing=_MISSING)}"
             for topic, r in rises.iterrows()
         )
         or f"no seed topic outside {target} in this run"
     )
+
+
+def _ends_text(ends: pd.DataFrame, verdict: dict, target: str) -> str:
+    if ends.empty:
+        return f"no chain seeded outside {target} in this run"
+    share = bt.interval_text(*verdict["share"], digits=2, missing="every chain ties the median")
+    return f"share of chains ending with {target} above the median of basin-free text {share} ({len(ends)} chains)"
 
 
 def _loss_text(loss: pd.DataFrame) -> str:
@@ -241,6 +230,22 @@ def _rises_row(rises: pd.DataFrame, target: str, quantity: str) -> dict:
         int((rises.verdict == bt.REPRODUCED).sum()),
         _rises_text(rises, target),
         *rises_verdict(rises),
+    )
+
+
+def _ends_row(ends: pd.DataFrame, verdict: dict, target: str, quantity: str) -> dict:
+    """politics_ends_above_basin_free: the share of chains ending above basin-free text's median (ends_verdict)."""
+    estimate, low, high = verdict["share"]
+    return bt.claim_row(
+        "politics_ends_above_basin_free",
+        quantity,
+        estimate,
+        _ends_text(ends, verdict, target),
+        verdict["verdict"],
+        verdict["reason"],
+        low=low,
+        high=high,
+        null=0.5,
     )
 
 
@@ -329,6 +334,8 @@ def claim_rows(
     crossings: pd.DataFrame,
     recurrence: dict,
     rises: pd.DataFrame,
+    ends: pd.DataFrame,
+    ends_judged: dict,
     loss: pd.DataFrame,
     table5: pd.DataFrame | None = None,
     *,
@@ -337,11 +344,12 @@ def claim_rows(
     target: str = "politics",
     baseline: float | None = None,
 ) -> list[dict]:
-    """The chapter's claims rows (section 6.2): the three general claims, then, with politics as the
-    target, BERT's politics count and peak and (given table5, endpoint_frame, and the baseline 1/L)
-    Table 5's endpoint row.
+    """The chapter's claims rows (section 6.2): the three general claims of the paper and ours beyond it
+    (politics ends above basin-free text), then, with politics as the target, BERT's politics count and
+    peak and (given table5, endpoint_frame, and the baseline 1/L) Table 5's endpoint row.
 
-    crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; loss:
+    crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; ends: chain_ends;
+    ends_judged: ends_verdict's dict; loss:
     seed_loss_frame (per seed topic); setup: run_setup's protocol items. Another target (a protein
     model's germline family) keeps the general rows only, worded for families: the model-specific ones
     are BERT's politics numbers, with no counterpart there."""
@@ -362,15 +370,26 @@ def claim_rows(
             target,
             quantities.get(
                 "politics_rises_every_topic",
-                "per seed topic outside politics: mean politics rise from start to end, and end minus basin-free text",
+                "per seed topic outside politics: mean over its chains of politics' rise from start to end minus "
+                "the chain's control label's rise",
+            ),
+        ),
+        _ends_row(
+            ends,
+            ends_judged,
+            target,
+            quantities.get(
+                "politics_ends_above_basin_free",
+                "share of chains seeded outside politics whose last state scores politics above the median of "
+                "basin-free text (sign test, null 1/2)",
             ),
         ),
         _loss_row(
             loss,
             quantities.get(
                 "seed_topic_loss",
-                "per seed topic: share of basin-free texts scoring the seed label higher than the "
-                "chain's last state (mean over its chains; null 0.5)",
+                "per seed topic: share of its chains whose last state scores the seed label below the median "
+                "of basin-free text (sign test, null 1/2)",
             ),
         ),
     ]

@@ -13,7 +13,7 @@ import torch
 import book_tools as bt
 from verdicts import finite
 
-from .judging import _loss_text, _peak_text, _rises_text
+from .judging import _ends_text, _loss_text, _peak_text, _rises_text
 from .science import leading_label_shares
 from .scorer import (
     BBC_TOPIC_LABELS,
@@ -108,14 +108,16 @@ def _interval_column(
 
 
 def rises_view(rises: pd.DataFrame, target: str = "politics"):
-    """Table 3a (rise_frame) for the page: per seed topic, the target's rise and its end against
-    basin-free text, each with its 95% interval, and the topic's verdict."""
+    """Table 3a (rise_frame) for the page: per seed topic, the mean rise of the target and of the chains'
+    control labels, the target's rise beyond the control's (paired per chain) with its 95% interval, and
+    the topic's verdict."""
     view = pd.DataFrame(
         {
             "seed topic": rises.index,
             "chains": rises.chains.to_numpy(),
-            f"{target} rise": _interval_column(rises, "rise", "rise_low", "rise_high", 3),
-            "end minus basin-free text": _interval_column(rises, "end_vs_chance", "end_low", "end_high", 3),
+            f"{target} rise": [f"{v:+.3f}" for v in rises.rise],
+            "control label's rise": [f"{v:+.3f}" for v in rises.control_rise],
+            "beyond the control": _interval_column(rises, "excess", "excess_low", "excess_high", 3),
             "verdict": rises.verdict.to_numpy(),
         }
     )
@@ -124,14 +126,14 @@ def rises_view(rises: pd.DataFrame, target: str = "politics"):
 
 def loss_view(loss: pd.DataFrame):
     """seed_loss_frame for the page: per seed topic, the seed label's fall from the start and the share of
-    basin-free texts scoring it higher than the last state (null 0.5), each with its 95% interval, and
-    the topic's verdict."""
+    its chains ending below the median of basin-free text (null 1/2), each with its 95% interval, and the
+    topic's verdict."""
     view = pd.DataFrame(
         {
             "seed topic": loss.index,
             "chains": loss.chains.to_numpy(),
             "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
-            "basin-free texts scoring higher": _interval_column(
+            "chains below basin-free text's median": _interval_column(
                 loss, "beyond", "beyond_low", "beyond_high", 2, signed=False
             ),
             "verdict": loss.verdict.to_numpy(),
@@ -311,11 +313,17 @@ def trajectory_text(paths: dict, every: int) -> dict:
 
 
 def verdict_text(
-    crossings: pd.DataFrame, recurrence: dict, rises: pd.DataFrame, loss: pd.DataFrame, target: str = "politics"
+    crossings: pd.DataFrame,
+    recurrence: dict,
+    rises: pd.DataFrame,
+    ends: pd.DataFrame,
+    ends_judged: dict,
+    loss: pd.DataFrame,
+    target: str = "politics",
 ) -> dict:
     """Glue values for the prose around the verdicts (the verdicts themselves are glued by the claims):
-    chains crossing the baseline, the look shares, the peak, chains ever above 0.5 and the per-topic
-    rise and loss texts."""
+    chains crossing the baseline, the look shares, the peak, chains ever above 0.5, the per-topic
+    rise and loss texts and the ends against basin-free text."""
     chains = len(crossings)
     crossed = int(crossings.target_crossed.sum()) if chains else 0
     label_crossed = int(crossings.control_crossed.sum()) if chains else 0
@@ -332,6 +340,7 @@ def verdict_text(
         "peak": _peak_text(crossings, target),
         "strong": f"{strong} of {chains}",
         "rises": _rises_text(rises, target),
+        "ends": _ends_text(ends, ends_judged, target),
         "seed_loss": _loss_text(loss),
     }
 

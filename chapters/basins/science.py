@@ -24,7 +24,7 @@ from glauber_core import (
     is_protein,
     seed_passages,
 )
-from verdicts import mean_interval
+from verdicts import mean_interval, rank_shares
 
 from .scorer import (
     BBC_TOPIC_LABELS,
@@ -428,40 +428,57 @@ def crossing_frame(
     ).reset_index(drop=True)
 
 
-def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
-    """mean(x) - mean(y) with Welch's t interval (two independent samples, unequal variances):
-    (estimate, low, high); NaNs when either sample has fewer than two finite values. Both samples
-    constant: the interval is the estimate itself."""
-    from scipy.stats import t
+ENDS_COLUMNS = ["chain", "seed_topic", "control_label", "target_start", "target_end", "control_start", "control_end"]
 
-    x, y = (np.asarray(v, dtype=float).reshape(-1) for v in (x, y))
-    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
-    if len(x) < 2 or len(y) < 2:
-        return math.nan, math.nan, math.nan
-    estimate = float(x.mean() - y.mean())
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    if vx + vy == 0:
-        return estimate, estimate, estimate
-    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
-    half = float(t.ppf(0.5 + level / 2, df)) * math.sqrt(vx + vy)
-    return estimate, estimate - half, estimate + half
+
+def chain_ends(frame: pd.DataFrame, labels, target: str = "politics", seed_labels: dict | None = None) -> pd.DataFrame:
+    """Table 3a per chain seeded outside `target`'s topic, from a topic_frame: the target's score and its
+    control label's at the first and the last step. The control is fixed before the run, by rule: the
+    chain's control_labels pick (neither the target nor its seed label, cycled over the others in label
+    order), the label crossing_frame pairs it with. Why a control: the scores sum to 1, so a chain that
+    loses its seed topic raises the other labels on average; the target is a basin only where it gains
+    more than another label on the same chain, and cycling spreads that comparison over every label
+    instead of one picked after seeing the data."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    labels = list(topic_descriptions(labels))
+    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(
+            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
+        )
+    outside = frame[frame.seed_topic.map(seed_labels) != target]
+    if outside.empty:
+        return pd.DataFrame(columns=ENDS_COLUMNS)
+    start = outside[outside.step == frame.step.min()].set_index("chain").sort_index()
+    end = outside[outside.step == frame.step.max()].set_index("chain").reindex(start.index)
+    controls = control_labels([seed_labels[t] for t in start.seed_topic], labels, target)
+    pick = np.arange(len(start)), [labels.index(k) for k in controls]
+    return pd.DataFrame(
+        {
+            "chain": start.index,
+            "seed_topic": start.seed_topic.to_numpy(),
+            "control_label": controls,
+            "target_start": start[target].to_numpy(),
+            "target_end": end[target].to_numpy(),
+            "control_start": start[labels].to_numpy()[pick],
+            "control_end": end[labels].to_numpy()[pick],
+        }
+    ).reset_index(drop=True)
 
 
 def seed_loss_intervals(start, end, chance_end) -> dict:
     """Per chain, its seed label's score at the start and at the last step, and chance_end [M, C]: the
     same label's score on M basin-free texts (chance_tokens), in the chain's column. Returns
-    {"fall": (estimate, low, high) of mean(start - end), "beyond_chance": (estimate, low, high) of the
-    mean over chains of the share of chance texts scoring the seed label higher than the chain's last
-    state (ties count half; 0.5 when the chain ends like basin-free text, whatever the skew of the
-    scores)}, Student's t intervals over chains; NaNs with fewer than two chains or a non-finite score."""
+    {"fall": (estimate, low, high) of mean(start - end), Student's t interval over chains (NaNs with fewer
+    than two chains), "shares": per chain, the share of chance texts scoring the seed label higher than its
+    last state (verdicts.rank_shares: ties count half; 0.5 when the chain ends like basin-free text, whatever
+    the skew of the scores)}; with a non-finite score, NaNs and no share."""
     start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
     if start.ndim != 1 or start.shape != end.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(end):
         raise ValueError(
             f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
             f"{end.shape}, {chance_end.shape}"
         )
-    nothing = (math.nan, math.nan, math.nan)
-    if len(start) < 2 or not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
-        return {"fall": nothing, "beyond_chance": nothing}
-    above = ((chance_end > end) + 0.5 * (chance_end == end)).mean(0)
-    return {"fall": mean_interval(start - end), "beyond_chance": mean_interval(above)}
+    if not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
+        return {"fall": (math.nan, math.nan, math.nan), "shares": np.zeros(0)}
+    return {"fall": mean_interval(start - end), "shares": rank_shares(end, chance_end)}

@@ -1,6 +1,6 @@
 """Chapter 2's judging: the claims rows (alpha_tau10, alpha_tau11, basin_drift_positive,
-theorem5_bound_loose, mu_vs_pseudolikelihood_tv) and the checks rows, each verdict from a rule of
-`verdicts.py`, with the words that go into a row's text. Nothing here draws or formats for the page.
+mu_vs_pseudolikelihood_tv; theorem5_bound_loose's Potts illustration) and the checks rows, each verdict from a
+rule of `verdicts.py`, with the words that go into a row's text. Nothing here draws or formats for the page.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from .science import (
     DRIFT_TEMPERATURES,
     FAST_FACTOR,
     PAPER_TEMPERATURES,
-    PL_FLOOR,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -138,8 +137,9 @@ def _ratio_text(row) -> str:
 
 
 def _theorem5_row(profiles: pd.DataFrame, fast: float = FAST_FACTOR, factor: float = CONDITION_FACTOR) -> dict:
-    """theorem5_bound_loose, a general claim (the paper's point in 5.2 and A.1: alpha < 1 needs tau > 10 on
-    BERT, while the chain already mixes fast near tau = 1.5). On each enumerable chain (`profiles`: one
+    """theorem5_bound_loose on exact Potts chains, chapter 2's illustration (the paper's point in 5.2 and A.1:
+    alpha < 1 needs tau > 10 on BERT, while the chain already mixes fast near tau = 1.5); the claim itself is
+    judged on the model, in chapter 3, so this row is shown in the text, not written to claims.csv. On each enumerable chain (`profiles`: one
     `mixing_profile` per value of its `chain` column), tau_fast, the temperature from which the exact
     t_mix(1/4) stays within `fast` times the independent-sites time, against tau_alpha, the one from which the
     exact alpha stays below 1. Null: tau_alpha / tau_fast at most `factor`. Each chain by
@@ -167,30 +167,29 @@ def _theorem5_row(profiles: pd.DataFrame, fast: float = FAST_FACTOR, factor: flo
 # --------------------------------------------------------------------------------------------
 
 
-def _pseudo_likelihood_row(gaps, floor: float = PL_FLOOR) -> dict:
+def _pseudo_likelihood_row(gaps, floors) -> dict:
     """mu_vs_pseudolikelihood_tv, a general claim (beyond the paper): the model's incompatibility moves its
     pseudo-likelihood law away from the one of the law its chain samples. Per window an exact pl_gap =
-    TV(PL law of the model, PL law of mu_tau's own conditionals), 0 (up to the rounding `floor`) for every
-    compatible chain and never negative. The gaps are exact, not sampled, so the verdict is
-    verdicts.rule_every_case_above: reproduced when every window lies above the floor, differs when none does,
-    inconclusive when they disagree. The mean with its t interval over windows is shown beside it."""
-    values = np.asarray(gaps, dtype=float)
-    values = values[np.isfinite(values)]
+    TV(PL law of the model, PL law of mu_tau's own conditionals), 0 up to the window's rounding floor
+    (`floors`, pl_gap_floor: fp32 scores give a far higher floor than fp64 ones) for every compatible chain and
+    never negative. The gaps are exact, not sampled, so the verdict is verdicts.rule_every_case_above:
+    reproduced when every window lies above its floor, differs when none does, inconclusive when they disagree.
+    The mean with its t interval over windows is shown beside it."""
+    values, floors = np.asarray(gaps, dtype=float), np.asarray(floors, dtype=float)
+    keep = np.isfinite(values)
+    values, floors = values[keep], floors[keep]
     quantity = "TV(PL law of model, PL law of mu's own conditionals) per window (exact), tau 1"
+    verdict, reason = rule_every_case_above(values, floors, "a PL gap")
     if len(values) == 0:
         return bt.claim_row(
-            "mu_vs_pseudolikelihood_tv",
-            quantity,
-            math.nan,
-            "no window could be solved",
-            bt.INCONCLUSIVE,
-            "no window: nothing to compare",
-            null=floor,
+            "mu_vs_pseudolikelihood_tv", quantity, math.nan, "no window could be solved", verdict, reason
         )
     estimate, low, high = mean_interval(values)
-    verdict, reason = rule_every_case_above(values, floor, "a PL gap")
     text = bt.interval_text(estimate, low, high, significant=2, missing="one window")
-    text += f" (mean over {len(values)} windows; {int((values > floor).sum())} above the floor {floor:g})"
+    text += (
+        f" (mean over {len(values)} windows; {int((values > floors).sum())} above their rounding floors, "
+        f"{floors.min():.1g}-{floors.max():.1g})"
+    )
     return bt.claim_row(
         "mu_vs_pseudolikelihood_tv",
         quantity,
@@ -200,7 +199,7 @@ def _pseudo_likelihood_row(gaps, floor: float = PL_FLOOR) -> dict:
         reason + " (null: 0, every compatible chain)",
         low=low,
         high=high,
-        null=floor,
+        null=float(floors.max()),
     )
 
 
@@ -264,15 +263,13 @@ def claim_rows(
     cfg: SimpleNamespace,
     model: str,
     alpha: pd.DataFrame,
-    profiles: pd.DataFrame,
     drift: torch.Tensor | None,
-    pl_gaps,
+    windows: pd.DataFrame,
     no_drift: str = "",
 ) -> list[dict]:
     """The chapter's claims rows, in the order of paper_claims.csv: alpha_tau10 and alpha_tau11 from the alpha
-    table, basin_drift_positive from the drifts (None: not run, `no_drift` says why), theorem5_bound_loose
-    from the exact Potts profiles, mu_vs_pseudolikelihood_tv from the windows' PL gaps; the setups from the
-    settings `cfg`."""
+    table, basin_drift_positive from the drifts (None: not run, `no_drift` says why), mu_vs_pseudolikelihood_tv
+    from the `windows`' PL gaps and floors; the setups from the settings `cfg`."""
     alpha_setup = dict(
         seed_tokens=cfg.seq_len, contexts=cfg.n_contexts, candidates=cfg.top_k + 1, passages=cfg.passages
     )
@@ -287,8 +284,7 @@ def claim_rows(
     return [
         *_alpha_rows(alpha, model, alpha_setup),
         _drift_row(drift, model, drift_setup, missing=no_drift),
-        _theorem5_row(profiles),
-        _pseudo_likelihood_row(pl_gaps),
+        _pseudo_likelihood_row(windows.pl_gap, windows.pl_floor),
     ]
 
 
@@ -308,7 +304,7 @@ def check_rows(
     control = control_check(
         asymmetry.pl_gap.iloc[0],
         {f"a = {a:g}": g for a, g in zip(asymmetry.asymmetry.iloc[1:], asymmetry.pl_gap.iloc[1:])},
-        PL_FLOOR,
+        float(asymmetry.pl_floor.max()),
     )
     return [
         check_row(

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 import book_tools as bt
+import verdicts as vd
 from glauber_core import (
     Conditionals,
     MaskedLMConditionals,
@@ -38,7 +39,11 @@ NOTEBOOK = "02_mixing_bounds"
 FAST_FACTOR = 2.0
 CONDITION_FACTOR = 2.0
 POTTS_TEMPERATURES = np.geomspace(0.1, 30, 25).round(3)
-PL_FLOOR = 1e-9  # mu_vs_pseudolikelihood_tv: the rounding floor of an exactly computed TV
+# mu_vs_pseudolikelihood_tv: a window's PL gap is 0 up to rounding on a compatible chain, at most about n eps L for
+# n free sites, the scores' machine epsilon eps and the largest |log p| L (pl_gap_floor); the floor is PL_FLOOR_FACTOR
+# times that. Measured on 300 fp32 Potts windows (tools/calibration/bounds.py): compatible gaps reach 0.11 n eps L,
+# incompatible ones start at 130 n eps L.
+PL_FLOOR_FACTOR = 16.0
 # Exact window chains over the model's FULL vocabulary run when it has at most this many allowed tokens
 # (a protein MLM's 20 residues: 20^k states for k free sites).
 FULL_VOCABULARY_LIMIT = 32
@@ -210,7 +215,8 @@ def alpha_frame(
         weights = torch.zeros(len(draws), contexts, dtype=torch.float64)
         weights.scatter_add_(1, draws, torch.ones_like(draws, dtype=torch.float64))
         boot = torch.einsum("bc,tcij->tbij", weights / contexts, influence).sum(-1).amax(-1).numpy()
-        table["low"], table["high"] = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=1)
+        bounds = [vd.percentile_interval(draws, level, max_undefined=1.0)[:2] for draws in boot]
+        table["low"], table["high"] = np.array(bounds).T
     return table
 
 

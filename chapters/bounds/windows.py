@@ -37,6 +37,7 @@ from glauber_core import (
 
 from .science import (
     FIRST_FREE_SITE,
+    PL_FLOOR_FACTOR,
     WINDOW_FAMILIES,
     WINDOW_LENGTH,
     coupon_collector_time,
@@ -50,13 +51,32 @@ from .science import (
 
 def pseudo_likelihood_law(cond: Conditionals, n: int, temperature: float = 1.0, limit: int = 200_000):
     """The law proportional to exp(sum_i log p_tau(x_i | x_-i)) over all |V|^n states (lexicographic)."""
+    return torch.softmax(_pseudo_likelihood_terms(cond, n, temperature, limit)[0], 0)
+
+
+def _pseudo_likelihood_terms(cond: Conditionals, n: int, temperature: float, limit: int = 200_000):
+    """sum_i log p_tau(x_i | x_-i) for every state, and the rounding floor of a PL gap built on it
+    (pl_gap_floor of the log-probabilities' machine epsilon and largest magnitude)."""
     check_enumerable(cond, n, limit)
     states = all_states(cond.vocab_size, n)
     total = torch.zeros(len(states), dtype=torch.float64)
+    largest, eps = 1.0, 0.0
     for site in range(n):
-        logp = conditional_log_probs(cond, states, torch.full((len(states),), site), temperature).double()
-        total += logp.gather(1, states[:, site : site + 1].to(logp.device)).squeeze(1).cpu()
-    return torch.softmax(total, 0)
+        logp = conditional_log_probs(cond, states, torch.full((len(states),), site), temperature)
+        eps = max(eps, torch.finfo(logp.dtype).eps)
+        terms = logp.double().gather(1, states[:, site : site + 1].to(logp.device)).squeeze(1).cpu()
+        largest = max(largest, float(terms.abs().max()))
+        total += terms
+    return total, pl_gap_floor(eps, n, largest)
+
+
+def pl_gap_floor(eps: float, n: int, largest: float) -> float:
+    """The rounding floor of an exact PL gap (section 7) on n free sites whose log-probabilities were computed
+    with machine epsilon `eps` (float32's 1.2e-7 for a masked LM's logits) and magnitudes up to `largest`:
+    PL_FLOOR_FACTOR * n * eps * max(1, largest). Each log p carries an error of a few eps * |log p|, their sum
+    over n sites at most n times that, and a TV between two laws whose log-masses differ by at most e is at most
+    about e."""
+    return PL_FLOOR_FACTOR * n * float(eps) * max(1.0, float(largest))
 
 
 def pseudo_likelihood_from_joint(joint: torch.Tensor, q: int, n: int) -> torch.Tensor:
@@ -99,11 +119,13 @@ def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: flo
     tv_model_pl: TV(mu_tau, PL law of the model's conditionals); tv_compatible_pl: TV(mu_tau, PL law of
     mu_tau's own conditionals), what a compatible chain with the same stationary law shows; pl_gap: TV between
     the two PL laws, 0 exactly for every compatible model (its conditionals are mu's) and the claim's effect;
+    pl_floor: the gap's rounding floor (pl_gap_floor);
     conditional_gap: the mu-averaged TV between the model's and mu's conditionals (see `conditional_gap`).
     `mu`: mu_tau when already solved (else solved here)."""
     mu = (exact_stationary(cond, n, temperature) if mu is None else torch.as_tensor(mu).double()).clamp_min(0)
     mu = mu / mu.sum()
-    model_pl = pseudo_likelihood_law(cond, n, temperature)
+    total, floor = _pseudo_likelihood_terms(cond, n, temperature)
+    model_pl = torch.softmax(total, 0)
     own_pl = pseudo_likelihood_from_joint(mu, cond.vocab_size, n)
     rank = bt.rank_correlation(mu.numpy(), model_pl.numpy())
     return dict(
@@ -112,6 +134,7 @@ def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: flo
         tv_model_pl=float(total_variation(mu.log(), model_pl.log())),
         tv_compatible_pl=float(total_variation(mu.log(), own_pl.log())),
         pl_gap=float(0.5 * (model_pl - own_pl).abs().sum()),
+        pl_floor=floor,
         conditional_gap=conditional_gap(cond, mu, n, temperature),
         spearman=float(rank),
         top_state_same=bool(mu.argmax() == model_pl.argmax()),
@@ -374,6 +397,7 @@ def asymmetry_frame(
                 asymmetry=a,
                 tv_pseudo_likelihood=laws["tv_model_pl"],
                 pl_gap=laws["pl_gap"],
+                pl_floor=laws["pl_floor"],
                 tv_gibbs_of_symmetric_part=float(total_variation(mu.log(), gibbs.log())),
             )
         )

@@ -6,6 +6,8 @@ Each verdict comes from a rule of `verdicts` (one rule per statistical shape) ap
 
 from __future__ import annotations
 
+import math
+
 import book_tools as bt
 import verdicts as vd
 
@@ -23,8 +25,8 @@ def _detected_verdict(summary: dict) -> tuple[str, str]:
     it (the Wilson interval then lies above 0); differs when none does (zero is the answer here, not an
     underpowered run); inconclusive with no finite delta."""
     k, total = int(summary["above_floor"]), int(summary["finite"])
-    if total == 0:
-        return bt.INCONCLUSIVE, "no rectangle gave a finite delta"
+    if total == 0:  # no finite delta: no interval, which the rule reads as inconclusive
+        return vd.rule_one_sided(math.nan, math.nan, 0.0, "above")[0], "no rectangle gave a finite delta"
     verdict, reason = vd.rule_one_sided(
         summary["share_low"], summary["share_high"], 0.0, "above", events=k, zero_verdict=vd.DIFFERS, estimate=k / total
     )

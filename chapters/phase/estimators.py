@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 import book_tools as bt
+import verdicts as vd
 from book_tools import share_intervals
 from glauber_core import (
     Conditionals,
@@ -186,30 +187,13 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
         boots.append(draws)
         row = {"n": n, "pairs": len(pairs), "midpoint": midpoint, "scale": scale, "width": 2 * math.log(9) * scale}
         for name in ("midpoint", "scale"):
-            row[f"{name}_low"], row[f"{name}_high"], _ = draws_interval(draws[name], level, max_undefined=1.0)
+            row[f"{name}_low"], row[f"{name}_high"], _ = vd.percentile_interval(draws[name], level, max_undefined=1.0)
         row["width_low"], row["width_high"] = 2 * math.log(9) * row["scale_low"], 2 * math.log(9) * row["scale_high"]
         row["boot_undefined"] = int(draws.midpoint.isna().sum())
         rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs["boot"] = pd.concat(boots, ignore_index=True)
     return table
-
-
-def draws_interval(draws, level: float = 0.95, max_undefined: float = 0.025) -> tuple[float, float, float]:
-    """(low, high, undefined share) of a percentile bootstrap interval from `draws`, NaN-safe: a draw is
-    undefined (NaN) when its resample had no transition inside the grid and no side can be told (an infinite
-    draw is kept: it orders). When more than
-    `max_undefined` of the draws are undefined, one tail of the interval is unknown and (nan, nan) is
-    returned; never a numpy warning."""
-    draws = np.asarray(draws, dtype=float).reshape(-1)
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    defined = draws[~np.isnan(draws)]
-    undefined = 1 - len(defined) / len(draws) if len(draws) else 1.0
-    if not len(defined) or undefined > max_undefined:
-        return math.nan, math.nan, undefined
-    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
-    return float(low), float(high), undefined
 
 
 def relative_width(midpoint, scale):
@@ -241,7 +225,7 @@ def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0
         with np.errstate(all="ignore"):
             draws = combine(boot[column][large].to_numpy(), boot[column][small].to_numpy())
             estimate = float(combine(by_n[column][large], by_n[column][small]))
-        low, high, undefined = draws_interval(draws, level)
+        low, high, undefined = vd.percentile_interval(draws, level)
         out[name] = estimate if math.isfinite(estimate) else math.nan
         out[f"{name}_low"], out[f"{name}_high"], out[f"{name}_undefined"] = low, high, undefined
     return out
@@ -275,86 +259,107 @@ def hitting_times(distances, steps, radius: float) -> torch.Tensor:
 SCALING_FORMS = {"n log n": lambda n: n * np.log(n), "n": lambda n: n * 1.0, "n^2": lambda n: n**2.0}
 
 
+def form_exponent(lengths, form) -> float:
+    """The exponent a form f(n) shows over `lengths`: the least-squares slope of log f(n) against log n (n log n
+    over n = 8..24 shows 1.39, n (log n + 1) shows 1.28)."""
+    x = np.log(np.asarray(lengths, dtype=float))
+    return float(np.polyfit(x, np.log(form(np.exp(x))), 1)[0])
+
+
+def _medians(groups) -> np.ndarray:
+    """Median (inverted CDF, so infinite times order) of every resample of every group: [resamples, groups]."""
+    return np.stack([np.quantile(g, 0.5, axis=-1, method="inverted_cdf") for g in groups], -1)
+
+
+def growth_exponent(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+    """Fig. 3b's judged number: the exponent beta of a power law c n^beta fitted (least squares on logs) to the mean
+    hitting time per length, with a percentile interval from a bootstrap over chains within each length
+    (verdicts.group_bootstrap), beside the exponents the claimed form n (log n + c), c in [0, 1], shows over the same
+    lengths (claimed_low at c = 1, claimed_high at c = 0; form_exponent; n H_n, the coupon collector's mean, has
+    c near 0.58). The mean, not the median: times of a few steps are integers, and a median of them sits on the
+    smallest possible value at short lengths, which bends the fitted exponent. A length where some chain never hit
+    (times < 0) has no mean and is left out; a resample of a kept length always has one. Keys beta, low, high,
+    claimed_low, claimed_high, lengths (the lengths kept); NaN with fewer than 3."""
+    n, times = np.asarray(n, dtype=float), np.asarray(times, dtype=float)
+    if n.shape != times.shape or n.ndim != 1 or (n < 2).any():
+        raise ValueError("n and times must be equal-length 1-d arrays with every n >= 2")
+    lengths = np.unique(n)
+    groups = [times[n == m] for m in lengths]
+    keep = np.array([(g > 0).all() for g in groups])
+    out = dict.fromkeys(("beta", "low", "high", "claimed_low", "claimed_high"), math.nan) | {"lengths": int(keep.sum())}
+    if keep.sum() < 3:
+        return out
+    x = np.log(lengths[keep])
+    centred = x - x.mean()
+
+    def slope(means):  # [..., lengths] -> the exponent of each row
+        logs = np.log(means)
+        return (logs - logs.mean(-1, keepdims=True)) @ centred / (centred**2).sum()
+
+    kept = [g for g, k in zip(groups, keep) if k]
+    draws = vd.group_bootstrap(kept, lambda g: slope(np.stack([r.mean(1) for r in g], -1)), n_boot, seed)
+    low, high, _ = vd.percentile_interval(draws, level)
+    return out | {
+        "beta": float(slope(np.array([g.mean() for g in kept]))),
+        "low": low,
+        "high": high,
+        "claimed_low": form_exponent(lengths[keep], lambda m: m * (np.log(m) + 1)),
+        "claimed_high": form_exponent(lengths[keep], lambda m: m * np.log(m)),
+    }
+
+
 def scaling_fits(
     n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95, forms: dict | None = None
 ) -> pd.DataFrame:
-    """Fit median hitting time T(n) = C f(n) for f in n log n, n, n^2 (Fig. 3b; or the given `forms`), by least
-    squares on log T, so log C is the mean of log T - log f(n) over lengths. Ranked by AIC (one parameter each, so by
-    the residual sum of squares), with the leave-one-length-out error in log T beside it. Chains that never
-    hit count as infinite; a length whose median is infinite is left out. C's interval: percentile bootstrap
-    over chains within each length. Also a free power law c n^beta (two parameters) for reference."""
+    """Median hitting time T(n) against n, as Fig. 3b plots it, shown, not judged. Per form f in n log n, n, n^2 (or
+    `forms`): C of T = C f(n) by least squares on log T (log C the mean of log T - log f(n) over lengths), with a
+    percentile interval from a bootstrap over chains within each length (verdicts.group_bootstrap), the residual sum
+    of squares, AIC and the leave-one-length-out error in log T. Chains that never hit count as infinite; a length
+    whose median is infinite is left out (all NaN with fewer than 3 lengths). attrs: "medians" (n, median_time,
+    used) and "exponent", the judged growth_exponent of the same times."""
     n, times = np.asarray(n, dtype=float), np.asarray(times, dtype=float)
     if n.shape != times.shape or n.ndim != 1 or (n < 2).any():
         raise ValueError("n and times must be equal-length 1-d arrays with every n >= 2")
     forms = SCALING_FORMS if forms is None else forms
     times = np.where(times >= 0, times, np.inf)
     lengths = np.unique(n)
-
-    def medians(t_by_n):
-        return np.array([np.quantile(t, 0.5, method="inverted_cdf") for t in t_by_n])
-
     groups = [times[n == m] for m in lengths]
-    med = medians(groups)
+    med = _medians(groups)
     keep = np.isfinite(med) & (med > 0)
-    if keep.sum() < 3:  # too few lengths hit within the budget to tell the forms apart: an all-NaN table
-        table = pd.DataFrame(
-            {
-                "form": list(forms),
-                "C": math.nan,
-                "C_low": math.nan,
-                "C_high": math.nan,
-                "rss_log": math.nan,
-                "aic": math.nan,
-                "loo_mse_log": math.nan,
-                "lengths": int(keep.sum()),
-                "best_aic": False,
-            }
-        )
-        table.attrs["power_law"] = {"beta": math.nan, "c": math.nan}
-        table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
+    x = lengths[keep]
+    table = pd.DataFrame(
+        {"form": list(forms), "C": math.nan, "C_low": math.nan, "C_high": math.nan, "rss_log": math.nan}
+        | {"aic": math.nan, "loo_mse_log": math.nan, "lengths": int(keep.sum()), "best_aic": False}
+    )
+    table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
+    table.attrs["exponent"] = growth_exponent(n, np.where(np.isfinite(times), times, -1), n_boot, seed, level)
+    if keep.sum() < 3:  # too few lengths hit within the budget to fit a form: an all-NaN table
         return table
-    x, logt = lengths[keep], np.log(med[keep])
-    rng, rows = np.random.default_rng(seed), []
-    boot_groups = [[rng.choice(g, len(g)) for g in groups] for _ in range(check_count(n_boot, "n_boot", 1))]
-    boot_meds = np.array([medians(b)[keep] for b in boot_groups])
-    alpha = (1 - level) / 2
-    m = len(x)
-    for form, f in forms.items():
+    boot = vd.group_bootstrap([g for g, k in zip(groups, keep) if k], _medians, n_boot, seed)
+    with np.errstate(all="ignore"):
+        log_boot = np.where(np.isfinite(boot) & (boot > 0), np.log(boot), np.nan)
+    logt, m = np.log(med[keep]), len(x)
+    for k, f in enumerate(forms.values()):
         resid = logt - np.log(f(x))
         log_c = resid.mean()
         rss = ((resid - log_c) ** 2).sum()
-        loo = np.mean([(resid[k] - np.delete(resid, k).mean()) ** 2 for k in range(m)])
-        with np.errstate(all="ignore"), warnings.catch_warnings():  # a resample may have no finite median
+        with warnings.catch_warnings():  # a resample without a finite median at any kept length has no C
             warnings.simplefilter("ignore", RuntimeWarning)
-            boot_c = np.exp(np.nanmean(np.log(boot_meds) - np.log(f(x)), 1))
-        boot_c = boot_c[np.isfinite(boot_c)]
-        low, high = np.quantile(boot_c, [alpha, 1 - alpha]) if len(boot_c) else (math.nan, math.nan)
-        rows.append(
-            {
-                "form": form,
-                "C": math.exp(log_c),
-                "C_low": low,
-                "C_high": high,
-                "rss_log": rss,
-                "aic": m * math.log(max(rss, 1e-300) / m) + 2,
-                "loo_mse_log": loo,
-                "lengths": m,
-            }
-        )
-    table = pd.DataFrame(rows)
+            c_draws = np.exp(np.nanmean(log_boot - np.log(f(x)), 1))
+        c_low, c_high, _ = vd.percentile_interval(c_draws, level, 1.0)
+        table.loc[k, ["C", "C_low", "C_high", "rss_log"]] = [math.exp(log_c), c_low, c_high, rss]
+        table.loc[k, "aic"] = m * math.log(max(rss, 1e-300) / m) + 2
+        table.loc[k, "loo_mse_log"] = np.mean([(resid[j] - np.delete(resid, j).mean()) ** 2 for j in range(m)])
     table["best_aic"] = table.aic == table.aic.min()
-    beta, log_c = np.polyfit(np.log(x), logt, 1)
-    table.attrs["power_law"] = {"beta": float(beta), "c": float(math.exp(log_c))}
-    table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
     return table
 
 
 def saturation_trend(n, distances, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
-    """Fig. 3a: the median distance d(x_T, x_0) per length and two slopes across lengths, each with a
-    percentile bootstrap interval (chains resampled within each length; Efron and Tibshirani 1993):
-    `slope`, of the median d against log n (does d grow with n?), and `exponent`, of log median d against
-    log n (is the growth slower than linear, exponent < 1?). The exponent is NaN when a median is 0. NaN
-    slopes with fewer than 3 lengths. The medians are in ["medians"] (columns n, median_distance)."""
+    """Fig. 3a, shown beside the judged ceiling_ratios: the median distance d(x_T, x_0) per length and two slopes
+    across lengths, each with a percentile bootstrap interval (chains resampled within each length,
+    verdicts.group_bootstrap): `slope`, of the median d against log n, and `exponent`, of log median d against
+    log n. The exponent is NaN when a median is 0; both are NaN with fewer than 3 lengths. The medians are in
+    ["medians"] (columns n, median_distance)."""
     n, d = np.asarray(n, dtype=float), np.asarray(distances, dtype=float)
     if n.shape != d.shape or n.ndim != 1 or (n < 2).any() or not np.isfinite(d).all():
         raise ValueError("n and distances must be equal-length 1-d arrays (finite distances, every n >= 2)")
@@ -365,31 +370,58 @@ def saturation_trend(n, distances, n_boot: int = 200, seed: int = 0, level: floa
     nan = {k: math.nan for k in ("slope", "slope_low", "slope_high", "exponent", "exponent_low", "exponent_high")}
     if len(lengths) < 3:
         return out | nan
-    x = np.log(lengths)
+    centred = np.log(lengths) - np.log(lengths).mean()
 
-    def slopes(meds):
+    def slopes(meds):  # [..., lengths] -> (slope of meds, slope of log meds) against log n
         with np.errstate(divide="ignore", invalid="ignore"):
-            exponent = np.polyfit(x, np.log(meds), 1)[0] if (meds > 0).all() else math.nan
-        return np.polyfit(x, meds, 1)[0], exponent
+            logs = np.where((meds > 0).all(-1, keepdims=True), np.log(np.clip(meds, 1e-300, None)), np.nan)
+        return (meds @ centred, logs @ centred) / (centred**2).sum()
 
-    rng = np.random.default_rng(seed)
-    boot = np.array(
-        [
-            slopes(np.array([np.median(rng.choice(g, len(g))) for g in groups]))
-            for _ in range(check_count(n_boot, "n_boot", 1))
-        ]
+    boot = vd.group_bootstrap(
+        groups, lambda g: np.stack(slopes(np.stack([np.median(r, 1) for r in g], 1))), n_boot, seed
     )
-    (slope, exponent), alpha = slopes(medians), (1 - level) / 2
-    out |= {"slope": float(slope), "exponent": float(exponent)}
-    for k, name in enumerate(("slope", "exponent")):
-        draws = boot[:, k]
-        low, high = (
-            np.quantile(draws, [alpha, 1 - alpha])
-            if bt.finite(out[name]) and np.isfinite(draws).all()
-            else (math.nan, math.nan)
-        )
-        out[f"{name}_low"], out[f"{name}_high"] = float(low), float(high)
+    for k, (name, value) in enumerate(zip(("slope", "exponent"), slopes(medians))):
+        low, high, _ = vd.percentile_interval(boot[k], level) if bt.finite(value) else (math.nan, math.nan, 1.0)
+        out |= {name: float(value), f"{name}_low": low, f"{name}_high": high}
     return out
+
+
+def distance_at_ends(distances, steps, cutoff: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(d at T, d at 2T/3) per chain for Fig. 3a: the distance at the last record at or before `cutoff` (T) and at
+    the last record at or before two thirds of it (where the run's last third starts). distances [B, R], steps [R]."""
+    distances, steps = torch.as_tensor(distances), torch.as_tensor(steps)
+    if distances.dim() != 2 or steps.shape != (distances.shape[1],) or not (steps <= cutoff).any():
+        raise ValueError(f"need distances [B, R], steps [R] and a record at or before {cutoff}")
+    last = int((steps <= cutoff).nonzero().max())
+    third = int((steps <= 2 * steps[last] / 3).nonzero().max())
+    return distances[:, last], distances[:, third]
+
+
+def ceiling_ratios(n, final, late, ref_n, ref_distances, n_boot: int = 200, seed: int = 0, level: float = 0.95):
+    """Fig. 3a against the embedder's ceiling: per length, the mean distance d(x_T, x_0) over chains divided by
+    d_ref(n), the mean distance between unrelated starts of that length (what a chain that forgot its start shows),
+    with a percentile interval from a bootstrap of both (verdicts.group_bootstrap), and the rise of the distance
+    over the run's last third, the mean over chains of d(x_T, x_0) - d(x_2T/3, x_0) with Student's t interval
+    (verdicts.mean_interval). final, late: per chain d at T and at 2T/3, with their lengths n; ref_distances with
+    their lengths ref_n. One row per length: n, mean_distance, ceiling, ratio, ratio_low, ratio_high, rise,
+    rise_low, rise_high."""
+    n, final, late = (np.asarray(v, dtype=float) for v in (n, final, late))
+    ref_n, ref = np.asarray(ref_n, dtype=float), np.asarray(ref_distances, dtype=float)
+    if not (n.shape == final.shape == late.shape) or n.ndim != 1 or ref_n.shape != ref.shape:
+        raise ValueError("n, final and late must be equal-length 1-d arrays, ref_n and ref_distances too")
+    rows = []
+    for k, m in enumerate(np.unique(n)):
+        d, r = final[n == m], ref[ref_n == m]
+        if not len(r):
+            raise ValueError(f"no reference distance at n = {m:g}")
+        draws = vd.group_bootstrap([d, r], lambda g: g[0].mean(1) / g[1].mean(1), n_boot, seed + k)
+        low, high, _ = vd.percentile_interval(draws, level)
+        rise, rise_low, rise_high = vd.mean_interval(d - late[n == m], level)
+        rows.append(
+            dict(n=m, mean_distance=d.mean(), ceiling=r.mean(), ratio=d.mean() / r.mean(), ratio_low=low)
+            | dict(ratio_high=high, rise=rise, rise_low=rise_low, rise_high=rise_high)
+        )
+    return pd.DataFrame(rows)
 
 
 def threshold_shares(distances, rows: pd.DataFrame, radii=(0.4, 0.7, 1.0), level: float = 0.95) -> pd.DataFrame:
@@ -425,7 +457,7 @@ def rise_with_temperature(
             f"need one peak per row of a table with a temperature column, got {len(peaks)} and {len(rows)}"
         )
     lengths = rows.n.to_numpy() if "n" in rows else np.zeros(len(rows))
-    rng, alpha, out = np.random.default_rng(seed), (1 - level) / 2, []
+    rng, out = np.random.default_rng(seed), []
     for n in np.unique(lengths):
         in_n = lengths == n
         taus = np.unique(rows.temperature[in_n])
@@ -439,7 +471,7 @@ def rise_with_temperature(
                 centred = taus - taus.mean()
                 fit = (shares - shares.mean(1, keepdims=True)) @ centred / (centred**2).sum()
                 slope = float((hits / chains - (hits / chains).mean()) @ centred / (centred**2).sum())
-                low, high = (float(q) for q in np.quantile(fit, [alpha, 1 - alpha]))
+                low, high, _ = vd.percentile_interval(fit, level, max_undefined=1.0)
             out.append(
                 {
                     "n": n,
@@ -492,13 +524,16 @@ def convergence_diagnostics(distances, burn_in: float = 0.5) -> dict:
         }
 
 
-def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int, frozen=None) -> pd.DataFrame:
+def context_alpha(
+    cond: Conditionals, seeds, visited: dict, top_k: int, frozen=None, seed_temperatures=()
+) -> pd.DataFrame:
     """The influence sum alpha per context (chapter 2's estimator, a lower bound from the top-k candidates)
     on the seed passages at every temperature of `visited` and on the states visited at each temperature:
     visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha.
     With `frozen` (a protein MLM's window_mask), alpha is that of the window chain: c_ij over its free sites
-    only, each context's frozen sites held (WindowConditionals, one context at a time)."""
-    temperatures, rows = list(visited), []
+    only, each context's frozen sites held (WindowConditionals, one context at a time). The seed passages are also
+    scored at `seed_temperatures` (criterion_threshold's grid: every temperature comes from the same scores)."""
+    temperatures, rows = sorted({*visited, *seed_temperatures}), []
     for kind, states, temps in [("seed passages", seeds, temperatures)] + [
         ("visited", states, [tau]) for tau, states in visited.items()
     ]:
@@ -521,6 +556,16 @@ def context_alpha(cond: Conditionals, seeds, visited: dict, top_k: int, frozen=N
     return pd.DataFrame(rows)
 
 
+def criterion_threshold(alpha: pd.DataFrame) -> float:
+    """A lower bound on Theorem 5's threshold tau_alpha (section 5.2 "On tightness", A.1): the highest temperature
+    at which alpha-hat on some seed passage (context_alpha; a lower bound on alpha(tau), which is a supremum over
+    contexts) still reaches 1. Theorem 5 does not certify fast mixing there, so tau_alpha lies at or above it.
+    NaN when alpha-hat stays below 1 at every temperature scored."""
+    seeds = alpha[alpha.states == "seed passages"]
+    reached = seeds.groupby("temperature").alpha.max() >= 1
+    return float(reached[reached].index.max()) if reached.any() else math.nan
+
+
 def _window_influence(window, state, top_k: int, temps) -> torch.Tensor:
     return influence_coefficients(window, state, influence_candidates(window, state, top_k), temps)
 
@@ -530,20 +575,3 @@ def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
     context (visited chain c started from seed passage c), same candidates and contexts on both sides."""
     at = alpha[alpha.temperature == tau].pivot(index="context", columns="states", values="alpha")
     return at.dropna() if {"seed passages", "visited"} <= set(at.columns) else at.iloc[:0]
-
-
-def paired_difference(before, after, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean of before - after over paired contexts with Student's t interval (honest with a handful of
-    contexts, where a bootstrap is too narrow); NaN interval with fewer than 2 finite pairs."""
-    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
-    if before.shape != after.shape or before.ndim != 1:
-        raise ValueError(f"need paired 1-d arrays, got {before.shape} and {after.shape}")
-    diff = (before - after)[np.isfinite(before - after)]
-    if not len(diff):
-        return math.nan, math.nan, math.nan
-    if len(diff) < 2:
-        return float(diff.mean()), math.nan, math.nan
-    from scipy.stats import t as student
-
-    half = student.ppf((1 + level) / 2, len(diff) - 1) * diff.std(ddof=1) / math.sqrt(len(diff))
-    return float(diff.mean()), float(diff.mean() - half), float(diff.mean() + half)

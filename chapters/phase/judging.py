@@ -13,7 +13,7 @@ import pandas as pd
 import book_tools as bt
 import verdicts as vd
 
-from .estimators import alpha_pairs, paired_difference
+from .estimators import alpha_pairs, criterion_threshold
 
 
 def claim_rows(
@@ -27,6 +27,7 @@ def claim_rows(
     hits: pd.DataFrame,
     scaling: pd.DataFrame,
     trend: dict,
+    ceiling: pd.DataFrame,
     saturation_steps: int,
     rise: pd.DataFrame,
     alpha: pd.DataFrame,
@@ -34,9 +35,13 @@ def claim_rows(
     """The chapter's claims rows (section 6.1, Figs. 2, 3, 7, and the section 7 conjecture), for run.claims:
     Fig. 2's boundary at cfg.near from `fits`; its shift and the width ratio on the n log n budget
     (`budget_free`, from compare_lengths on `scaled`; `fixed` shown beside); Fig. 3b's fit (`scaling` of the
-    hitting times at cfg.hit_tau among `hits`); Fig. 3a's `trend` after `saturation_steps`; Fig. 7's `rise`; and
-    the context-averaged `alpha` past the boundary. A protein MLM's rows say how they were measured."""
-    near_fit = fits.set_index("n").loc[cfg.near]
+    hitting times at cfg.hit_tau among `hits`); Fig. 3a's `ceiling` ratios (`trend` shown) after
+    `saturation_steps`; Fig. 7's `rise`; and
+    the context-averaged `alpha` past the boundary; Theorem 5's looseness from `alpha` on the seed passages over
+    cfg.alpha_grid against the boundary. Both alpha rows read the boundary at the length alpha is scored at,
+    cfg.alpha_length (one of the grid's lengths): Theorem 5 speaks of one chain. A protein MLM's rows say how they
+    were measured."""
+    near_fit, alpha_fit = (fits.set_index("n").loc[m] for m in (cfg.near, cfg.alpha_length))
     reached = int((hits.hitting_time[hits.temperature == cfg.hit_tau] >= 0).sum())
     return _window_rows(
         cfg,
@@ -45,9 +50,10 @@ def claim_rows(
             _boundary_shift_row(budget_free, int(scaled.coupled.sum()), cfg.small, cfg.large),
             _transition_width_row(budget_free, cfg.small, cfg.large, fixed),
             _nlogn_row(scaling, reached, cfg.hit_tau, cfg.hit_radius),
-            _saturation_row(trend, cfg.saturation_tau, int(saturation_steps)),
+            _saturation_row(ceiling, trend, cfg.saturation_tau, int(saturation_steps)),
             _crossover_row(rise),
-            _alpha_row(alpha, near_fit.midpoint, cfg.drift_taus),
+            _alpha_row(alpha, alpha_fit.midpoint, cfg.drift_taus),
+            _theorem5_row(alpha, alpha_fit, cfg.alpha_length),
         ],
     )
 
@@ -115,17 +121,15 @@ def _undefined_reason(summary: dict, name: str) -> str:
 def _boundary_shift_row(shift: dict, events: int, small: int, large: int) -> dict:
     """boundary_shift_with_n (general), judged with the budget effect removed (scaled_budget_grid). Null: no
     shift. Reproduced when the 95% interval of tau_1/2(n_max) - tau_1/2(n_min) lies above 0, differs when at or
-    below 0, inconclusive otherwise, with zero coupled pairs or no interval."""
-    verdict, reason = vd.rule_one_sided(shift["shift_low"], shift["shift_high"], 0.0, "above", events=events)
+    below 0, inconclusive otherwise, with zero coupled pairs, no interval or one grid length (vd.rule_two_lengths)."""
     why = (
         _undefined_reason(shift, "shift")
         if bt.finite(shift["shift"])
         else "no transition inside the grid at one of the two lengths"
     )
-    if small == large:
-        verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
-    elif events and verdict == bt.INCONCLUSIVE and "no interval" in reason:
-        reason = why
+    verdict, reason = vd.rule_two_lengths(
+        shift["shift_low"], shift["shift_high"], 0.0, "above", small=small, large=large, events=events, missing=why
+    )
     text = bt.interval_text(
         shift["shift"],
         shift["shift_low"],
@@ -161,25 +165,24 @@ def _transition_width_row(width: dict, small: int, large: int, fixed: dict | Non
     fixed-budget relative ratio (`fixed`; a fixed budget widens the transition at larger n by itself).
     Null: a relative width shrinking like n^-1/4 (width_null), halfway between no sharpening and mean-field
     n^-1/2 sharpening. Reproduced (does not sharpen, or more slowly than n^-1/4) when the ratio's 95%
-    interval lies above the null, differs (sharpens) when at or below it (vd.rule_one_sided), inconclusive
-    otherwise."""
+    interval lies above the null, differs (sharpens) when at or below it, inconclusive otherwise
+    (vd.rule_two_lengths)."""
     null = width_null(small, large)
-    verdict, reason = vd.rule_one_sided(
-        width["relative_low"],
-        width["relative_high"],
-        null,
-        "above",
-        estimate=width["relative"] if bt.finite(width["relative"]) else None,
-    )
     why = (
         _undefined_reason(width, "relative")
         if bt.finite(width["relative"])
         else "no transition inside the grid (at a positive tau) at one of the two lengths"
     )
-    if small == large:
-        verdict, reason = bt.INCONCLUSIVE, "one grid length only: nothing to compare"
-    elif not bt.finite(width["relative_low"], width["relative_high"]):
-        reason = why
+    verdict, reason = vd.rule_two_lengths(
+        width["relative_low"],
+        width["relative_high"],
+        null,
+        "above",
+        small=small,
+        large=large,
+        estimate=width["relative"] if bt.finite(width["relative"]) else None,
+        missing=why,
+    )
     return bt.claim_row(
         "transition_width",
         f"relative width ratio n={large} / n={small} (scale / midpoint), "
@@ -210,85 +213,88 @@ def _width_text(width: dict, fixed: dict | None, missing: str) -> str:
     return text
 
 
-def _nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float, margin: float = 2.0) -> dict:
-    """nlogn_fit (general): AIC of C n log n against c n and c n^2 on the median hitting times (Fig. 3b), by
-    vd.rule_preferred_form (null: another form fits as well; margin 2 in AIC); zero hits: inconclusive."""
-    table = scaling.set_index("form")
-    fit = table.loc["n log n"]
-    if events == 0:
-        verdict, reason = bt.INCONCLUSIVE, f"zero events: no chain reached d >= {radius:g} within the cutoff"
-    elif not table.aic.notna().all():
-        verdict, reason = (
-            bt.INCONCLUSIVE,
-            (
-                f"only {int(fit.lengths)} length(s) had half their chains reach "
-                f"d >= {radius:g}; three are needed to compare the forms"
-            ),
+def _nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float) -> dict:
+    """nlogn_fit (general, Fig. 3b): the exponent of the mean hitting times against n, with its bootstrap
+    interval over chains (growth_exponent, scaling_fits' attrs["exponent"]), judged by vd.rule_growth_exponent against the exponents
+    n (log n + c), c in [0, 1], shows over the run's lengths. Null: linear (exponent 1) or quadratic (2) growth."""
+    exponent = scaling.attrs["exponent"]
+    verdict, reason = vd.rule_growth_exponent(
+        exponent["low"],
+        exponent["high"],
+        (exponent["claimed_low"], exponent["claimed_high"]),
+        {"n": 1.0, "n^2": 2.0},
+        lengths=exponent["lengths"],
+        events=events,
+    )
+    fit = scaling.set_index("form").loc["n log n"]
+    text = bt.interval_text(
+        exponent["beta"],
+        exponent["low"],
+        exponent["high"],
+        missing="no fit: fewer than three lengths where every chain reached the radius",
+    )
+    if bt.finite(exponent["beta"]):
+        text += f" (n log n: {exponent['claimed_low']:.2f}-{exponent['claimed_high']:.2f}); C of C n log n " + (
+            bt.interval_text(fit.C, fit.C_low, fit.C_high, missing="not estimable")
         )
-    else:
-        verdict, reason = vd.rule_preferred_form(table.aic.to_dict(), "n log n", margin)
-    text = bt.interval_text(fit.C, fit.C_low, fit.C_high, missing="no fit: too few lengths reached the radius")
-    if table.aic.notna().all():
-        text += "; AIC " + ", ".join(f"{form} {aic:.1f}" for form, aic in table.aic.items())
     return bt.claim_row(
         "nlogn_fit",
-        f"C of C n log n at tau = {tau:g}, R = {radius:g}",
-        fit.C,
+        f"exponent of the mean hitting time in n at tau = {tau:g}, R = {radius:g}",
+        exponent["beta"],
         text,
         verdict,
-        f"null: c n or c n^2 fits as well (AIC margin {margin:g}); {reason}",
+        f"null: linear (1) or quadratic (2) growth; {reason}",
+        low=exponent["low"],
+        high=exponent["high"],
     )
 
 
-def _saturation_row(trend: dict, tau: float, steps: int) -> dict:
-    """distance_saturates (general, Fig. 3a): d(x_T, x_0) at a fixed T grows with n, but slower than
-    linearly. Two parts, both needed (vd.rule_every_part): "grows", the slope of the median d against log n
-    (vd.rule_trend, null 0: a flat or falling median differs), and "slower than linear", the exponent of
-    median d against n (vd.rule_one_sided, null 1: reproduced below 1, differs at or above it)."""
-    grows = vd.rule_trend(
-        trend["slope"], trend["slope_low"], trend["slope_high"], "above", what="slope of median d against log n"
+SATURATION_FLOOR = 0.9  # distance_saturates' null: a mean distance below 90% of the ceiling has not saturated
+
+
+def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int) -> dict:
+    """distance_saturates (general, Fig. 3a): after T steps the distance has saturated, i.e. at every length the
+    mean d(x_T, x_0) reaches the embedder's ceiling d_ref(n), the mean distance between unrelated starts of
+    that length (ceiling_ratios, both as means over chains and pairs). Null: below SATURATION_FLOOR of the
+    ceiling at some length. By vd.rule_reaches_ceiling: reproduced when every length's ratio interval lies above the
+    floor, differs when one lies at or below it and its distance is shown to have stopped rising over the run's last
+    third (its rise, in units of the ceiling, too small to reach the floor: inconclusive while it may still rise).
+    The growth with n (`trend`) is shown, not judged: at the ceiling it is the embedder's."""
+    in_ceilings = ceiling.assign(
+        rise_low=ceiling.rise_low / ceiling.ceiling, rise_high=ceiling.rise_high / ceiling.ceiling
     )
-    sublinear = vd.rule_one_sided(
-        trend["exponent_low"],
-        trend["exponent_high"],
-        1.0,
-        "below",
-        estimate=trend["exponent"] if bt.finite(trend["exponent"]) else None,
+    verdict, reason = vd.rule_reaches_ceiling(
+        in_ceilings[["ratio_low", "ratio_high", "rise_low", "rise_high"]].itertuples(index=False, name=None),
+        SATURATION_FLOOR,
+        [f"n={m:g}" for m in ceiling.n],
     )
-    if trend["lengths"] < 3:
-        verdict, reason = bt.INCONCLUSIVE, f"only {trend['lengths']} length(s): three are needed for a trend"
-    else:
-        verdict, tally = vd.rule_every_part([grows[0], sublinear[0]], ["grows", "slower than linear"])
-        reason = f"{tally}; grows: {grows[1]}; slower than linear: exponent {sublinear[1]}"
+    weakest = ceiling.loc[ceiling.ratio.idxmin()] if ceiling.ratio.notna().any() else None
     return bt.claim_row(
         "distance_saturates",
-        f"slope of median d(x_T, x_0) against log n, tau = {tau:g}, T = {steps}",
-        trend["slope"],
-        _saturation_text(trend),
+        f"mean d(x_T, x_0) / d_ref(n) at the weakest length, tau = {tau:g}, T = {steps}",
+        math.nan if weakest is None else weakest.ratio,
+        _saturation_text(ceiling, trend),
         verdict,
-        f"null: no growth (slope 0) or linear growth (exponent 1); {reason}",
-        low=trend["slope_low"],
-        high=trend["slope_high"],
-        null=0.0,
+        f"null: below {SATURATION_FLOOR:g} of the ceiling at some length; {reason}",
+        low=math.nan if weakest is None else weakest.ratio_low,
+        high=math.nan if weakest is None else weakest.ratio_high,
+        null=SATURATION_FLOOR,
     )
 
 
-def _saturation_text(trend: dict) -> str:
-    """distance_saturates' estimate in words: the median d at the two ends, the slope and the exponent."""
-    ends = trend["medians"].iloc[[0, -1]]
+def _saturation_text(ceiling: pd.DataFrame, trend: dict) -> str:
+    """distance_saturates' estimate in words: each length's mean d over its ceiling, and the slope against log n."""
+    parts = [
+        f"n = {r.n:g}: {r.mean_distance:.2f} / {r.ceiling:.2f} = "
+        + bt.interval_text(r.ratio, r.ratio_low, r.ratio_high, missing="no ratio")
+        for r in ceiling.itertuples()
+    ]
     return (
-        "median d "
-        + " to ".join(f"{d:.2f} (n = {n:.0f})" for n, d in zip(ends.n, ends.median_distance))
-        + "; slope per unit log n "
+        "mean d over the ceiling d_ref(n): "
+        + "; ".join(parts)
+        + "; slope of median d per unit log n "
         + bt.interval_text(
             trend["slope"], trend["slope_low"], trend["slope_high"], signed=True, missing="not estimable"
-        )
-        + "; exponent "
-        + bt.interval_text(
-            trend["exponent"],
-            trend["exponent_low"],
-            trend["exponent_high"],
-            missing="not estimable (a median distance is 0)",
         )
     )
 
@@ -300,7 +306,7 @@ def _crossover_row(rise: pd.DataFrame) -> dict:
     parts = [vd.rule_trend(r.slope, r.slope_low, r.slope_high, "above", what="slope")[0] for r in rise.itertuples()]
     names = [f"n={r.n:g} R={r.radius:g}" for r in rise.itertuples()]
     verdict, reason = vd.rule_every_part(parts, names)
-    rising = sum(v == bt.REPRODUCED for v in parts)
+    rising = int((rise.slope_low > 0).sum())
     if len(rise) and rise.slope_low.notna().any():
         weakest = rise.loc[rise.slope_low.idxmin()]
         text = (
@@ -330,30 +336,21 @@ def _crossover_row(rise: pd.DataFrame) -> dict:
 def _alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
     """context_averaged_alpha (general, beyond the paper): at the first drift temperature at or above the
     coupling boundary, the mean over contexts of alpha(seed passage) - alpha(visited state), paired, with
-    Student's t interval over contexts. Null: no difference. Reproduced (visited states less coupled) when the
-    interval lies above 0, differs when at or below 0, inconclusive otherwise."""
+    Student's t interval over contexts (vd.rule_paired_mean). Null: no difference. Reproduced (visited states
+    less coupled) when the interval lies above 0, differs when at or below 0, inconclusive otherwise."""
     above = [t for t in sorted(temperatures) if bt.finite(boundary) and t >= boundary]
-    if not above:
-        why = (
-            "no coupling boundary inside the grid"
-            if not bt.finite(boundary)
-            else f"no drift temperature at or above the boundary {boundary:.2f}"
-        )
-        return bt.claim_row(
-            "context_averaged_alpha",
-            "mean alpha(seed) - alpha(visited) past the boundary",
-            math.nan,
-            why,
-            bt.INCONCLUSIVE,
-            f"null: no difference; {why}",
-        )
-    tau = above[0]
-    pairs = alpha_pairs(alpha, tau)
-    diff, low, high = (
-        paired_difference(pairs["seed passages"], pairs["visited"]) if len(pairs) else (math.nan, math.nan, math.nan)
+    tau = above[0] if above else math.nan
+    pairs = alpha_pairs(alpha, tau) if above else alpha.iloc[:0]
+    why = (
+        "no coupling boundary inside the grid"
+        if not bt.finite(boundary)
+        else f"no drift temperature at or above the boundary {boundary:.2f}"
+        if not above
+        else "no paired contexts"
     )
-    verdict, reason = vd.rule_one_sided(low, high, 0.0, "above")
-    text = bt.interval_text(diff, low, high, signed=True, missing="no paired contexts")
+    differences = (pairs["seed passages"] - pairs["visited"]) if len(pairs) else []
+    verdict, reason, diff, low, high = vd.rule_paired_mean(differences, 0.0, "above", missing=why)
+    text = bt.interval_text(diff, low, high, signed=True, missing=why)
     if len(pairs):
         text += (
             f" at tau = {tau:g} over {len(pairs)} contexts (means: seeds "
@@ -361,9 +358,46 @@ def _alpha_row(alpha: pd.DataFrame, boundary: float, temperatures) -> dict:
         )
     return bt.claim_row(
         "context_averaged_alpha",
-        f"mean alpha(seed) - alpha(visited) at tau = {tau:g}",
+        f"mean alpha(seed) - alpha(visited) at tau = {tau:g}" if above else "mean alpha(seed) - alpha(visited)",
         diff,
         text,
         verdict,
         f"null: no difference; {reason}",
+        low=low,
+        high=high,
+        null=0.0,
+    )
+
+
+def _theorem5_row(alpha: pd.DataFrame, fit: pd.Series, n: int) -> dict:
+    """theorem5_bound_loose (general, section 5.2 "On tightness", A.1), measured on the model: the highest grid
+    temperature where alpha-hat on a seed passage still reaches 1 (criterion_threshold, a lower bound on Theorem
+    5's threshold tau_alpha) over the coupling boundary tau_1/2 at length n, a lower bound on tau_alpha / tau_1/2.
+    Null: at most 1 (the criterion certifies fast mixing wherever pairs already meet). By vd.rule_lower_bound_ratio
+    on the boundary's upper end: reproduced when even that ratio exceeds 1, else inconclusive; never differs."""
+    bound = criterion_threshold(alpha)
+    verdict, reason, ratio = vd.rule_lower_bound_ratio(bound, fit.midpoint_low, fit.midpoint_high, 1.0)
+    if bt.finite(bound, fit.midpoint) and fit.midpoint > 0:
+        text = (
+            f"at least {ratio:.2f} (alpha-hat reaches 1 up to tau = {bound:g}; boundary "
+            + bt.interval_text(fit.midpoint, fit.midpoint_low, fit.midpoint_high, missing="not estimable")
+            + f" at n = {n})"
+            if bt.finite(ratio)
+            else f"alpha-hat reaches 1 up to tau = {bound:g}; the boundary at n = {n} has no upper end"
+        )
+    else:
+        text = (
+            "alpha-hat stays below 1 at every temperature scored"
+            if not bt.finite(bound)
+            else f"no coupling boundary inside the grid at n = {n}"
+        )
+    return bt.claim_row(
+        "theorem5_bound_loose",
+        f"lower bound on tau_alpha / tau_1/2 (alpha-hat on seed passages, boundary at n = {n})",
+        ratio,
+        text,
+        verdict,
+        f"null: tau_alpha / tau_1/2 at most 1; {reason}; a lower bound can show looseness, never its absence",
+        low=ratio,
+        null=1.0,
     )

@@ -104,7 +104,7 @@ def rise_text(rise: pd.DataFrame) -> str:
 
 def alpha_means_text(alpha: pd.DataFrame) -> str:
     """The mean alpha per drift temperature, visited states against seed passages, in words."""
-    means = alpha.groupby(["temperature", "states"]).alpha.mean().unstack("states")
+    means = alpha.groupby(["temperature", "states"]).alpha.mean().unstack("states").dropna()
     return "; ".join(
         f"tau = {t:g}: {row['visited']:.2f} visited vs {row['seed passages']:.2f} seeds" for t, row in means.iterrows()
     )
@@ -305,11 +305,26 @@ def comparison_view(fixed: dict, budget_free: dict):
     )
 
 
-def saturation_view(trend: dict):
-    """Fig. 3a's medians for reading: the median d(x_T, x_0) per length (saturation_trend)."""
-    medians, column = trend["medians"], "median d(x_T, x_0)"
+def saturation_view(ceiling: pd.DataFrame):
+    """Fig. 3a against the ceiling for reading: per length, the mean d(x_T, x_0), the ceiling d_ref(n) of unrelated
+    passages, their ratio and the rise over the run's last third, with 95% intervals (ceiling_ratios)."""
     return bt.reading_table(
-        pd.DataFrame({"n": medians.n.astype(int), column: medians.median_distance}), formats={column: "{:.3f}"}
+        pd.DataFrame(
+            {
+                "n": ceiling.n.astype(int),
+                "mean d(x_T, x_0)": ceiling.mean_distance,
+                "ceiling d_ref(n)": ceiling.ceiling,
+                "ratio": [
+                    bt.interval_text(r.ratio, r.ratio_low, r.ratio_high, missing="no interval")
+                    for r in ceiling.itertuples()
+                ],
+                "rise over the last third": [
+                    bt.interval_text(r.rise, r.rise_low, r.rise_high, signed=True, missing="no interval")
+                    for r in ceiling.itertuples()
+                ],
+            }
+        ),
+        formats={"mean d(x_T, x_0)": "{:.3f}", "ceiling d_ref(n)": "{:.3f}"},
     )
 
 

@@ -24,6 +24,7 @@ from glauber_core import (
     check_temperature,
     check_tokens,
     coupling_times,
+    embedding_distance,
     free_sites,
     glauber,
     is_protein,
@@ -35,7 +36,12 @@ from glauber_core import (
 # coupling budget; Fig. 3a's T = 10^4 steps at tau = 1 with 100 trials per length; Fig. 3b's tau = 1.4, 50 trials
 # per length, a 1,000-step cutoff and R = 1; Fig. 7's 100 chains, a 5,000-step cutoff and embeddings every 5
 # steps. One batched drift run per length serves all three drift protocols: each protocol reads its own chains
-# (the first `*_chains` starts) and its own cutoff (the records up to `*_steps`) from it.
+# (the first `*_chains` starts) and its own cutoff (the records up to `*_steps`) from it. Fig. 3b's hitting times
+# have their own run at `hit_tau` (`hit_chains` starts, recorded every `hit_record_every` steps: the shortest
+# times are a few steps), the section 7 alpha its own (`alpha_contexts` starts, final states only), and Fig. 3a's
+# ceiling d_ref(n) is measured on `ceiling_pairs` pairs of unrelated passages of each length. `alpha_grid`: the
+# temperatures at which alpha-hat is scored on the seed passages, for Theorem 5's threshold (theorem5_bound_loose);
+# `alpha_length` is one of `grid_lengths`, so that alpha-hat and the coupling boundary describe one chain.
 SETTINGS = {
     "smoke": dict(
         grid_lengths=[6, 10],
@@ -53,11 +59,14 @@ SETTINGS = {
         hit_tau=1.4,
         hit_steps=40,
         hit_chains=3,
+        hit_record_every=1,
         hit_radius=0.7,
+        ceiling_pairs=3,
         crossover_steps=40,
         crossover_chains=3,
         alpha_length=6,
         alpha_contexts=2,
+        alpha_grid=[1.0, 2.0, 4.0, 8.0],
         top_k=2,
         regime_steps=20,
         n_boot=20,
@@ -77,13 +86,16 @@ SETTINGS = {
         saturation_steps=300,
         saturation_chains=6,
         hit_tau=1.4,
-        hit_steps=300,
-        hit_chains=6,
+        hit_steps=200,
+        hit_chains=16,
+        hit_record_every=1,
         hit_radius=0.7,
+        ceiling_pairs=24,
         crossover_steps=300,
         crossover_chains=6,
-        alpha_length=12,
-        alpha_contexts=6,
+        alpha_length=8,
+        alpha_contexts=16,
+        alpha_grid=[1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0],
         top_k=3,
         regime_steps=200,
         n_boot=200,
@@ -105,11 +117,14 @@ SETTINGS = {
         hit_tau=1.4,
         hit_steps=1_000,
         hit_chains=50,
+        hit_record_every=1,
         hit_radius=1.0,
+        ceiling_pairs=100,
         crossover_steps=5_000,
         crossover_chains=100,
         alpha_length=20,
         alpha_contexts=16,
+        alpha_grid=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 24.0, 32.0],
         top_k=8,
         regime_steps=10_000,
         n_boot=1000,
@@ -141,11 +156,14 @@ PROTEIN_SETTINGS = {
         hit_tau=2.5,
         hit_steps=12,
         hit_chains=2,
+        hit_record_every=1,
         hit_radius=1.0,
+        ceiling_pairs=2,
         crossover_steps=12,
         crossover_chains=2,
         alpha_length=2,
         alpha_contexts=2,
+        alpha_grid=[1.0, 2.0, 4.0, 8.0],
         top_k=2,
         regime_steps=4,
         n_boot=20,
@@ -169,11 +187,14 @@ PROTEIN_SETTINGS = {
         hit_tau=2.5,
         hit_steps=60,
         hit_chains=4,
+        hit_record_every=1,
         hit_radius=1.0,
+        ceiling_pairs=4,
         crossover_steps=60,
         crossover_chains=4,
         alpha_length=4,
         alpha_contexts=4,
+        alpha_grid=[1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0],
         top_k=3,
         regime_steps=20,
         n_boot=200,
@@ -197,11 +218,14 @@ PROTEIN_SETTINGS = {
         hit_tau=2.5,
         hit_steps=1_000,
         hit_chains=50,
+        hit_record_every=1,
         hit_radius=1.0,
+        ceiling_pairs=100,
         crossover_steps=5_000,
         crossover_chains=100,
         alpha_length=6,
         alpha_contexts=16,
+        alpha_grid=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 24.0, 32.0],
         top_k=4,
         regime_steps=1_000,
         n_boot=1000,
@@ -218,10 +242,13 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     each override that is not None, 0, "" or [] in place of the profile's value (bt.profile_settings), and what
     follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
     ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
-    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b)."""
+    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b).
+    Raises ValueError when `alpha_length` is not a grid length (alpha-hat and the boundary must share a chain)."""
     protein = is_protein(cond)
     cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
     lengths = sorted(cfg.grid_lengths)
+    if cfg.alpha_length not in lengths:
+        raise ValueError(f"alpha_length = {cfg.alpha_length} must be one of the grid lengths {lengths}")
     return SimpleNamespace(
         **vars(cfg),
         protein=protein,
@@ -396,13 +423,24 @@ def multi_temperature_glauber(
     return trajectory, rows
 
 
-def drift_starts(cond, n: int, cfg, seed: int = 0):
-    """(Passages, frozen) of one drift length: a text model's `drift_chains` passages of n tokens, nothing
-    frozen; a protein MLM's germline contexts of `context_length` residues with n free sites (window_mask)."""
+def drift_starts(cond, n: int, cfg, seed: int = 0, count: int = 0):
+    """(Passages, frozen) of one drift length: a text model's `count` passages of n tokens (0: `drift_chains`),
+    nothing frozen; a protein MLM's germline contexts of `context_length` residues with n free sites
+    (window_mask)."""
+    count = count or cfg.drift_chains
     if is_protein(cond):
-        starts = seed_passages(cond, cfg.context_length, cfg.drift_chains, seed=seed, passages=cfg.passages)
+        starts = seed_passages(cond, cfg.context_length, count, seed=seed, passages=cfg.passages)
         return starts, window_mask(cfg.context_length, n)
-    return seed_passages(cond, n, cfg.drift_chains, seed=seed, passages=cfg.passages), 0
+    return seed_passages(cond, n, count, seed=seed, passages=cfg.passages), 0
+
+
+def ceiling_distances(cond, embedder, n: int, pairs: int, *, seed: int = 0, passages: str = "bbc") -> torch.Tensor:
+    """Fig. 3a's ceiling: d(a, b) = 1 - cos(phi(a), phi(b)) between `pairs` pairs of unrelated passages of n tokens
+    (2 * pairs distinct held-out passages, decoded as the chains' states are), FloatTensor[pairs]: what a chain
+    that forgot its start shows at that length."""
+    starts = seed_passages(cond, n, 2 * check_count(pairs, "pairs", 1), seed=seed, passages=passages).tokens
+    texts = cond.decode_batch(starts)
+    return embedding_distance(embedder, texts[:pairs], texts[pairs:])
 
 
 def protocol_slice(rows: pd.DataFrame, steps: torch.Tensor, chains: int, cutoff: int):

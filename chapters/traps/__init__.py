@@ -2,13 +2,14 @@
 
 Glauber chains on a masked LM fall into stretches where the text stops moving; appendix A.1 flags them by a rolling
 embedding drift, classes each held state as a perfect or an approximate trap by its score gaps, and C.2-C.3 follow
-how traps end and how far cold chains move. The package splits that by concern:
+how traps end and how far cold chains move after a burn-in. The package splits that by concern:
 
 - `protocol`: the profiles (`SETTINGS`, `settings`), the chains at every temperature in one batch, the recorded
   states as vectors, and a protein model's germline seeds with their gaps;
 - `science`: the estimators (the drift and the trap detector, the catalogue, escapes and departures, the summary,
   the cold distances, the surrogate without collective persistence) and the frames the chapter saves;
-- `judging`: each claim's estimator and `verdicts.py` rule, and the claims rows;
+- `judging`: each claim's estimate handed to its `verdicts.py` rule (nothing here decides a verdict), and the
+  claims rows;
 - `presentation`: figures (`*_figure`), display tables (`*_view`) and glued prose (`*_text`); nothing a saved number
   or a verdict depends on.
 
@@ -17,16 +18,17 @@ name below.
 """
 
 from .judging import (
+    COLD_FACTOR,
     DURATION_FACTOR,
-    NEAR_START,
     TRAP_CLAIMS,
     claim_rows,
-    judge_approximate_duration,
-    judge_cold,
-    judge_gap_correlation,
-    judge_split,
-    judge_weakest_site,
-    worst_cold_part,
+    cold_parts,
+    cold_row,
+    correlation_row,
+    duration_row,
+    final_escapes,
+    split_row,
+    weakest_row,
 )
 from .presentation import (
     catalogue_view,
@@ -66,7 +68,7 @@ from .protocol import (
 )
 from .science import (
     TRAP_COLUMNS,
-    cold_distances,
+    cold_frame,
     departure_counts,
     detect_traps,
     distance_at,
@@ -74,6 +76,7 @@ from .science import (
     held_states,
     kernel_chance,
     kernel_weakest_share,
+    movement,
     null_durations,
     persistence_surrogate,
     site_frame,
@@ -106,7 +109,7 @@ __all__ = [
     "state_vectors",
     # science
     "TRAP_COLUMNS",
-    "cold_distances",
+    "cold_frame",
     "departure_counts",
     "detect_traps",
     "distance_at",
@@ -114,6 +117,7 @@ __all__ = [
     "held_states",
     "kernel_chance",
     "kernel_weakest_share",
+    "movement",
     "null_durations",
     "persistence_surrogate",
     "site_frame",
@@ -125,16 +129,17 @@ __all__ = [
     "window_distances",
     "window_drift",
     # judging
+    "COLD_FACTOR",
     "DURATION_FACTOR",
-    "NEAR_START",
     "TRAP_CLAIMS",
     "claim_rows",
-    "judge_approximate_duration",
-    "judge_cold",
-    "judge_gap_correlation",
-    "judge_split",
-    "judge_weakest_site",
-    "worst_cold_part",
+    "cold_parts",
+    "cold_row",
+    "correlation_row",
+    "duration_row",
+    "final_escapes",
+    "split_row",
+    "weakest_row",
     # presentation
     "catalogue_view",
     "cold_view",

@@ -12,7 +12,7 @@ import pandas as pd
 from book_tools import interval_text, paper_claim, paper_number, parse_pairs, reading_table, share_text
 from glauber_core import is_protein
 
-from .judging import DURATION_FACTOR, NEAR_START, _count_text, judge_cold, judge_weakest_site
+from .judging import COLD_FACTOR, DURATION_FACTOR, _count_text, cold_parts, final_escapes
 from .protocol import COLD_PROTOCOL, PAPER_TAU, SETTINGS, TABLE4, settings
 from .science import kernel_chance, weakest_site_chance, window_drift
 
@@ -28,6 +28,7 @@ def setup_text(cfg, cond) -> dict:
         "vocab": f"{vocab:,}",
         "log_4v": f"{math.log(4 * vocab):.1f}",
         "cold_steps": f"{cfg.cold_steps:,}",
+        "burn_in": f"{cfg.burn_in:,}",
         "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none",
         "paper_n": f"{SETTINGS['paper']['seq_len']}",
         "colder_taus": " and ".join(
@@ -56,7 +57,8 @@ def profiles_view(cond=None):
                 "embedded every": f"{cfg.record_every} steps",
                 "window": f"{cfg.window:,} steps",
                 "threshold": f"{cfg.threshold:g}",
-                "cold chains": f"{cfg.cold_steps:,} steps at τ = " + ", ".join(f"{t:g}" for t in cfg.cold_temperatures),
+                "cold chains": f"{cfg.cold_steps:,} steps (burn-in {cfg.burn_in:,}) at τ = "
+                + ", ".join(f"{t:g}" for t in cfg.cold_temperatures),
                 "seeds": cfg.passages,
             }
         )
@@ -387,24 +389,28 @@ def weakest_view(traps: pd.DataFrame):
 
 
 def cold_view(cold: pd.DataFrame, warm_tau: float):
-    """Appendix C.3 as a reading table, per cold temperature: the chains' mean distance from the start with its
-    95% t interval and the part verdict of judge_cold (against NEAR_START), the warm chains' distance over as
-    many steps for reference, and the paper's distance for that temperature (BERT)."""
+    """Appendix C.3 as a reading table, per cold temperature (cold_parts): the judged comparison (the mean movement
+    after the burn-in, cold and warm, their paired excess with its 95% t interval and the part verdict), then the
+    mean distance from the start at the run's end beside the paper's (BERT: model-specific, shown, not judged)."""
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
-    warm = cold.groupby("temperature", sort=False).warm_distance.mean()
-    _, _, parts = judge_cold(cold)
+    warm = f"warm moved (τ = {warm_tau:g})"
     rows = [
         {
             "τ": p["tau"],
             "chains": p["chains"],
-            "distance [95%]": interval_text(p["mean"], p["low"], p["high"], digits=3, missing="no chain"),
+            "moved after burn-in": p["moved"],
+            warm: p["warm_moved"],
+            f"excess over {COLD_FACTOR:g} × warm [95%]": interval_text(
+                p["excess"], p["low"], p["high"], digits=3, signed=True, missing="too few chains"
+            ),
             "verdict": p["verdict"],
-            f"warm (τ = {warm_tau:g})": warm[p["tau"]],
-            "paper (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—"),
+            "distance from start": p["distance"],
+            "paper's distance (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—"),
         }
-        for p in parts
+        for p in cold_parts(cold)
     ]
-    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", f"warm (τ = {warm_tau:g})": "{:.3f}"})
+    formats = {"τ": "{:g}", "moved after burn-in": "{:.3f}", warm: "{:.3f}", "distance from start": "{:.3f}"}
+    return reading_table(pd.DataFrame(rows), formats)
 
 
 def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg) -> dict:
@@ -428,7 +434,7 @@ def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: lis
         "paper_tau_traps": _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run",
         "rho": claims.loc["mean_gap_correlation"].ours_text,
         "cold_summary": claims.loc["cold_chains_stay"].ours_text,
-        "near_start": f"{NEAR_START:g}",
+        "cold_factor": f"{COLD_FACTOR:g}",
         "duration_factor": f"{DURATION_FACTOR:g}",
     }
 
@@ -468,7 +474,7 @@ def _theorem8_text(traps: pd.DataFrame) -> str:
 
 def _weakest_text(at: pd.DataFrame) -> str:
     """Where the final escapes of the paper's temperature came, against the kernel's and a uniform site's share."""
-    _, _, hits, tries, chance, _, _ = judge_weakest_site(at)
+    hits, tries, chance = final_escapes(at)
     if tries == 0:
         return f"no trap at τ = {PAPER_TAU:g} ended inside the run, so there is no final escape to place"
     return (

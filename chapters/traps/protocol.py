@@ -82,21 +82,27 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     whole number of record spacings; the drift window, the profile's or 15 sweeps (15 n steps: the paper's 300
     steps if its passages had 20 tokens, which the paper does not state), rounded to a multiple of the record
     spacing; the cold chains' steps, at most the warm run's and a multiple of its record spacing (so the warm
-    chain's distance after as many steps is a recorded one); and the seed passages for `cond` (seed_source: a
-    protein model takes germline V genes; names from book_tools.PASSAGE_NAMES)."""
+    chain's distance after as many steps is a recorded one); the cold chains' burn-in, the first quarter of their
+    run (a multiple of the record spacing: appendix C.3 reads its cold chains after a start-up, e.g. steps 1k to
+    10k at tau = 0.01), and the spacing that records both it and the cold run's end (cold_record); and the seed
+    passages for `cond` (seed_source: a protein model takes germline V genes; names from
+    book_tools.PASSAGE_NAMES)."""
     cfg = profile_settings(profile, SETTINGS, **overrides)
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
     record = cfg.record_every
     steps = cfg.steps - cfg.steps % record  # records evenly spaced
     window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
-    cold = min(cfg.cold_steps, steps)
+    cold = max(record, min(cfg.cold_steps, steps) // record * record)
+    burn_in = max(record, cold // 4 // record * record)
     return SimpleNamespace(
         **vars(cfg)
         | dict(
             steps=steps,
             window=max(record, round(window / record) * record),
-            cold_steps=max(record, cold - cold % record),
+            cold_steps=cold,
+            burn_in=burn_in,
+            cold_record=math.gcd(burn_in, cold),
             passages=seed_source(cond, cfg.passages),
         )
     )
@@ -181,7 +187,7 @@ def chains_at_temperatures(
 def site_embeddings(tokens) -> torch.Tensor:
     """An embedding-free distance for chains on small vocabularies (Potts models in the calibration tests):
     each recorded state [B, R, n] as the concatenation of its sites' one-hot vectors, FloatTensor[B, R, n V].
-    Its cosine distance is the Hamming distance over n, so detect_traps and distance_at read it as they read a
+    Its cosine distance is the Hamming distance over n, so detect_traps and movement read it as they read a
     sentence embedding."""
     tokens = torch.as_tensor(tokens)
     if tokens.dim() != 3 or tokens.is_floating_point():
@@ -192,13 +198,13 @@ def site_embeddings(tokens) -> torch.Tensor:
 
 def hamming_vectors(tokens) -> torch.Tensor:
     """site_embeddings scaled to unit norm, FloatTensor[B, R, n V]: the cosine distance of two states is their
-    Hamming distance over n, and distance_at reads these vectors as it reads unit-norm sentence embeddings."""
+    Hamming distance over n, and movement reads these vectors as it reads unit-norm sentence embeddings."""
     vectors = site_embeddings(tokens)
     return vectors / math.sqrt(torch.as_tensor(tokens).shape[2])
 
 
 def state_vectors(cond, embedder, trajectory: Trajectory) -> torch.Tensor:
-    """The recorded states as unit vectors [B, R, d] for detect_traps and distance_at: the sentence embedding
+    """The recorded states as unit vectors [B, R, d] for detect_traps and movement: the sentence embedding
     (glauber.trajectory_embeddings) with an embedder, the one-hot site vectors (hamming_vectors: cosine distance =
     Hamming distance / n) with embedder None, as for a protein model."""
     if embedder is None:

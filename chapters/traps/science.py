@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from glauber_core import Conditionals, Trajectory, check_count, conditional_probs, score_gaps
-from verdicts import rank_correlation, share_intervals
+from verdicts import bootstrap_ci, poisson_interval, share_intervals, spearman_difference_ci
 
 from .protocol import state_vectors
 
@@ -349,10 +349,8 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     count and rate (traps per chain per 10,000 steps) with its exact 95% Poisson interval; perfect count,
     share and its 95% Wilson interval; mean duration with a 95% percentile-bootstrap interval (traps
     resampled), min and max; Spearman correlations of duration with the mean gap and with the min gap,
-    their difference and its bootstrap interval (NaN with fewer than 3 traps).
+    their difference and its bootstrap interval (NaN with fewer than 3 traps). The intervals come from verdicts.py.
     """
-    from scipy.stats import chi2
-
     chains, steps = check_count(chains, "chains", 1), check_count(steps, "steps", 1)
     draws = check_count(draws, "draws", 1)
     if not isinstance(catalogue, pd.DataFrame) or not {"duration", "kind", "mean_gap", "min_gap"} <= set(catalogue):
@@ -364,13 +362,13 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
     perfect_low, perfect_high = (
         (float(v[0]) for v in share_intervals([perfect], [count])) if count else (math.nan, math.nan)
     )
-    resample = np.random.default_rng(seed).integers(0, max(count, 1), size=(draws, count))
     exposure = chains * steps / 10_000
+    rate_low, rate_high = poisson_interval(count)
     summary = dict(
         count=count,
         rate_per_10k=count / exposure,
-        rate_low=chi2.ppf(0.025, 2 * count) / 2 / exposure if count else 0.0,
-        rate_high=chi2.ppf(0.975, 2 * count + 2) / 2 / exposure,
+        rate_low=rate_low / exposure,
+        rate_high=rate_high / exposure,
         perfect=perfect,
         perfect_share=share,
         perfect_low=perfect_low,
@@ -379,28 +377,14 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
         min_duration=duration.min() if count else math.nan,
         max_duration=duration.max() if count else math.nan,
     )
-    means = duration[resample].mean(1) if count else np.full(draws, np.nan)
-    summary["duration_low"], summary["duration_high"] = np.percentile(means, [2.5, 97.5]) if count else (math.nan,) * 2
-    if count < 3:
-        return summary | dict(
-            rho_mean=math.nan,
-            rho_min=math.nan,
-            rho_difference=math.nan,
-            difference_low=math.nan,
-            difference_high=math.nan,
-        )
-    mean_gap, min_gap = catalogue.mean_gap.to_numpy(float), catalogue.min_gap.to_numpy(float)
-    rho_mean, rho_min = float(rank_correlation(duration, mean_gap)), float(rank_correlation(duration, min_gap))
-    boot = rank_correlation(duration[resample], mean_gap[resample]) - rank_correlation(
-        duration[resample], min_gap[resample]
+    summary["duration_low"], summary["duration_high"] = (
+        bootstrap_ci(duration, resamples=draws, seed=seed) if count >= 2 else (math.nan, math.nan)
     )
-    low, high = np.nanpercentile(boot, [2.5, 97.5]) if np.isfinite(boot).any() else (math.nan, math.nan)
+    rho_mean, rho_min, low, high = spearman_difference_ci(
+        duration, catalogue.mean_gap.to_numpy(float), catalogue.min_gap.to_numpy(float), resamples=draws, seed=seed
+    )
     return summary | dict(
-        rho_mean=rho_mean,
-        rho_min=rho_min,
-        rho_difference=rho_mean - rho_min,
-        difference_low=float(low),
-        difference_high=float(high),
+        rho_mean=rho_mean, rho_min=rho_min, rho_difference=rho_mean - rho_min, difference_low=low, difference_high=high
     )
 
 
@@ -409,38 +393,47 @@ def trap_summary(catalogue: pd.DataFrame, chains: int, steps: int, *, draws: int
 # --------------------------------------------------------------------------------------------
 
 
-def distance_at(vectors, steps, step: int) -> torch.Tensor:
-    """d(x_step, x_0) = 1 - cos(phi(x_step), phi(x_0)) per chain, from unit-norm embeddings [B, R, d] recorded
-    at `steps`; `step` must be a recorded step."""
+def movement(vectors, steps, first: int, last: int) -> torch.Tensor:
+    """d(x_first, x_last) = 1 - cos(phi(x_first), phi(x_last)) per chain, from unit-norm vectors [B, R, d] recorded
+    at `steps` (state_vectors: a sentence embedding, or the Hamming share on one-hot sites); both steps must be
+    recorded ones."""
     steps = torch.as_tensor(steps)
-    where = (steps == step).nonzero()
-    if len(where) != 1:
-        raise ValueError(f"step {step} is not one of the recorded steps")
-    k = int(where[0, 0])
-    return 1.0 - (vectors[:, k] * vectors[:, 0]).sum(-1)
+    where = [(steps == step).nonzero() for step in (first, last)]
+    if any(len(w) != 1 for w in where):
+        raise ValueError(f"steps {first} and {last} must both be recorded steps")
+    a, b = (int(w[0, 0]) for w in where)
+    return (1.0 - (vectors[:, a] * vectors[:, b]).sum(-1)).clamp_min(0.0)
 
 
-def cold_distances(warm: torch.Tensor, cold: dict) -> pd.DataFrame:
-    """Appendix C.3's comparison, one row per (cold temperature, chain): the cold chain's embedding distance
-    from its start after the cold run, and the warm (reference) chain's distance from the same start after
-    the same number of steps. warm: FloatTensor[B]; cold: {tau: FloatTensor[B]}."""
-    warm = torch.as_tensor(warm, dtype=torch.float64).reshape(-1)
+def distance_at(vectors, steps, step: int) -> torch.Tensor:
+    """d(x_step, x_0) per chain (movement from the first record); `step` must be a recorded step."""
+    return movement(vectors, steps, int(torch.as_tensor(steps)[0]), step)
+
+
+def cold_frame(warm, cold: dict, burn_in: int, end: int) -> pd.DataFrame:
+    """Appendix C.3's comparison, one row per (cold temperature, chain): distance, the cold chain's distance from
+    its start at step `end` (the number the paper reports); moved, how far it moved from its burn-in (step
+    `burn_in`) to `end`; and warm_distance, warm_moved, the same for the warm chain from the same start over the
+    same steps. warm: (vectors, steps) of the warm run; cold: {tau: (vectors, steps)} (unit vectors, state_vectors)."""
+    warm_vectors, warm_steps = warm
+    columns = ["temperature", "chain", "distance", "moved", "warm_distance", "warm_moved"]
+    warm_distance, warm_moved = (movement(warm_vectors, warm_steps, s, end) for s in (warm_steps[0], burn_in))
     frames = []
-    for tau, distance in cold.items():
-        distance = torch.as_tensor(distance, dtype=torch.float64).reshape(-1)
-        if distance.shape != warm.shape:
-            raise ValueError(f"cold run tau={tau} has {len(distance)} chains, the warm run {len(warm)}")
+    for tau, (vectors, steps) in cold.items():
+        if len(vectors) != len(warm_vectors):
+            raise ValueError(f"cold run tau={tau} has {len(vectors)} chains, the warm run {len(warm_vectors)}")
+        values = (
+            movement(vectors, steps, steps[0], end),
+            movement(vectors, steps, burn_in, end),
+            warm_distance,
+            warm_moved,
+        )
         frames.append(
             pd.DataFrame(
-                {
-                    "temperature": float(tau),
-                    "chain": np.arange(len(warm)),
-                    "distance": distance.numpy(),
-                    "warm_distance": warm.numpy(),
-                }
+                {"temperature": float(tau), "chain": np.arange(len(vectors))}
+                | {name: v.double().numpy() for name, v in zip(columns[2:], values)}
             )
         )
-    columns = ["temperature", "chain", "distance", "warm_distance"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 

@@ -28,14 +28,16 @@ def _pseudo_likelihood_verdict(seed: int, symmetric: bool) -> str:
     values each, one random Potts model a window, scores in fp32) through its rule: a symmetric coupling is
     compatible (the claim fails: every PL gap is 0 up to rounding), an asymmetric one is not (it holds)."""
     cfg = ch2.settings("quick")
-    gaps = []
+    gaps, floors = [], []
     for window in range(cfg.windows):
         generator = torch.Generator().manual_seed(seed * 1000 + window)
         raw = 1.5 * torch.randn(3, 3, generator=generator, dtype=torch.float64)
         field = 0.5 * torch.randn(3, cfg.window_tokens, generator=generator, dtype=torch.float64)
         potts = glauber.PottsConditionals((raw + raw.T) / 2 if symmetric else raw, field, cfg.window_tokens)
-        gaps.append(ch2.stationary_vs_pseudo_likelihood(Float32Scores(potts), 3, 1.0)["pl_gap"])
-    return judging2._pseudo_likelihood_row(gaps)["verdict"]
+        laws = ch2.stationary_vs_pseudo_likelihood(Float32Scores(potts), 3, 1.0)
+        gaps.append(laws["pl_gap"])
+        floors.append(laws["pl_floor"])
+    return judging2._pseudo_likelihood_row(gaps, floors)["verdict"]
 
 
 CASES = cases(

@@ -1,8 +1,14 @@
-"""Chapter 3's general claims on known-answer chains at the quick profile's sizes (make calibrate)."""
+"""Chapter 3's general claims on known-answer chains at the quick profile's sizes (make calibrate).
+
+Each case runs the chapter's own estimator and claims-row helper with the quick profile's lengths, chains, steps,
+recording interval, temperature grid and bootstrap, on a Potts chain whose answer is known by mathematics, with a
+distance whose law is known (the Hamming share of sites changed) where the notebook uses an embedding distance.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 
 import glauber_core as glauber
@@ -11,6 +17,8 @@ from chapters.phase import judging as judging3
 
 from . import cases
 
+CHAPTER = "03_phase_diagram"
+
 
 def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
     """Independent sites (J = 0) whose conditional puts all but e^-field of its mass on colour 1: from all-0
@@ -18,20 +26,26 @@ def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
     return glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[0.0, field]] * n), q=2)
 
 
+def hamming_share(trajectory: glauber.Trajectory) -> torch.Tensor:
+    """The share of sites that differ from the chain's start, every record [B, R]: a distance bounded by 1."""
+    return (trajectory.tokens != trajectory.tokens[:, :1]).double().mean(-1)
+
+
+# ---- nlogn_fit (Fig. 3b) ----
+
+
 def _hitting_verdict(seed: int, radius: float) -> str:
-    """Chapter 3's hitting-time protocol on independent sites that always leave their colour: the quick
-    profile's lengths, chains per length, recording interval, cutoff and bootstrap, then its nlogn rule.
-    Radius 1 (every site changed) is the coupon collector, n H_n: n log n holds; radius 1/2 takes about
-    n ln 2 steps, linear in n: it fails."""
+    """The hitting-time protocol on independent sites that always leave their colour: the quick profile's lengths,
+    hitting chains, recording interval, cutoff and bootstrap, then the nlogn rule. Radius 1 (every site changed) is
+    the coupon collector, n H_n: n log n holds; radius 1/2 takes about n ln 2 steps, linear in n: it fails."""
     cfg = ch3.settings("quick")
     lengths, times = [], []
     for n in cfg.drift_lengths:
         x0 = torch.zeros(cfg.hit_chains, n, dtype=torch.long)
         run = glauber.glauber(
-            leaving_sites(n), x0, cfg.hit_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
+            leaving_sites(n), x0, cfg.hit_steps, seed=seed * 1000 + n, record_every=cfg.hit_record_every, progress=False
         )
-        share = (run.tokens != run.tokens[:, :1]).double().mean(-1)
-        hit = ch3.hitting_times(share, run.steps, radius)
+        hit = ch3.hitting_times(hamming_share(run), run.steps, radius)
         lengths += [n] * len(hit)
         times += hit.tolist()
     scaling = ch3.scaling_fits(np.array(lengths), np.array(times), n_boot=cfg.n_boot, seed=seed)
@@ -39,12 +53,201 @@ def _hitting_verdict(seed: int, radius: float) -> str:
     return judging3._nlogn_row(scaling, events, cfg.hit_tau, radius)["verdict"]
 
 
+# ---- distance_saturates (Fig. 3a) ----
+
+
+def locked_pairs(n: int, q: int = 20, coupling: float = 12.0) -> glauber.PottsConditionals:
+    """q-colour Potts whose first n/2 sites form pairs (0, 1), (2, 3), ... with a strong coupling and whose other
+    sites are free: a pair that agrees leaves its colour only after a site breaks away (probability about
+    (q - 1) e^-coupling per visit) and its partner follows, so over the book's steps it keeps its start colour."""
+    J = torch.zeros(n, n, dtype=torch.float64)
+    for i in range(0, n // 2 - 1, 2):
+        J[i, i + 1] = J[i + 1, i] = coupling
+    return glauber.PottsConditionals(J, q=q)
+
+
+def _locked_starts(n: int, count: int, q: int, generator) -> torch.Tensor:
+    """Uniform states whose locked pairs agree (each pair one uniform colour): unrelated starts of locked_pairs."""
+    x = torch.randint(0, q, (count, n), generator=generator)
+    x[:, 1 : n // 2 : 2] = x[:, 0 : n // 2 - 1 : 2]
+    return x
+
+
+def _saturation_verdict(seed: int, locked: bool, q: int = 20) -> str:
+    """Fig. 3a's protocol with the Hamming share (a distance bounded by 1) at the quick profile's lengths, chains,
+    steps and recording interval, judged against the ceiling d_ref(n), the share between unrelated starts
+    (`ceiling_pairs` pairs). Free sites (every site uniform over q colours): after T steps (T >> n log n) every site
+    has been redrawn, d sits at the ceiling (q - 1) / q: it saturates. Locked pairs on half the sites: they keep
+    their start colour (escape takes about e^12 / (q - 1) visits), so d stays near half the ceiling: it does not."""
+    cfg = ch3.settings("quick")
+    generator = torch.Generator().manual_seed(seed)
+    n_all, final, late, ref_n, ref = [], [], [], [], []
+    for n in cfg.drift_lengths:
+        cond = locked_pairs(n, q) if locked else glauber.PottsConditionals(torch.zeros(n, n), q=q)
+        starts = _locked_starts(n, cfg.saturation_chains + 2 * cfg.ceiling_pairs, q, generator)
+        if not locked:
+            starts = torch.randint(0, q, starts.shape, generator=generator)
+        chains, others = starts[: cfg.saturation_chains], starts[cfg.saturation_chains :]
+        run = glauber.glauber(
+            cond, chains, cfg.saturation_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
+        )
+        at_t, at_two_thirds = ch3.distance_at_ends(hamming_share(run), run.steps, cfg.saturation_steps)
+        pairs = cfg.ceiling_pairs
+        n_all += [n] * len(at_t)
+        final += at_t.tolist()
+        late += at_two_thirds.tolist()
+        ref_n += [n] * pairs
+        ref += (others[:pairs] != others[pairs:]).double().mean(-1).tolist()
+    ceiling = ch3.ceiling_ratios(n_all, final, late, ref_n, ref, n_boot=cfg.n_boot, seed=seed)
+    trend = ch3.saturation_trend(n_all, final, n_boot=cfg.n_boot, seed=seed)
+    return judging3._saturation_row(ceiling, trend, cfg.saturation_tau, cfg.saturation_steps)["verdict"]
+
+
+# ---- crossover_fractions (Fig. 7) ----
+
+
+def _crossover_verdict(seed: int, field_on_start: float, q: int) -> str:
+    """Fig. 7's protocol at the quick profile's lengths, temperatures, chains, steps, recording interval and radii,
+    on independent sites with a field `field_on_start` on colour 0, the start, and the Hamming share. A site leaves
+    the start colour with probability (q - 1) / (e^(field / tau) + q - 1) per visit: with the field on the start it
+    rises with tau, so does the share of chains reaching every radius (the claim holds); with the field against
+    the start it falls (it fails)."""
+    cfg = ch3.settings("quick")
+    peaks, rows = [], []
+    for n in cfg.drift_lengths:
+        cond = glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[field_on_start] + [0.0] * (q - 1)] * n), q=q)
+        run, table = ch3.multi_temperature_glauber(
+            cond,
+            torch.zeros(cfg.crossover_chains, n, dtype=torch.long),
+            cfg.drift_temperatures,
+            cfg.crossover_steps,
+            seed=seed * 1000 + n,
+            record_every=cfg.record_every,
+            progress=False,
+        )
+        peaks.append(hamming_share(run))
+        rows.append(table.assign(n=n))
+    rise = ch3.rise_with_temperature(torch.cat(peaks), pd.concat(rows), ch3.crossover_radii(), seed=seed)
+    return judging3._crossover_row(rise)["verdict"]
+
+
+# ---- boundary_shift_with_n and transition_width (Fig. 2) ----
+
+
+def curie_weiss(n: int, critical: float) -> glauber.PottsConditionals:
+    """All-to-all Potts (q = 2) whose mean-field critical temperature is `critical` (per-site total coupling
+    2 critical, pair coupling 2 critical / (n - 1)): below it two wells, above it one."""
+    return glauber.PottsConditionals(torch.full((n, n), 2 * critical / (n - 1), dtype=torch.float64), q=2)
+
+
+def switch(n: int, coupling: float = 6.0) -> glauber.PottsConditionals:
+    """Sites 0 and 1 coupled to each other only (a two-site switch), the other n - 2 sites free (q = 2)."""
+    J = torch.zeros(n, n, dtype=torch.float64)
+    J[0, 1] = J[1, 0] = coupling
+    return glauber.PottsConditionals(J, q=2)
+
+
+def _length_comparison(make, seed: int):
+    """Section 2 of the chapter at the quick profile's grid (lengths, temperatures, pairs, budget, bootstrap):
+    pairs from the two ground states (all 0, all 1), the budget scaled by n log n, logistic fits per length and
+    the comparison of the two lengths. Returns (scaled comparison, fixed comparison, coupled pairs, cfg)."""
+    cfg = ch3.settings("quick")
+    grids = []
+    for n in cfg.lengths:
+        x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
+        grids.append(ch3.coupling_grid(make(n), x0, y0, cfg.grid_temperatures, cfg.budget, seed=seed, progress=False))
+    grid = pd.concat(grids, ignore_index=True)
+    scaled = ch3.scaled_budget_grid(grid, cfg.budget)
+    scaled_fits = ch3.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
+    fixed_fits = ch3.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
+    return (
+        ch3.compare_lengths(scaled_fits, cfg.small, cfg.large),
+        ch3.compare_lengths(fixed_fits, cfg.small, cfg.large),
+        int(scaled.coupled.sum()),
+        cfg,
+    )
+
+
+def _shift_verdict(seed: int, exponent: float) -> str:
+    """boundary_shift_with_n on Curie-Weiss with a critical temperature 1.6 (n / 8)^exponent: it moves up with n
+    (exponent 1/2: the claim holds) or down (exponent -1/2, from 2.8 at n = 8: it fails)."""
+    start = 1.6 if exponent > 0 else 2.8
+    scaled, _, events, cfg = _length_comparison(lambda n: curie_weiss(n, start * (n / 8) ** exponent), seed)
+    return judging3._boundary_shift_row(scaled, events, cfg.small, cfg.large)["verdict"]
+
+
+def _width_verdict(seed: int, chain: str) -> str:
+    """transition_width on a two-site switch (a fixed barrier: its width in log tau shrinks only like
+    1 / log n, the claim holds) or on Curie-Weiss with a fixed critical temperature 2 (mean field: the width
+    in log tau shrinks like n^-1/2, it fails)."""
+    make = switch if chain == "switch" else (lambda n: curie_weiss(n, 2.0))
+    scaled, fixed, _, cfg = _length_comparison(make, seed)
+    return judging3._transition_width_row(scaled, cfg.small, cfg.large, fixed)["verdict"]
+
+
+# ---- context_averaged_alpha (section 7) ----
+
+
+class GatedPotts:
+    """s_i(a; x) = gate(x) * coupling * #{j != i: x_j = a} + h_i(a) with gate(x) = 1[x_0 = `gate_colour`] for
+    i != 0; site 0 feels a strong field towards colour 1 only. With gate colour 0 the seeds (x_0 = 0) are coupled and
+    the visited states (x_0 = 1) are not; with gate colour 1 the other way round."""
+
+    def __init__(self, n: int, gate_colour: int = 0, coupling: float = 2.0, q: int = 4):
+        self.vocab_size, self.allowed, self.max_sites = q, torch.ones(q, dtype=torch.bool), n
+        self.coupling, self.gate_colour, self.device, self.name_or_path = coupling, gate_colour, torch.device("cpu"), ""
+        self.field = torch.zeros(n, q, dtype=torch.float64)
+        self.field[0, 1] = 40.0
+
+    def log_scores(self, tokens, positions):
+        colours = torch.nn.functional.one_hot(tokens, self.vocab_size).double()
+        own = torch.nn.functional.one_hot(positions, tokens.shape[1]).bool()
+        counts = (colours * (~own).unsqueeze(-1)).sum(1)
+        gate = ((tokens[:, 0] == self.gate_colour) & (positions != 0)).double().unsqueeze(1)
+        return self.coupling * gate * counts + self.field[positions]
+
+
+def _alpha_verdict(seed: int, gate_colour: int) -> str:
+    """The section 7 estimator at the quick profile's length, contexts, candidates and steps: seeds with x_0 = 0
+    (random elsewhere), chains at tau = 2 (past a boundary put at 1), alpha on seeds and on the final states. Gate
+    colour 0: the visited states are uncoupled, the seeds are not (the claim holds); gate colour 1: the visited
+    states are the coupled ones (it fails)."""
+    cfg = ch3.settings("quick")
+    n, tau = cfg.alpha_length, 2.0
+    seeds = torch.randint(0, 4, (cfg.alpha_contexts, n), generator=torch.Generator().manual_seed(seed))
+    seeds[:, 0] = 0
+    cond = GatedPotts(n, gate_colour)
+    run = glauber.glauber(cond, seeds, cfg.drift_steps, tau, seed=seed, record_every=cfg.drift_steps, progress=False)
+    alpha = ch3.context_alpha(cond, seeds, {tau: run.final}, cfg.top_k)
+    return judging3._alpha_row(alpha, 1.0, [tau])["verdict"]
+
+
 CASES = cases(
     __file__,
     [
-        ("nlogn_fit", "coupon collector: every site changed (n H_n)", "holds", "03_phase_diagram",
+        ("nlogn_fit", "coupon collector: every site changed (n H_n)", "holds", CHAPTER,
          lambda seed: _hitting_verdict(seed, 1.0)),
-        ("nlogn_fit", "half the sites changed (about n ln 2)", "fails", "03_phase_diagram",
+        ("nlogn_fit", "half the sites changed (about n ln 2)", "fails", CHAPTER,
          lambda seed: _hitting_verdict(seed, 0.5)),
+        ("distance_saturates", "free sites, Hamming share at the ceiling", "holds", CHAPTER,
+         lambda seed: _saturation_verdict(seed, locked=False)),
+        ("distance_saturates", "half the sites in locked pairs: half the ceiling", "fails", CHAPTER,
+         lambda seed: _saturation_verdict(seed, locked=True)),
+        ("crossover_fractions", "independent sites, field on the start colour", "holds", CHAPTER,
+         lambda seed: _crossover_verdict(seed, 3.0, q=20)),
+        ("crossover_fractions", "independent sites, field against the start colour", "fails", CHAPTER,
+         lambda seed: _crossover_verdict(seed, -3.0, q=3)),
+        ("boundary_shift_with_n", "Curie-Weiss, critical temperature rising like n^1/2", "holds", CHAPTER,
+         lambda seed: _shift_verdict(seed, 0.5)),
+        ("boundary_shift_with_n", "Curie-Weiss, critical temperature falling like n^-1/2", "fails", CHAPTER,
+         lambda seed: _shift_verdict(seed, -0.5)),
+        ("transition_width", "two-site switch in free sites (fixed barrier)", "holds", CHAPTER,
+         lambda seed: _width_verdict(seed, "switch")),
+        ("transition_width", "Curie-Weiss, fixed critical temperature (mean field)", "fails", CHAPTER,
+         lambda seed: _width_verdict(seed, "curie-weiss")),
+        ("context_averaged_alpha", "gated Potts: visited states uncoupled", "holds", CHAPTER,
+         lambda seed: _alpha_verdict(seed, 0)),
+        ("context_averaged_alpha", "gated Potts: visited states the coupled ones", "fails", CHAPTER,
+         lambda seed: _alpha_verdict(seed, 1)),
     ],
 )  # fmt: skip

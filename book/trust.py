@@ -1,0 +1,92 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # How far each verdict can be trusted
+#
+# ```{admonition} This chapter at a glance
+# :class: tip
+# - **Claim**: a verdict is worth what its rule's error rate is at the size the book runs.
+# - **Look at**: the figure (each rule's wrong-decision share on chains whose answer is known) and the table.
+# - **Rerun**: `make calibrate` (about half an hour on 2 cores), then the launch button at the top of this page (Colab) or `papermill book/trust.ipynb out.ipynb`.
+# ```
+#
+# One draw that comes out right says little about how often a rule errs. For every general claim,
+# `make calibrate` (`tools/calibrate.py`, its cases in `tools/calibration/`) runs the chapter's own
+# estimator and rule at the `quick` profile's sizes (its chains, steps, recording interval and grid)
+# on chains whose answer is known by mathematics, once per seed over 50 independent seeds: a case
+# where the claim holds and one where it fails. A **wrong decision** is *differs* where the claim
+# holds or *reproduced* where it fails; *inconclusive* is never wrong, only weak. Each rule is built
+# to err at most 5% of the time at this size; the check is an observed wrong share of at most 10%.
+# The **power** is the share of seeds decided correctly; a rule that decides under 20% of the cases
+# where its claim holds is labelled *cannot decide at this size* on the reproduction page.
+#
+# This page refuses a stale table: each case's row names the code version it was made at (the
+# chapter's code version and the case's own module), and the page fails if any differs from today's.
+
+# %% tags=["remove-cell"]
+# Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
+import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.call("git clone -q --depth 1 https://github.com/glauber-mlm/glauber-mlm-companion companion && sh companion/tools/colab_setup.sh " + sys.executable, shell=True) and sys.path.insert(0, "companion")  # noqa: E401, E702, I001  # fmt: skip
+
+# %% tags=["remove-input"]
+import sys
+
+from IPython.display import HTML, Markdown
+
+import book_tools as bt
+
+sys.path.insert(0, str(bt.REPO_ROOT / "tools"))
+import calibrate  # noqa: E402
+
+table = bt.read_operating_characteristics()
+stale = calibrate.stale_cases(table)
+if stale:
+    raise ValueError(
+        "results/calibration/operating_characteristics.csv is stale for "
+        f"{len(stale)} case(s), e.g. {stale[0]}: run `make calibrate`"
+    )
+general = bt.read_paper_claims().query("kind == 'general'").claim
+uncovered = sorted(set(general) - set(table.claim))
+Markdown(
+    f"**{table.claim.nunique()} rules, {len(table)} known-answer cases, "
+    f"{int(table.seeds.sum())} runs.** "
+    + (
+        "Every general claim has its cases."
+        if not uncovered
+        else "General claims without a case yet: "
+        + ", ".join(f"`{c}`" for c in uncovered)
+        + "."
+    )
+)
+
+# %% [markdown]
+# ## Wrong decisions, case by case
+#
+# Each dot is one known-answer case: the share of its seeds on which the rule decided wrongly, with
+# its 95% Wilson interval; the dashed line is the 10% check, the dotted one the 5% design.
+
+# %% tags=["remove-input"]
+bt.set_book_style()
+bt.operating_characteristics_figure(table)
+
+# %% [markdown]
+# ## The table
+#
+# Counts of each verdict over the seeds, the wrong share with its interval, and the power.
+
+# %% tags=["remove-input", "full-width"]
+HTML(bt.operating_characteristics_html(table))
