@@ -504,15 +504,15 @@ def operating_characteristics_figure(table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     rows = table.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.6))
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.6))
     for y, row in rows.iterrows():
         colour = "#0072b2" if row.truth == "holds" else "#d55e00"
         ax.plot([row.wrong_low, row.wrong_high], [y, y], color=colour, lw=2)
         ax.plot([row.wrong_share], [y], "o" if row.truth == "holds" else "s", color=colour, ms=6)
     ax.axvline(0.10, color="black", ls="--", lw=1)
     ax.axvline(0.05, color="black", ls=":", lw=1)
-    labels = [f"{r.claim.replace('_', ' ')}: {r.case}"[:70] for r in rows.itertuples()]
-    ax.set(yticks=range(len(rows)), xlim=(-0.02, max(0.5, float(rows.wrong_high.max()) + 0.02)))
+    labels = [_short(f"{r.claim.replace('_', ' ')}: {r.case}", 56) for r in rows.itertuples()]
+    ax.set(yticks=range(len(rows)), xlim=(-0.02, max(0.3, float(rows.wrong_high.max()) + 0.02)))
     ax.set_yticklabels(labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("share of seeds decided wrongly (95% Wilson interval)")

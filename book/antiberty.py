@@ -89,7 +89,7 @@ Markdown(
 # and not on the other is a claim about that model, not about masked LMs. Each row's dropdown says
 # what was measured on each model, where the chapter had to replace an English step.
 
-# %% tags=["remove-input", "full-width"]
+# %% tags=["remove-input"]
 label = bt.model_label()
 runs = {f"{label} (this build)": bt.read_claims(bt.results_root())}
 if ran:

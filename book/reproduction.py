@@ -73,7 +73,7 @@ else:
 #
 # One row per claim of the paper's tables and figures, in the order of the paper.
 
-# %% tags=["remove-input", "full-width"]
+# %% tags=["remove-input"]
 HTML(bt.claims_html(tables["paper"]))
 
 # %% [markdown]
@@ -83,7 +83,7 @@ HTML(bt.claims_html(tables["paper"]))
 # stationary laws on chains small enough to enumerate) and a question its section 7 leaves open
 # (how large the influence is on the states the chains actually visit).
 
-# %% tags=["remove-input", "full-width"]
+# %% tags=["remove-input"]
 HTML(bt.claims_html(tables["beyond"]))
 
 # %% [markdown]
@@ -93,7 +93,7 @@ HTML(bt.claims_html(tables["beyond"]))
 # telescopes to 0, Proposition 4) and controls that show a test can tell a compatible model from an
 # incompatible one. A failed check means the code, not the model, is wrong.
 
-# %% tags=["remove-input", "full-width"]
+# %% tags=["remove-input"]
 checks = bt.read_checks(bt.results_root())
 (
     HTML(bt.checks_html(checks))

@@ -88,5 +88,5 @@ bt.operating_characteristics_figure(table)
 #
 # Counts of each verdict over the seeds, the wrong share with its interval, and the power.
 
-# %% tags=["remove-input", "full-width"]
+# %% tags=["remove-input"]
 HTML(bt.operating_characteristics_html(table))
