@@ -222,6 +222,57 @@ def _alpha_verdict(seed: int, gate_colour: int) -> str:
     return judging3._alpha_row(alpha, 1.0, [tau])["verdict"]
 
 
+# ---- theorem5_bound_loose (section 5.2 "On tightness", A.1) ----
+
+
+class GatedSwitch(GatedPotts):
+    """GatedPotts (q = 4, gate colour 0) plus a two-site switch of strength `switch` on the last two sites:
+    alpha is large on seeds with x_0 = 0 (the gate open: above 1 up to tau = 8 on 200 random seeds), but every
+    chain sets x_0 = 1 on its first visit and closes the gate, so pairs meet as fast as the switch lets them
+    (coupling boundary about 1.15 at the quick budget: 200 pairs per temperature): tau_alpha / tau_1/2 >= 7."""
+
+    def __init__(self, n: int, switch: float = 6.0):
+        super().__init__(n, gate_colour=0)
+        J = torch.zeros(n, n, dtype=torch.float64)
+        J[n - 2, n - 1] = J[n - 1, n - 2] = switch
+        self.switch = glauber.PottsConditionals(J, q=self.vocab_size)
+
+    def log_scores(self, tokens, positions):
+        return super().log_scores(tokens, positions) + self.switch.log_scores(tokens, positions)
+
+
+def clique_in_switch(n: int, switch: float, coupling: float, size: int = 4) -> glauber.PottsConditionals:
+    """q = 4 Potts: a two-site switch of strength `switch` on sites 0, 1 (it sets the coupling boundary) and a
+    clique of `size` sites from site 2 with pair coupling `coupling` (it sets where alpha, a sum of size - 1
+    influences, crosses 1); the other sites free. At n = 8 and the quick budget (200 pairs per temperature, 200
+    seeds): switch 10, coupling 2.5 has tau_1/2 about 1.85 and alpha above 1 up to tau = 2.5 (1.16; 0.94 at 3), a
+    ratio about 1.4; switch 12, coupling 1.2 has tau_1/2 about 2.1 and alpha below 1 from tau = 1.5 (the switch's
+    own c_01 < 1 is the largest sum there), a ratio under 0.72."""
+    J = torch.zeros(n, n, dtype=torch.float64)
+    J[0, 1] = J[1, 0] = switch
+    clique = torch.arange(2, 2 + size)
+    J[clique[:, None], clique[None, :]] = coupling
+    J[clique, clique] = 0.0
+    return glauber.PottsConditionals(J, q=4)
+
+
+def _looseness_verdict(seed: int, cond, gate_open: bool) -> str:
+    """Chapter 3's Theorem 5 protocol at the quick profile's alpha_length, coupling grid (temperatures, pairs,
+    budget, bootstrap) and alpha grid (contexts, candidates): pairs from the ground states all 0 and all 1,
+    transition_fits for the boundary tau_1/2, context_alpha on uniform seeds (x_0 = 0 when `gate_open`) for
+    criterion_threshold, then the one-sided rule."""
+    cfg = ch3.settings("quick")
+    n = cfg.alpha_length
+    x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
+    grid = ch3.coupling_grid(cond, x0, y0, cfg.grid_temperatures, cfg.budget, seed=seed, progress=False)
+    fit = ch3.transition_fits(grid, n_boot=cfg.n_boot, seed=seed).set_index("n").loc[n]
+    seeds = torch.randint(0, cond.vocab_size, (cfg.alpha_contexts, n), generator=torch.Generator().manual_seed(seed))
+    if gate_open:
+        seeds[:, 0] = 0
+    alpha = ch3.context_alpha(cond, seeds, {}, cfg.top_k, seed_temperatures=cfg.alpha_grid)
+    return judging3._theorem5_row(alpha, fit, n)["verdict"]
+
+
 CASES = cases(
     __file__,
     [
@@ -249,5 +300,11 @@ CASES = cases(
          lambda seed: _alpha_verdict(seed, 0)),
         ("context_averaged_alpha", "gated Potts: visited states the coupled ones", "fails", CHAPTER,
          lambda seed: _alpha_verdict(seed, 1)),
+        ("theorem5_bound_loose", "gated Potts in a switch: tau_alpha >= 7 tau_1/2", "holds", CHAPTER,
+         lambda seed: _looseness_verdict(seed, GatedSwitch(ch3.settings("quick").alpha_length), True)),
+        ("theorem5_bound_loose", "4-clique in a switch: tau_alpha about 1.4 tau_1/2", "holds", CHAPTER,
+         lambda seed: _looseness_verdict(seed, clique_in_switch(ch3.settings("quick").alpha_length, 10.0, 2.5), False)),
+        ("theorem5_bound_loose", "4-clique in a stiffer switch: about 0.7 tau_1/2", "fails", CHAPTER,
+         lambda seed: _looseness_verdict(seed, clique_in_switch(ch3.settings("quick").alpha_length, 12.0, 1.2), False)),
     ],
 )  # fmt: skip
