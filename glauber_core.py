@@ -1014,17 +1014,10 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
 def load_antiberty(device=None) -> MaskedLMConditionals:
     """AntiBERTy (Ruffolo, Gray & Sulam 2021; BERT, 8 layers, 558M antibody sequences) offline from the installed
     ``antiberty`` 0.1.3 wheel (found, not imported): its checkpoint as BertForMaskedLM in fp32 (the species, chain
-    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token.
-
-    Args:
-        device: A torch device or its name; CUDA when available if None, else CPU.
-
-    Returns:
-        The model as ``MaskedLMConditionals``, named "antiberty".
-
-    Raises:
-        ValueError: If the ``antiberty`` package with its weights (version 0.1.3) is not installed.
-    """
+    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token. It runs in fp32 on every
+    device (``autocast`` False: 26M parameters have little to gain from bf16); set ``autocast`` True to change that.
+    ``device``: a torch device or its name (CUDA when available if None). Returns ``MaskedLMConditionals`` named
+    "antiberty"; raises ValueError if the ``antiberty`` 0.1.3 wheel with its weights is not installed."""
     from transformers import BertForMaskedLM, BertTokenizer
 
     spec = importlib.util.find_spec("antiberty")
@@ -1037,7 +1030,9 @@ def load_antiberty(device=None) -> MaskedLMConditionals:
     with _quiet_transformers():
         tokenizer = BertTokenizer.from_pretrained(str(folder), do_lower_case=False)
         model = BertForMaskedLM.from_pretrained(folder / "AntiBERTy_md_smooth", dtype=torch.float32)
-    return MaskedLMConditionals(model, tokenizer, device, "antiberty")
+    cond = MaskedLMConditionals(model, tokenizer, device, "antiberty")
+    cond.autocast = False
+    return cond
 
 
 @contextlib.contextmanager
@@ -1066,19 +1061,9 @@ def _cached_on_disk(name: str) -> bool:
 def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextManager:
     """Check that ``name`` can be loaded (a local folder, in the Hugging Face cache, or the hub reachable) and
     return a context that silences transformers' logging while it loads; offline, one ValueError that names
-    the model and says what to do instead (``advice``).
-
-    Args:
-        kind: What is loaded, for the message (e.g. "masked LM").
-        name: A local folder or a Hugging Face hub name.
-        advice: The sentence the error ends with, saying what to do instead.
-
-    Returns:
-        A context manager that silences transformers' logging and progress bars.
-
-    Raises:
-        ValueError: If ``name`` is not a local folder, not in the cache, and the hub is unreachable.
-    """
+    the model and says what to do instead (``advice``). ``kind``: what is loaded, for the message (e.g. "masked
+    LM"); ``name``: a local folder or a hub name. Raises ValueError if ``name`` is not a local folder, not in the
+    cache, and the hub is unreachable."""
     if not Path(name).is_dir() and not _cached_on_disk(name) and not _hub_reachable():
         raise ValueError(
             f"cannot load the {kind} {name!r}: it is not a local folder, not in the Hugging Face "
@@ -2174,29 +2159,38 @@ def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple
     """IMGT germline V genes of heavy, kappa and lambda chains from ``anarci``: (allele, family, chain, residues),
     gaps removed, residues from the start of ``region`` (IMGT numbering, one of IMGT_REGIONS) to the gene's end.
     anarci's table (128 IMGT positions a gene) is read as plain data: its package ``__init__`` needs Biopython.
-
-    Args:
-        species: The species in anarci's table (e.g. "human").
-        region: A key of ``IMGT_REGIONS``.
-
-    Returns:
-        The genes, a tuple of (allele, family, chain, residues) by chain (heavy, kappa, lambda), then allele.
-
-    Raises:
-        ValueError: If ``anarci`` is not installed or ``region`` is unknown.
-    """
-    spec = importlib.util.find_spec("anarci")
-    if not (spec and spec.submodule_search_locations):
-        raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
+    ``species``: one of anarci's (e.g. "human"); ``region``: a key of ``IMGT_REGIONS``. Returns the genes by chain
+    (heavy, kappa, lambda), then allele; raises ValueError if ``anarci`` is not installed or ``region`` is unknown."""
     if region not in IMGT_REGIONS:
         raise ValueError(f"region must be one of {tuple(IMGT_REGIONS)}, got {region!r}")
-    table = ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
     start = IMGT_REGIONS[region] - 1
     return tuple(
         (allele, re.match(r"IG[HKL]V\d+", allele).group(), _CHAINS[chain], gapped[start:].replace("-", ""))
         for chain in _CHAINS
-        for allele, gapped in sorted(table["V"][chain].get(species, {}).items())
+        for allele, gapped in sorted(_imgt_v_genes()["V"][chain].get(species, {}).items())
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _imgt_v_genes() -> dict:
+    """anarci's germline table (gapped IMGT sequences by segment, chain and species), read as plain data."""
+    spec = importlib.util.find_spec("anarci")
+    if not (spec and spec.submodule_search_locations):
+        raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
+    return ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
+
+
+def germline_regions(allele: str, species: str = "human") -> dict[str, tuple[int, int]]:
+    """Each IMGT region of a V gene as [start, end) indices into its residues from FR1 (``germline_v_genes``):
+    fr1, cdr1, fr2, cdr2 and fr3 (to the gene's end). Raises ValueError for an allele anarci does not have."""
+    gapped = _imgt_v_genes()["V"].get(allele[2:3], {}).get(species, {}).get(allele)
+    if gapped is None:
+        raise ValueError(f"no {species} germline V gene {allele!r} in anarci's table (e.g. 'IGHV3-23*01')")
+    starts = [gapped[: IMGT_REGIONS[name] - 1].count("-") for name in IMGT_REGIONS]
+    starts = [IMGT_REGIONS[name] - 1 - gaps for name, gaps in zip(IMGT_REGIONS, starts)] + [
+        len(gapped.replace("-", ""))
+    ]
+    return {name: (starts[k], starts[k + 1]) for k, name in enumerate(IMGT_REGIONS)}
 
 
 @dataclass
