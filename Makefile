@@ -117,7 +117,7 @@ seed-record: setup
 		if grep -qs ",$$code," $$out/$$name/claims.csv; then echo "$$name seed $$seed: done"; continue; fi; \
 		echo "$$name seed $$seed"; mkdir -p $$out; \
 		GLAUBER_PROFILE=quick GLAUBER_RESULTS=$$out HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
-			$(BIN)/papermill -q $$notebook $$out/$$name.ipynb -p seed $$seed -p profile quick || exit 1; \
+			$(BIN)/papermill --no-progress-bar $$notebook $$out/$$name.ipynb -p seed $$seed -p profile quick || exit 1; \
 	done; done
 	$(BIN)/python tools/compare_verdicts.py _build/results/quick $(SEED_RUNS)/seed1 $(SEED_RUNS)/seed2 \
 		--out results/seeds/quick_seeds.csv
