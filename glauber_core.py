@@ -2036,6 +2036,7 @@ BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")  #: The
 _HELDOUT_PERCENT = 10
 SEED_SOURCES = ("bbc", "germline", "ms_marco")  #: The ``passages`` of ``seed_passages``.
 IMGT_REGIONS = {"fr1": 1, "cdr1": 27, "fr2": 39, "cdr2": 56, "fr3": 66}  #: The first IMGT position of each V region.
+GERMLINE_CONTEXT = 90  #: A protein chapter's state: each human V gene from FR1 cut to 90 residues (all have >= 91).
 _CHAINS = {"H": "heavy", "K": "kappa", "L": "lambda"}  # anarci's chain keys (and an allele's third letter)
 
 
