@@ -1625,10 +1625,10 @@ def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float
 # ---- Score margins and Theorem 8 (section 5.3, Assumption 1, appendix A.1) ---------------------------------
 
 
-def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
-    """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site of every state."""
-    batch, n = x.shape
-    rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
+def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int, sites=None):
+    """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site (or `sites`) of every state."""
+    positions = torch.arange(x.shape[1]) if sites is None else torch.as_tensor(sites).long().cpu()
+    rows, sites = torch.arange(len(x)).repeat_interleave(len(positions)), positions.repeat(len(x))
     never = torch.where(cond.allowed.cpu(), 0.0, float("-inf")).double()
     for start in range(0, len(rows), max_rows):
         b, i = rows[start : start + max_rows], sites[start : start + max_rows]
@@ -1636,26 +1636,21 @@ def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
         yield b, i, scores + never
 
 
-def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256) -> torch.Tensor:
+def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256, sites=None) -> torch.Tensor:
     """Score margins Delta_i(x) = s_i(x_i; x_{-i}) - max_{a != x_i} s_i(a; x_{-i}) (appendix A.1), Tensor[B, n].
 
     a runs over allowed tokens; positive at every site means x is a perfect trap (every token the argmax).
-
-    Args:
-        cond: The conditionals.
-        tokens: States [B, n] (or one state [n]).
-        max_rows: The most model rows per forward.
-
-    Returns:
-        The margins, float64 Tensor[B, n] on CPU.
-
-    Raises:
-        ValueError: If ``tokens`` is not valid or ``max_rows`` < 1.
+    ``tokens``: states [B, n] (or one state [n]); ``max_rows``: the most model rows per forward; ``sites``: the
+    chain's free sites (None: all), the others +inf (a frozen site never moves). Returns float64 [B, n] on CPU;
+    raises ValueError if ``tokens``, ``sites`` or ``max_rows`` is not valid.
     """
     x = check_tokens(cond, tokens, "tokens")
-    gaps = torch.empty(x.shape, dtype=torch.float64)
+    sites = None if sites is None else torch.as_tensor(sites).long().cpu().reshape(-1)
+    if sites is not None and (len(sites) == 0 or bool(((sites < 0) | (sites >= x.shape[1])).any())):
+        raise ValueError(f"sites must be indices in [0, {x.shape[1]}), got {sites.tolist()}")
+    gaps = torch.full(x.shape, float("inf"), dtype=torch.float64)
     current = x.cpu()
-    for b, i, scores in _site_scores(cond, x, check_count(max_rows, "max_rows", 1)):
+    for b, i, scores in _site_scores(cond, x, check_count(max_rows, "max_rows", 1), sites):
         own = current[b, i].unsqueeze(1)
         gaps[b, i] = scores.gather(1, own).squeeze(1) - scores.scatter(1, own, float("-inf")).amax(-1)
     return gaps

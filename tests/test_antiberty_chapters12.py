@@ -39,10 +39,13 @@ def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antib
 
 
 def test_exact_window_chain_of_two_free_sites(antiberty):
-    contexts = ch2.window_contexts(antiberty, 32, 2)
+    contexts = ch2.window_contexts(antiberty, glauber.GERMLINE_CONTEXT, 2)
     assert contexts.family.nunique() == 2 and set(contexts.chain) <= {"heavy", "kappa", "lambda"}
+    # the free sites start at each gene's own CDR1 (IGHV3-... : IMGT 27 is residue 26, the FR1 gap at 10)
+    assert contexts["first"].tolist() == [glauber.germline_regions(g)["cdr1"][0] for g in contexts.label]
     assert ch2.full_vocabulary(antiberty)
-    table, laws = ch2.full_window_frame(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
+    table, laws = ch2.full_window_frame(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], "antiberty")
+    assert (table.context == glauber.GERMLINE_CONTEXT).all() and (table.free == 2).all()
     assert list(table.columns[:10]) == [
         "model",
         "germline",
@@ -63,7 +66,8 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     assert (table.pl_gap >= 0).all()
     # the structured mixing time equals the matrix-power one
     every = antiberty.allowed.nonzero().squeeze(1)
-    window = glauber.WindowConditionals(antiberty, contexts.tokens[0], [27, 28], every)
+    first = int(contexts["first"].iloc[0])
+    window = glauber.WindowConditionals(antiberty, contexts.tokens[0], [first, first + 1], every)
     assert glauber.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
     label, k, tau, ids, mu, pl = laws[0]
     assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12

@@ -779,10 +779,10 @@ def test_claim_rows_judge_every_claim_of_the_chapter():
 
 def test_claim_rows_of_a_protein_model_say_how_they_were_measured():
     cfg = ch.settings("smoke", grid_lengths=[8, 16], alpha_length=8, grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
-    protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 16})
+    protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 90})
     rows = ch.claim_rows(protein, "antiberty", **claims_inputs(cfg))
     assert "distance_saturates" not in [row["claim"] for row in rows] and len(rows) == 7
-    assert all("frozen germline context of 16 residues" in row["quantity"] for row in rows)
+    assert all("FR1 of a whole germline gene of 90 residues" in row["quantity"] for row in rows)
 
 
 def test_the_pages_figures_and_tables():

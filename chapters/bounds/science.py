@@ -49,9 +49,10 @@ PL_FLOOR_FACTOR = 16.0
 FULL_VOCABULARY_LIMIT = 32
 # The germline families of the full-vocabulary windows, in order (distinct families, heavy, kappa, lambda).
 WINDOW_FAMILIES = ("IGHV3", "IGKV1", "IGHV1", "IGLV2", "IGHV4", "IGKV3", "IGLV1", "IGHV5")
-# Full-vocabulary windows: contexts of WINDOW_LENGTH residues, free sites from FIRST_FREE_SITE (0-based; CDR1
-# of the germline V genes).
-WINDOW_LENGTH, FIRST_FREE_SITE = 32, 27
+# Full-vocabulary windows: on a protein MLM the whole germline gene (GERMLINE_CONTEXT residues) with k free sites
+# from the start of its IMGT region WINDOW_REGION (each gene's own CDR1, germline_regions); a text model's
+# passages of WINDOW_LENGTH tokens with free sites from FIRST_FREE_SITE.
+WINDOW_LENGTH, FIRST_FREE_SITE, WINDOW_REGION = 32, 27, "cdr1"
 # The '!'-basin of section 5.4: DRIFT_INSIDE of the N sites hold '!'; Table 2's temperatures are missing from
 # our copy of the paper, so DRIFT_TEMPERATURES stand in for them.
 DRIFT_TOKEN, DRIFT_INSIDE, DRIFT_TEMPERATURES = "!", 0.9, (1.0, 2.0)
