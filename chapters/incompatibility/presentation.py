@@ -151,8 +151,8 @@ def distance_figure(frame: pd.DataFrame, distance: tuple):
     return fig
 
 
-def cut_versus_gene_figure(frame: pd.DataFrame, genes: list[str]):
-    """The cut against the whole gene (cut_versus_gene): per site, the total variation between the two
+def cut_versus_gene_figure(frame: pd.DataFrame):
+    """The cut against the whole gene (cut_versus_gene_run's frame): per site, the total variation between the two
     conditionals (each gene a dot, the mean a line); per gene, the share of its sites where the germline residue
     is the top prediction, cut vs whole gene. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -169,10 +169,10 @@ def cut_versus_gene_figure(frame: pd.DataFrame, genes: list[str]):
         title=f"Conditionals: the first {frame.free.iloc[0]} residues alone vs in {frame.context.iloc[0]}",
     )
     top = frame.groupby("gene")[["top_cut", "top_gene"]].mean().set_axis(["cut", "whole gene"], axis=1)
-    top = top.rename(index=dict(enumerate(genes))).reset_index(names="gene").melt("gene", var_name="context")
+    top = top.reset_index(names="gene").melt("gene", var_name="context")
     sns.pointplot(data=top, x="context", y="value", hue="gene", legend=False, ax=axes[1])
     axes[1].set(ylabel="share of sites, germline residue top-1", xlabel="", ylim=(0, 1.02), title="Per gene")
-    fig.suptitle("Cutting a gene changes what AntiBERTy predicts")
+    fig.suptitle("Cutting a gene changes what the model predicts at the same sites")
     fig.tight_layout()
     return fig
 

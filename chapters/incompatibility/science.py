@@ -335,12 +335,13 @@ def cut_versus_gene(cond, genes, free: int) -> pd.DataFrame:
 
 
 def cut_versus_gene_run(cond, seeds, cfg, genes: int = 12) -> pd.DataFrame | None:
-    """cut_versus_gene on the first `genes` seed genes (Passages) at the rectangles' `cfg.seq_len` sites, for a
-    protein MLM; a text model has no genes: one sentence, and None."""
+    """cut_versus_gene on the first `genes` seed genes (Passages) at the rectangles' `cfg.seq_len` sites, each
+    gene named by its allele, for a protein MLM; a text model has no genes: one sentence, and None."""
     if not is_protein(cond):
         print("A text model has no genes to cut: this section is for protein MLMs (e.g. AntiBERTy).")
         return None
-    return cut_versus_gene(cond, seeds.tokens[:genes], cfg.seq_len)
+    frame = cut_versus_gene(cond, seeds.tokens[:genes], cfg.seq_len)
+    return frame.assign(gene=[seeds.genes[g] for g in frame.gene])
 
 
 # ---------------------------------------------------------------------------------------------
