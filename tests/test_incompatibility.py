@@ -693,6 +693,12 @@ def test_cut_versus_gene_is_the_total_variation_between_the_two_conditionals():
     assert list(frame.top_cut[frame.gene == 0]) == [False, True, False, True] and not frame.top_gene[:4].any()
     with pytest.raises(ValueError, match="free = 8 exceeds the genes' 7 residues"):
         ch.cut_versus_gene(LastTokenConditionals(), genes, 8)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    figure = ch.cut_versus_gene_figure(frame.assign(gene=frame.gene.map({0: "IGHV-a", 1: "IGKV-b"})))
+    assert figure.axes[0].get_ylabel() == "TV(cut, whole gene)" and len(figure.axes) == 2
+    matplotlib.pyplot.close(figure)
 
 
 def test_rectangles_lie_in_the_free_sites_of_a_longer_state():
