@@ -696,7 +696,13 @@ def test_cut_versus_gene_is_the_total_variation_between_the_two_conditionals():
     import matplotlib
 
     matplotlib.use("Agg")
-    figure = ch.cut_versus_gene_figure(frame.assign(gene=frame.gene.map({0: "IGHV-a", 1: "IGKV-b"})))
+    named = frame.assign(gene=frame.gene.map({0: "IGHV-a", 1: "IGKV-b"}))
+    assert ch.cut_versus_gene_text(named).startswith("Over 2 genes and 4 sites each, the two conditionals are 0.31")
+    assert (
+        "top prediction at 50% of the sites given the cut and at 25% given the whole gene of 7"
+        in ch.cut_versus_gene_text(named)
+    )
+    figure = ch.cut_versus_gene_figure(named)
     assert figure.axes[0].get_ylabel() == "TV(cut, whole gene)" and len(figure.axes) == 2
     matplotlib.pyplot.close(figure)
 

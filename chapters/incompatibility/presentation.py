@@ -177,6 +177,16 @@ def cut_versus_gene_figure(frame: pd.DataFrame):
     return fig
 
 
+def cut_versus_gene_text(frame: pd.DataFrame) -> str:
+    """One sentence on cut_versus_gene_run's frame: the mean and largest TV, and the germline top-1 shares."""
+    return (
+        f"Over {frame.gene.nunique()} genes and {frame.free.iloc[0]} sites each, the two conditionals are "
+        f"{frame.tv.mean():.2f} apart in total variation on average (largest {frame.tv.max():.2f}); the "
+        f"germline residue is the top prediction at {frame.top_cut.mean():.0%} of the sites given the cut "
+        f"and at {frame.top_gene.mean():.0%} given the whole gene of {frame.context.iloc[0]} residues."
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Prose for the page: the most incompatible rectangles as text, and the phrases glued as ch1_<name>
 # ---------------------------------------------------------------------------------------------
