@@ -21,7 +21,8 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 # _build/results/<profile>/, which only this target writes: hand runs, tests and sweeps write to results/ (or
 # $GLAUBER_RESULTS) and never change what a cached chapter page or the summary pages show. The execution cache is
 # keyed on notebook code only, so all notebooks are re-executed (cache, Sphinx environment and the build's
-# results dropped) when the core, the chapter modules, book_tools or the models changed, or when the profile
+# results dropped) when the core, the chapter modules, book_tools, the paper's side (book/paper_claims.csv,
+# profiles.py) or the models changed, or when the profile
 # differs from the one the cache was built with. The summary pages (book/reproduction, book/performance) run on
 # every build (tools/book_sphinx.py) and refuse a results row of another profile, model or code version.
 BOOK_PROFILE ?= quick
@@ -30,7 +31,7 @@ BUILT_PROFILE := _build/.book-profile
 BOOK_RESULTS := $(CURDIR)/_build/results/$(BOOK_PROFILE)
 book: setup
 	@fresh=""; \
-	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py book_tools.py verdicts.py chapters models results/model -newer $(CACHE) -print -quit)" ]; then \
+	if [ -d $(CACHE) ] && [ -n "$$(find glauber_core.py book_tools.py verdicts.py profiles.py book/paper_claims.csv chapters models results/model -newer $(CACHE) -print -quit)" ]; then \
 		echo "core, chapters or models changed: re-executing all notebooks"; fresh=1; fi; \
 	if [ "$$(cat $(BUILT_PROFILE) 2>/dev/null)" != "$(BOOK_PROFILE)" ]; then \
 		echo "building at the $(BOOK_PROFILE) profile: re-executing all notebooks"; fresh=1; fi; \
