@@ -3,12 +3,15 @@
 Long Glauber chains at tau = 1 forget the topic they start from and keep re-entering semantic regions; the paper
 finds politics a recurrent basin for BERT. The chapter scores chain states by topic, judges the paper's three general
 claims (against a control label and basin-free text) and one of ours beyond it (politics ends above basin-free text),
-sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4).
+sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4). On a protein model the
+basin is the germline instead (ours): do framework substitutions of a germline V gene revert?
 
 - `scorer`: the topic scorer (the nine labels, the embedding stand-in, an NLI model or germline families on a
   protein model), its calibration and its checks on text whose topic is known;
 - `science`: the settings per profile, the chains' seeds and setup, the chance level, the topic frames and the
   estimators and intervals the verdicts are judged on;
+- `reversion`: on a protein model, the germline-reversion basin that replaces the politics claims (framework
+  substitutions of germline V genes, and the share of them reverted against the share of framework sites left);
 - `judging`: the verdicts (from `verdicts.py`'s rules and intervals) and the claims rows;
 - `presentation`: the display tables (`*_view`), figures (`*_figure`) and glue values (`*_text`).
 
@@ -20,6 +23,8 @@ from .judging import (
     claim_rows,
     ends_verdict,
     recurrence_verdict,
+    reversion_rows,
+    reversion_verdict,
     rise_frame,
     rises_verdict,
     seed_loss_frame,
@@ -27,7 +32,6 @@ from .judging import (
     seed_loss_verdict,
 )
 from .presentation import (
-    NO_PREFIX,
     accuracy_view,
     confusion_figure,
     endpoints_view,
@@ -38,14 +42,26 @@ from .presentation import (
     overall_view,
     pca_figure,
     prefix_figure,
-    protein_check_text,
     recurrence_view,
+    reversion_figure,
+    reversion_verdicts_view,
+    reversion_view,
     rises_view,
     scorer_check_text,
     summary_text,
     table3_view,
     trajectory_text,
     verdict_text,
+)
+from .reversion import (
+    FRAMEWORK,
+    REVERSION_COLUMNS,
+    framework_sites,
+    mutate_framework,
+    reversion_ends,
+    reversion_frame,
+    reversion_summary,
+    visited_sites,
 )
 from .science import (
     CROSSING_COLUMNS,
@@ -147,6 +163,14 @@ __all__ = [
     "ENDS_COLUMNS",
     "chain_ends",
     "seed_loss_intervals",
+    "FRAMEWORK",
+    "REVERSION_COLUMNS",
+    "framework_sites",
+    "mutate_framework",
+    "reversion_frame",
+    "reversion_ends",
+    "reversion_summary",
+    "visited_sites",
     "recurrence_verdict",
     "rise_frame",
     "rises_verdict",
@@ -155,7 +179,8 @@ __all__ = [
     "seed_loss_frame",
     "seed_loss_topics_verdict",
     "claim_rows",
-    "NO_PREFIX",
+    "reversion_verdict",
+    "reversion_rows",
     "labels_view",
     "accuracy_view",
     "table3_view",
@@ -169,8 +194,10 @@ __all__ = [
     "mean_scores_figure",
     "pca_figure",
     "prefix_figure",
+    "reversion_view",
+    "reversion_verdicts_view",
+    "reversion_figure",
     "scorer_check_text",
-    "protein_check_text",
     "trajectory_text",
     "verdict_text",
     "summary_text",

@@ -1,5 +1,6 @@
 """Chapter 4's judging (section 6.2): the per-topic and per-claim verdicts, built from `verdicts.py`'s rules
-(rule_one_sided per comparison, rule_every_part over comparisons or topics), and the claims rows with their text."""
+(rule_one_sided per comparison, rule_every_part over comparisons or topics; rule_reversion on a protein model),
+and the claims rows with their text."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from verdicts import (
     rule_median_sign,
     rule_one_sided,
     rule_recurrence,
+    rule_reversion,
 )
 
+from .reversion import reversion_ends
 from .science import seed_loss_intervals
 from .scorer import FAMILY_TARGET
 
@@ -402,3 +405,66 @@ def claim_rows(
     if table5 is not None:
         rows.append(_endpoint_row(table5, baseline, setup=setup, model=model))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# A protein model's basin: germline reversion (reversion.py; ours, beyond the paper)
+# --------------------------------------------------------------------------------------------
+
+
+def reversion_verdict(frame: pd.DataFrame) -> dict:
+    """germline_reversion by verdicts.rule_reversion: per temperature, the `difference` (reverted share of the
+    visited mutated sites minus left share of the visited unmutated framework sites) at the last step of
+    reversion_frame, of every chain with k >= 1 substitutions and a mutated site visited; every temperature must
+    show reversion above drift."""
+    ends = reversion_ends(frame)
+    ends = ends[ends.substitutions > 0]
+    temperatures = sorted(frame.temperature.unique())
+    return rule_reversion({t: ends.difference[ends.temperature == t].to_numpy() for t in temperatures})
+
+
+def _reversion_text(frame: pd.DataFrame, judged: dict) -> str:
+    ends = reversion_ends(frame)
+    mutated = ends[ends.substitutions > 0]
+    if mutated.empty:
+        return "no chain with a substitution in this run"
+
+    def part(p: dict) -> str:
+        chains = mutated[(mutated.temperature == p["temperature"]) & (mutated.mutated_visited > 0)]
+        if chains.empty:
+            return f"τ = {p['temperature']:g}: no chain drew a mutated site"
+        interval = bt.interval_text(p["estimate"], p["low"], p["high"], signed=True, missing=_MISSING)
+        return (
+            f"τ = {p['temperature']:g}: reverted {chains.reverted_share.mean():.2f}, left "
+            f"{chains.left_share.mean():.2f}, difference {interval} ({len(chains)} chains)"
+        )
+
+    context = int(ends.context.iloc[0])
+    return "; ".join(part(p) for p in judged["parts"]) + f" (chains with a drawn mutated site, {context} residues)"
+
+
+def reversion_rows(frame: pd.DataFrame, judged: dict, steps: int) -> list[dict]:
+    """The chapter's claims on a protein model: germline_reversion alone (the politics rows have no residue
+    counterpart), its estimate the weakest temperature's mean difference (reversion_verdict's `weakest`)."""
+    context = int(frame.context.iloc[0])
+    counts = ", ".join(str(k) for k in sorted(frame.substitutions[frame.substitutions > 0].unique())) or "no"
+    quantity = (
+        f"per temperature: mean over chains (human germline V genes of {context} residues from FR1, k = {counts} "
+        f"IMGT framework substitutions, every site free) of the share of its mutated sites back at the germline residue "
+        f"after {steps:,} steps minus the share of its unmutated framework sites off it, both over the sites it "
+        "updated (t interval; the weakest temperature)"
+    )
+    estimate, low, high = judged["weakest"]
+    return [
+        bt.claim_row(
+            "germline_reversion",
+            quantity,
+            estimate,
+            _reversion_text(frame, judged),
+            judged["verdict"],
+            judged["reason"],
+            low=low,
+            high=high,
+            null=0.0,
+        )
+    ]

@@ -14,19 +14,15 @@ import book_tools as bt
 from verdicts import finite
 
 from .judging import _ends_text, _loss_text, _peak_text, _rises_text
+from .reversion import reversion_summary
 from .science import leading_label_shares
 from .scorer import (
     BBC_TOPIC_LABELS,
-    FAMILY_TARGET,
     TOPIC_LABELS,
     _cut_name,
     confusion_frame,
     topic_descriptions,
 )
-
-# What the prefix section (C.4) prints on a protein model
-NO_PREFIX = 'protein model: no prefix runs (a spoken prefix such as "X said that" has no residue counterpart)'
-
 
 # --------------------------------------------------------------------------------------------
 # The tables a reader sees
@@ -156,6 +152,40 @@ def endpoints_view(endpoints: pd.DataFrame):
     return bt.reading_table(endpoints.groupby("prefix", sort=False).endpoint.first().reset_index())
 
 
+def reversion_view(frame: pd.DataFrame):
+    """reversion_summary for the page: per temperature and substitution count k, the chains, the mean share of
+    visited mutated sites back at the germline residue after T steps, the mean share of visited unmutated
+    framework sites off it, and the mean difference (the verdict's per-chain estimate)."""
+    summary = reversion_summary(frame)
+    view = pd.DataFrame(
+        {
+            "τ": summary.temperature.map("{:g}".format),
+            "k": summary.substitutions.to_numpy(),
+            "chains": summary.chains.to_numpy(),
+            "mutated sites reverted": summary.reverted_share.to_numpy(),
+            "framework sites left": summary.left_share.to_numpy(),
+            "difference": summary.difference.to_numpy(),
+        }
+    )
+    shares = {c: "{:.2f}" for c in ("mutated sites reverted", "framework sites left")}
+    return bt.reading_table(view, formats={**shares, "difference": "{:+.2f}"})
+
+
+def reversion_verdicts_view(judged: dict):
+    """reversion_verdict's parts for the page: per temperature, the mutated chains, their mean difference with
+    its 95% t interval, and the temperature's verdict."""
+    parts = pd.DataFrame(judged["parts"], columns=["temperature", "chains", "verdict", "estimate", "low", "high"])
+    view = pd.DataFrame(
+        {
+            "τ": parts.temperature.map("{:g}".format),
+            "mutated chains": parts.chains.to_numpy(),
+            "reverted minus left": _interval_column(parts, "estimate", "low", "high", 2),
+            "verdict": parts.verdict.to_numpy(),
+        }
+    )
+    return bt.reading_table(view)
+
+
 # --------------------------------------------------------------------------------------------
 # The chapter's figures
 # --------------------------------------------------------------------------------------------
@@ -241,6 +271,28 @@ def pca_figure(paths: dict, steps, seed_topic):
     return fig
 
 
+def reversion_figure(frame: pd.DataFrame):
+    """reversion_frame along the run, one panel a temperature: the mean share of visited mutated sites back at
+    the germline residue, per substitution count k, and the mean share of visited unmutated framework sites off
+    it (all chains). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    temperatures = sorted(frame.temperature.unique())
+    fig, axes = plt.subplots(1, len(temperatures), figsize=(4.2 * len(temperatures), 3.6), sharey=True, squeeze=False)
+    for ax, tau in zip(axes[0], temperatures):
+        part = frame[frame.temperature == tau]
+        for k, chains in part[part.substitutions > 0].groupby("substitutions"):
+            mean = chains.groupby("step").reverted_share.mean()
+            ax.plot(mean.index, mean.to_numpy(), marker="o", ms=3, label=f"reverted, k = {k}")
+        left = part.groupby("step").left_share.mean()
+        ax.plot(left.index, left.to_numpy(), color="k", ls="--", label="framework sites left")
+        ax.set(title=f"τ = {tau:g}", xlabel="Glauber step $t$", ylim=(-0.02, 1.02))
+    axes[0, 0].set(ylabel="share of sites")
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def prefix_figure(mix: pd.DataFrame):
     """The topic mix of the free part per frozen prefix (C.4) and its change against no prefix, as two
     heatmaps. Returns the figure."""
@@ -277,20 +329,6 @@ def scorer_check_text(check: pd.DataFrame, accuracy: pd.DataFrame, n: int, targe
             "none (it made none)" if others_wrong.empty else f"{(others_wrong.predicted == target).mean():.0%}"
         ),
         "politics_misread_as": ", ".join(f"{k} ({v})" for k, v in misses.head(3).items()) or "none",
-    }
-
-
-def protein_check_text(check: pd.DataFrame, target: str = FAMILY_TARGET) -> dict:
-    """Glue values for the germline check of a protein model (the BBC scorer check's counterpart)."""
-    wrong = check[check.predicted != check.label]
-    return {
-        "acc_cut": f"{(check.predicted == check.label).mean():.0%}",
-        "acc_whole": "not measured (germline cuts only)",
-        "errors_to_politics": ("none (it made none)" if wrong.empty else f"{(wrong.predicted == target).mean():.0%}"),
-        "politics_misread_as": ", ".join(
-            f"{k} ({v})" for k, v in wrong[wrong.label == target].predicted.value_counts().head(3).items()
-        )
-        or "none",
     }
 
 

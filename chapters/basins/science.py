@@ -85,11 +85,22 @@ SETTINGS = {
 }
 
 
-# A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
+# A protein MLM (AntiBERTy): the germline-reversion chains (reversion.py), on whole genes from FR1 (seq_len = 90
+# residues, every site free; all 417 human V genes have at least 91). n_seeds germlines, each with k framework
+# substitutions for each k of `substitutions` (k = 0: the germline itself), run at each of `temperatures` for
+# `steps` steps. quick: 4 x 4 chains x 3 temperatures x 270 steps (3 n: a site is left unvisited with
+# probability e^-3), about 13,000 chain-steps, some 7 minutes on 2 CPUs (AntiBERTy: ~32 chain-steps/s at 96).
+# The grid stops at the paper's tau = 1: a basin is a low-temperature object (section 5: metastability at low tau,
+# fast mixing at high tau), and at tau = 2 AntiBERTy's chains melt off the germline within 270 steps (a probe
+# before the grid was fixed: 0.13-0.19 of mutated sites back, 0.75-0.84 of framework sites left)
 PROTEIN_SETTINGS = {
-    "smoke": {**SETTINGS["smoke"], "passages": "germline"},
-    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
-    "paper": {**SETTINGS["paper"], "passages": "germline"},
+    "smoke": dict(seq_len=90, n_seeds=2, steps=30, record_every=10, substitutions=[0, 2, 4], temperatures=[0.5, 1.0]),
+    "quick": dict(
+        seq_len=90, n_seeds=4, steps=270, record_every=30, substitutions=[0, 2, 4, 8], temperatures=[0.5, 0.75, 1.0]
+    ),
+    "paper": dict(
+        seq_len=90, n_seeds=10, steps=900, record_every=90, substitutions=[0, 2, 4, 8], temperatures=[0.5, 0.75, 1.0]
+    ),
 }
 
 
@@ -105,16 +116,22 @@ MS_MARCO_POOL = 40
 
 def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     """The chapter's settings (section 6.2.1): the profile's row of SETTINGS, or of PROTEIN_SETTINGS when
-    `cond` is a protein model (its seeds are always germline V genes), overridden where an override is set
-    (bt.profile_settings; `passages` "" is the profile's). Derived: `protein`, `temperature` (1 unless
-    given), `scorer` (topic_scores' model: None for the embedding stand-in, an NLI model's name, or
-    FAMILY_SCORER), `labels`, the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic
-    -> its label), `baseline` 1/L and `score_every` (records between scored states)."""
+    `cond` is a protein model (its seeds are always germline V genes; `temperatures` is the reversion chains'
+    grid, an override a text model ignores), overridden where an override is set (bt.profile_settings;
+    `passages` "" is the profile's). Derived: `protein`, `temperature` (1 unless given), `scorer`
+    (topic_scores' model: None for the embedding stand-in, an NLI model's name, or FAMILY_SCORER), `labels`,
+    the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic -> its label), `baseline` 1/L
+    and `score_every` (records between scored states)."""
     protein = is_protein(cond)
     temperature = check_temperature(overrides.pop("temperature", 1.0))
     scorer = overrides.pop("scorer", "")
+    temperatures = overrides.pop("temperatures", None)
+    if protein:
+        overrides["temperatures"] = temperatures
     cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
     cfg.passages = "germline" if protein else cfg.passages
+    if protein:
+        cfg.temperatures = [check_temperature(t) for t in cfg.temperatures]
     allowed = ("germline",) if protein else ("bbc", "ms_marco")
     if cfg.passages not in allowed:
         raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
@@ -128,7 +145,7 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
         target=FAMILY_TARGET if protein else "politics",
         seed_labels=seed_labels_for(cfg.passages),
         baseline=1 / len(labels),
-        score_every=max(1, round(cfg.record_every / cfg.pca_every)),
+        score_every=max(1, round(cfg.record_every / vars(cfg).get("pca_every", cfg.record_every))),
     )
 
 
