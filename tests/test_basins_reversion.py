@@ -30,7 +30,7 @@ def potts(germline: torch.Tensor, colours: int, field: float) -> glauber.PottsCo
 
 def test_protein_settings_run_whole_genes_and_a_temperature_grid():
     cfg = ch.settings("quick", PROTEIN)
-    assert cfg.seq_len == 90 and cfg.substitutions == [0, 2, 4, 8] and cfg.temperatures == [0.5, 0.75, 1.0]
+    assert cfg.seq_len == 90 and cfg.substitutions == [0, 2, 4, 8] and cfg.temperatures == [0.5, 1.0, 2.0]
     assert cfg.passages == "germline" and cfg.n_seeds >= 2
     chain_steps = cfg.n_seeds * len(cfg.substitutions) * len(cfg.temperatures) * cfg.steps
     assert chain_steps / 32 <= 480, "AntiBERTy at ~32 chain-steps/s on 2 CPUs: within 8 minutes"
