@@ -399,7 +399,7 @@ print(ch.most_incompatible_text(cond, rects, mlm, 3))
 # %%
 cut = ch.cut_versus_gene_run(cond, seeds, cfg)
 if cut is not None:
-    ch.cut_versus_gene_figure(cut, seeds.genes)
+    ch.cut_versus_gene_figure(cut)
 
 # %% tags=["remove-input"]
 if cut is not None:
