@@ -119,13 +119,17 @@ bt.settings_view(cfg)
 # contexts. Like appendix A.1, we try a few contexts (held-out BBC
 # paragraphs {cite}`greene2006bbc` cut to 14 tokens) and a few tokens at
 # $j$, so each estimate is a lower bound on the true $c_{ij}$. One batched
-# set of forward passes serves every temperature.
+# set of forward passes serves every temperature. On a protein MLM the
+# contexts are whole germline genes (90 residues) and $c_{ij}$ is read
+# at their first 14 residues (FR1), the rest of the gene held; so are the
+# margins below.
 
 # %%
-contexts = glauber.seed_passages(cond, cfg.seq_len, cfg.n_contexts, seed=seed)
-candidates = glauber.influence_candidates(cond, contexts.tokens, cfg.top_k)
-influence, oscillation = glauber.influence_and_oscillation(
-    cond, contexts.tokens, candidates, cfg.temperatures
+contexts = glauber.seed_passages(
+    cond, cfg.context_length, cfg.n_contexts, seed=seed
+)
+influence, oscillation = ch.context_influence(
+    cond, contexts.tokens, cfg.free, cfg.top_k, cfg.temperatures
 )
 bt.reading_table(pd.DataFrame({"context": contexts.texts}).head(4))
 
@@ -364,11 +368,14 @@ run.glue(ch.theorem8_text(theorem8))
 
 # %%
 cold = 0.25
-seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
+seeds = glauber.seed_passages(
+    cond, cfg.context_length, cfg.chains, seed=seed
+).tokens
+frozen = torch.arange(cfg.context_length) >= cfg.free if cfg.free else 0
 ends = glauber.glauber(
-    cond, seeds, cfg.chain_steps, cold, seed=seed, progress=False
+    cond, seeds, cfg.chain_steps, cold, seed=seed, frozen=frozen, progress=False
 ).final
-margins = ch.margin_frame(cond, seeds, ends, cold)
+margins = ch.margin_frame(cond, seeds, ends, cold, free=cfg.free)
 ch.margins_view(margins)
 
 # %% tags=["remove-input"]
@@ -590,7 +597,12 @@ if cfg.full:
 # %% tags=["remove-input"]
 if cfg.full:
     run.save(
-        competing.assign(window=slowest.germline, k=slowest.k),
+        competing.assign(
+            window=slowest.germline,
+            k=slowest.k,
+            context=slowest.context,
+            free=slowest.free,
+        ),
         "slowest_window_states",
     )
 

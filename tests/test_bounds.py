@@ -705,3 +705,21 @@ def test_basin_token_is_the_bang_or_says_why_not(tiny_bert):
     assert ch.basin_token(tiny_bert, 20) == ch.single_token(tiny_bert, "!", 20)
     token, why = ch.basin_token(SimpleNamespace(protein=True), 100)
     assert token is None and "amino acids" in why
+
+
+def test_influence_and_margins_of_a_window_are_read_in_its_whole_context():
+    cond = potts(7, 4, seed=3, symmetric=False, scale=1.0)
+    contexts = torch.randint(0, 4, (2, 7), generator=torch.Generator().manual_seed(1))
+    whole, whole_osc = ch.context_influence(cond, contexts, 0, 2, [1.0, 2.0])
+    window, window_osc = ch.context_influence(cond, contexts, 3, 2, [1.0, 2.0])
+    assert window.shape == (2, 2, 3, 3) and window_osc.shape == (2, 3, 3)
+    # the same sites, the same candidates, the same contexts: c_ij over the window is the whole state's
+    torch.testing.assert_close(window, whole[:, :, :3, :3])
+    torch.testing.assert_close(window_osc, whole_osc[:, :3, :3])
+    cond.decode_batch = lambda tokens: [" ".join(map(str, row)) for row in tokens.tolist()]
+    margins = ch.margin_frame(cond, contexts[:1], contexts[1:], 0.25, free=3)
+    assert [len(text.split()) for text in margins.text] == [3, 3]
+    gaps = glauber.score_gaps(cond, contexts)[:, :3]
+    torch.testing.assert_close(torch.tensor(margins.delta_star.to_numpy()), gaps.amin(1))
+    assert (margins.context == 7).all() and (margins.free == 3).all()
+    assert margins.perfect_trap.tolist() == (gaps > 0).all(1).tolist()
