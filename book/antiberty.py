@@ -193,7 +193,7 @@ if ran:
 # %% [markdown]
 # ## What the paper profile would add
 #
-# The run above is sized for 2 CPU cores (about 32 chain-steps per second at 96 residues). On a
+# The run above is sized for 2 CPU cores (about 32 chain-steps per second at 90 residues). On a
 # GPU, `-p profile paper` gives every chapter the paper's sizes: 300 rectangles, chains of $10^4$
 # steps, more free sites and more genes; windows of k = 4 free sites (160,000 states) need a
 # sparse kernel, which this book does not build.

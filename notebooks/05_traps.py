@@ -275,7 +275,9 @@ ch.catalogue_view(traps)
 run.save(ch.site_frame(traps), "trap_sites")
 traps_table = traps.drop(columns=["state", "gaps"])
 run.save(
-    traps_table.assign(n=cfg.seq_len, context=cfg.context_length),
+    traps_table.assign(
+        n=cfg.seq_len, context=cfg.context_length, free=cfg.free or cfg.seq_len
+    ),
     "traps",
 );
 

@@ -848,3 +848,15 @@ def test_alpha_is_scored_at_a_length_the_coupling_grid_has():
     for profile in ("smoke", "quick", "paper"):
         cfg = ch.settings(profile)
         assert cfg.alpha_length in cfg.lengths
+
+
+def test_a_protein_window_spreads_its_free_sites_over_fr1_inside_the_whole_gene():
+    sites = ch.window_sites(90, 4, span=24)
+    assert torch.equal(sites, ch.window_sites(24, 4)) and bool((sites > 0).all() and (sites < 23).all())
+    mask = ch.window_mask(90, 4, span=24)
+    assert mask.shape == (90,) and int((~mask).sum()) == 4 and bool(mask[24:].all())
+    with pytest.raises(ValueError, match="do not fit inside a span of 5"):
+        ch.window_sites(90, 4, span=5)
+    for profile in ch.PROTEIN_SETTINGS:
+        settings = ch.PROTEIN_SETTINGS[profile]
+        assert settings["context_length"] == glauber.GERMLINE_CONTEXT and settings["window_span"] <= 25  # FR1

@@ -363,7 +363,7 @@ def window_coupling_grid(
         x0 = context[sites].repeat(pairs, 1)
         y0 = allowed[torch.randint(len(allowed), (pairs, len(sites)), generator=generator)]
         frame = coupling_grid(window, x0, y0, temperatures, max_steps, seed=seed + c, progress=progress)
-        frames.append(frame.assign(pair=frame.pair + c * pairs, gene=c, context=contexts.shape[1]))
+        frames.append(frame.assign(pair=frame.pair + c * pairs, gene=c, context=contexts.shape[1], free=len(sites)))
     return pd.concat(frames, ignore_index=True)
 
 

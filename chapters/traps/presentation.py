@@ -77,8 +77,8 @@ def distance_text(cond, embedder_name: str = "all-MiniLM-L6-v2") -> dict:
                 "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
                 "that share of its sites of where the window began"
             ),
-            "seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
-            "first n residues from the start of framework 1",
+            "seeds": "whole human IMGT germline V genes (heavy, kappa and lambda, from `anarci`; their first "
+            "90 residues from the start of framework 1), of which the first n (FR1) move",
         }
     return {
         "distance": (f"distances are cosine distances between {embedder_name} sentence embeddings (eq. B.1)"),
