@@ -28,7 +28,9 @@
 # - **Look at**: the Table 3 counterpart, the politics looks against
 #   chance, the per-topic rise (Table 3a), the leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
 #   and the prefix table (C.4); on a protein model, the germline-reversion
-#   table and its verdict (ours).
+#   table and its verdict (ours), the chains' pseudo-log-likelihood,
+#   end-state logos, rates of change per IMGT region, and your own
+#   antibody as a seed (`-p sequence ...`).
 # - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
@@ -58,6 +60,7 @@ steps: int = 0  # Glauber steps per chain; 0: the profile's value
 record_every: int = 0  # topic scores every m steps; 0: the profile's
 passages: str = ""  # seeds: bbc | ms_marco (online); "": the profile's
 temperatures: list = []  # protein model: reversion grid; []: the profile's
+sequence: str = ""  # protein model: your antibody (from FR1) as one more seed
 prefixes: list = [
     "Albert Einstein said that",
     "Elvis Presley said that",
@@ -105,7 +108,9 @@ bt.settings_view(cfg)
 # run instead: `smoke` 2 germlines with k = 0, 2, 4 substitutions at
 # $\tau$ = 0.5, 1 for 30 steps; `quick` 4 germlines with k = 0, 2, 4, 8 at
 # $\tau$ = 0.5, 1, 2 for 270 steps (about 13,000 AntiBERTy steps, some
-# seven minutes on two cores); `paper` 10 germlines for 900 steps.
+# seven minutes on two cores, and about three more for the
+# pseudo-log-likelihoods of every chain's start and end); `paper` 10
+# germlines for 900 steps.
 #
 # `quick` is sized to the book's time on two CPU cores. Its chains ran
 # 1,500 steps before; cut at 1,200 (24 looks per chain), the three general
@@ -711,6 +716,145 @@ if cfg.protein:
 # :::
 
 # %% [markdown]
+# ## What protein-MLM users look at (ours, shown, not judged)
+#
+# The verdict above asks one question. Users of protein language models
+# usually read three more things off a model's samples; none of them is a
+# claim of the paper, and none is judged here.
+#
+# **Pseudo-log-likelihood** (PLL). A masked LM gives no likelihood of a
+# whole sequence, but it scores each residue given all the others:
+# $\mathrm{PLL}(x) = \sum_i \log p_\theta(x_i \mid x_{-i})$ at
+# $\tau = 1$, the model's own score of a sequence (the `antiberty`
+# package reports it divided by the length, per residue; we give both).
+# Here every site is free, so it is the whole gene's PLL: one masked
+# forward per residue, 90 a state, batched over (state, site) rows. That is
+# about three seconds of AntiBERTy per state on two cores, so at `quick`
+# we score each chain's start and end only (`pll_records` records a chain:
+# the start, the end and evenly between), not every record.
+
+# %%
+if cfg.protein:
+    scored = ch.score_records(cond, runs, cfg.pll_records)
+    pll = ch.pll_frame(starts, runs, scored)
+    display(ch.pll_view(pll))
+
+# %% [markdown]
+# Per temperature, the mean PLL per residue of the chains of each k
+# (a chain that falls back into the germline basin climbs towards the
+# germline's score, k = 0 at the start):
+
+# %%
+if cfg.protein:
+    ch.pll_figure(pll)
+
+# %% [markdown]
+# **Sequence logo of the end states.** At each site of a chain's last
+# state, the model's conditional $p_\tau(\cdot \mid x_{-i})$ at the
+# chain's own temperature (from the same forwards as the PLL, rescaled by
+# $1/\tau$) is what the next visit to that site would draw from. Averaged
+# over the chains started from one gene, it is a smooth stand-in for a
+# logo of the end states, which a handful of chains could only count
+# coarsely. Each site's letters are stacked by probability, their total
+# height the site's information $\log_2 20 - H$ bits; CDRs are shaded.
+# The first germline's, one row a temperature:
+
+# %%
+if cfg.protein:
+    profile = ch.endpoint_profile(cond, starts, scored)
+    ch.logo_figure(profile, starts.genes[0])
+
+# %% [markdown]
+# The entropy $H$ (bits; at most $\log_2 20 \approx 4.3$) per site of the
+# same profile: a site whose entropy stays low even at $\tau = 2$ is one
+# the model pins to a residue.
+
+# %%
+if cfg.protein:
+    ch.entropy_figure(profile, starts.genes[0])
+
+# %% [markdown]
+# **Framework against CDRs.** Somatic mutation concentrates in the CDRs
+# and spares the framework, and a model trained on mature antibodies may
+# have learnt the same. Per IMGT region of each chain's gene (V genes end
+# in FR3: no CDR3 here), the share of the region's sites whose residue
+# after the last step differs from the chain's start, pooled over the
+# chains of a temperature, and in brackets the moves per visit: of the
+# steps that drew a site of the region, the share that changed its
+# residue.
+
+# %%
+if cfg.protein:
+    rates = ch.region_rates(starts, runs)
+    display(ch.region_view(rates))
+    ch.region_figure(rates)
+
+# %% tags=["remove-input"]
+if cfg.protein:
+    run.save(pll, "pll")
+    run.save(profile, "endpoint_entropy")
+    run.save(rates, "region_rates")
+
+# %% [markdown]
+# ### Your antibody as a seed
+#
+# Give any antibody variable domain, starting at FR1, as `sequence`
+# (`-p sequence EVQLVESGG...`). Its letters must be among the 20 amino
+# acids. It is aligned, without gaps, to the human germline V gene of
+# highest identity over their common length (at most 90 residues), and
+# the residues where it differs from that germline are its somatic
+# mutations. It then runs at every temperature for the same number of
+# steps, and the question is the chapter's: does a chain started at your
+# antibody walk back to its germline? Its PLL is scored at
+# `antibody_pll_records` records along the chain. It is shown, never
+# judged, and a text model ignores `sequence`.
+
+# %%
+if cfg.protein and sequence:
+    antibody = ch.antibody_start(cond, sequence)
+    print(
+        f"nearest germline {antibody.genes[0]}: {antibody.identity:.0%} "
+        f"identical over {antibody.tokens.shape[1]} residues, "
+        f"{int(antibody.substitutions)} mutations"
+    )
+    antibody_runs = {
+        tau: glauber.glauber(
+            cond,
+            antibody.tokens,
+            cfg.steps,
+            tau,
+            seed=seed,
+            record_every=cfg.record_every,
+            progress=False,
+        )
+        for tau in cfg.temperatures
+    }
+    antibody_reversion = ch.reversion_frame(antibody, antibody_runs)
+    antibody_scored = ch.score_records(
+        cond, antibody_runs, cfg.antibody_pll_records
+    )
+    antibody_pll = ch.pll_frame(antibody, antibody_runs, antibody_scored)
+    display(ch.antibody_view(antibody_reversion, antibody_pll))
+elif sequence:
+    print("a text model ignores `sequence`: it needs a protein model")
+
+# %% [markdown]
+# Its PLL along the chain (black) beside the germline chains', and the
+# logo of its end states:
+
+# %%
+if cfg.protein and sequence:
+    ch.pll_figure(pll, antibody_pll)
+    antibody_profile = ch.endpoint_profile(cond, antibody, antibody_scored)
+    ch.logo_figure(antibody_profile, antibody.genes[0])
+
+# %% tags=["remove-input"]
+if cfg.protein and sequence:
+    run.save(antibody_reversion, "antibody_reversion")
+    run.save(antibody_pll, "antibody_pll")
+    run.save(antibody_profile, "antibody_endpoint_entropy")
+
+# %% [markdown]
 # ## Verdicts
 #
 # The rules stated before the run, applied to it (the reproduction page
@@ -737,7 +881,6 @@ else:
         ch.endpoint_frame(frame, cfg),
         setup=setup,
         model=run.model,
-        target=cfg.target,
         baseline=cfg.baseline,
     )
 run.claims(rows)

@@ -14,7 +14,6 @@ import book_tools as bt
 from verdicts import finite
 
 from .judging import _ends_text, _loss_text, _peak_text, _rises_text
-from .reversion import reversion_summary
 from .science import leading_label_shares
 from .scorer import (
     BBC_TOPIC_LABELS,
@@ -46,7 +45,7 @@ def labels_view(labels=tuple(TOPIC_LABELS)):
 
 
 def accuracy_view(accuracy: pd.DataFrame):
-    """accuracy_frame's (or germline_check_frames's) table for the page: shares as percentages."""
+    """accuracy_frame's table for the page: shares as percentages."""
     shares = {c: "{:.0%}" for c in accuracy.columns if c not in ("paragraphs", "cuts")}
     return bt.reading_table(accuracy.reset_index(), formats=shares)
 
@@ -152,40 +151,6 @@ def endpoints_view(endpoints: pd.DataFrame):
     return bt.reading_table(endpoints.groupby("prefix", sort=False).endpoint.first().reset_index())
 
 
-def reversion_view(frame: pd.DataFrame):
-    """reversion_summary for the page: per temperature and substitution count k, the chains, the mean share of
-    visited mutated sites back at the germline residue after T steps, the mean share of visited unmutated
-    framework sites off it, and the mean difference (the verdict's per-chain estimate)."""
-    summary = reversion_summary(frame)
-    view = pd.DataFrame(
-        {
-            "τ": summary.temperature.map("{:g}".format),
-            "k": summary.substitutions.to_numpy(),
-            "chains": summary.chains.to_numpy(),
-            "mutated sites reverted": summary.reverted_share.to_numpy(),
-            "framework sites left": summary.left_share.to_numpy(),
-            "difference": summary.difference.to_numpy(),
-        }
-    )
-    shares = {c: "{:.2f}" for c in ("mutated sites reverted", "framework sites left")}
-    return bt.reading_table(view, formats={**shares, "difference": "{:+.2f}"})
-
-
-def reversion_verdicts_view(judged: dict):
-    """reversion_verdict's parts for the page: per temperature, the mutated chains, their mean difference with
-    its 95% t interval, and the temperature's verdict."""
-    parts = pd.DataFrame(judged["parts"], columns=["temperature", "chains", "verdict", "estimate", "low", "high"])
-    view = pd.DataFrame(
-        {
-            "τ": parts.temperature.map("{:g}".format),
-            "mutated chains": parts.chains.to_numpy(),
-            "reverted minus left": _interval_column(parts, "estimate", "low", "high", 2),
-            "verdict": parts.verdict.to_numpy(),
-        }
-    )
-    return bt.reading_table(view)
-
-
 # --------------------------------------------------------------------------------------------
 # The chapter's figures
 # --------------------------------------------------------------------------------------------
@@ -233,13 +198,13 @@ def leading_figure(shares: pd.DataFrame, cfg: SimpleNamespace):
 
 
 def mean_scores_figure(frame: pd.DataFrame, cfg: SimpleNamespace):
-    """Mean topic score over all chains along the run, per label (the seed families only on a protein
-    model: 22 families crowd the plot), with the baseline 1/L. Returns the figure."""
+    """Mean topic score over all chains along the run, per label, with the baseline 1/L. Returns the figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    shown = list(cfg.seed_labels.values()) if cfg.protein else cfg.labels
-    path = frame.melt(id_vars=["chain", "step", "seed_topic"], value_vars=shown, var_name="label", value_name="score")
+    path = frame.melt(
+        id_vars=["chain", "step", "seed_topic"], value_vars=cfg.labels, var_name="label", value_name="score"
+    )
     fig, ax = plt.subplots(figsize=(9, 4))
     sns.lineplot(data=path, x="step", y="score", hue="label", palette="tab10", errorbar=None, ax=ax)
     ax.axhline(cfg.baseline, color="grey", ls="--", lw=1, label=f"baseline 1/{len(cfg.labels)}")
@@ -267,28 +232,6 @@ def pca_figure(paths: dict, steps, seed_topic):
         ax.scatter(*xy[-1], marker="X", s=90, color="k", label="last state")
         ax.legend(loc="best", fontsize=8)
         fig.colorbar(dots, ax=ax, label="Glauber step")
-    fig.tight_layout()
-    return fig
-
-
-def reversion_figure(frame: pd.DataFrame):
-    """reversion_frame along the run, one panel a temperature: the mean share of visited mutated sites back at
-    the germline residue, per substitution count k, and the mean share of visited unmutated framework sites off
-    it (all chains). Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    temperatures = sorted(frame.temperature.unique())
-    fig, axes = plt.subplots(1, len(temperatures), figsize=(4.2 * len(temperatures), 3.6), sharey=True, squeeze=False)
-    for ax, tau in zip(axes[0], temperatures):
-        part = frame[frame.temperature == tau]
-        for k, chains in part[part.substitutions > 0].groupby("substitutions"):
-            mean = chains.groupby("step").reverted_share.mean()
-            ax.plot(mean.index, mean.to_numpy(), marker="o", ms=3, label=f"reverted, k = {k}")
-        left = part.groupby("step").left_share.mean()
-        ax.plot(left.index, left.to_numpy(), color="k", ls="--", label="framework sites left")
-        ax.set(title=f"τ = {tau:g}", xlabel="Glauber step $t$", ylim=(-0.02, 1.02))
-    axes[0, 0].set(ylabel="share of sites")
-    axes[0, -1].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -396,8 +339,8 @@ def summary_text(
     target: str = "politics",
 ) -> dict:
     """Glue values for the chapter's closing section: seed-topic falls, politics at the start, the
-    chance of a crossing, the leading labels over all chains and the prefix shifts (mix None: no prefix
-    runs, as on a protein model)."""
+    chance of a crossing, the leading labels over all chains and the prefix shifts (mix: the prefix runs' topic
+    mix, "(none)" the run without a prefix)."""
     names = list(topic_descriptions(labels))
     rest = table3.drop(index=target, errors="ignore")
     falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
@@ -409,7 +352,7 @@ def summary_text(
         .sort_values(ascending=False)
     )
     rank = list(overall.index).index(target) + 1
-    shift = (mix - mix.loc["(none)"]).drop(index="(none)") if mix is not None else pd.DataFrame()
+    shift = (mix - mix.loc["(none)"]).drop(index="(none)")
     kid = [p for p in shift.index if "little kid" in p.lower()]
     return {
         "run": run,

@@ -8,6 +8,11 @@ it. Shares are over the sites the chain has updated at least once (a site it nev
 nothing about the model; random scan picks sites regardless of the state, so this conditioning is fair). The
 per-chain estimate is `difference` = reverted share - left share; judging.reversion_verdict judges it
 (verdicts.rule_reversion), every temperature of the profile's grid.
+
+What protein-MLM users read beside it, shown and never judged: the chains' pseudo-log-likelihood (the model's own
+score of a sequence), the per-site entropy of its conditionals at the chains' end states (a sequence logo), the
+rates of change of each IMGT region, and any antibody of the user's as one more seed, started at its somatic
+mutations and asked whether it walks back to its nearest human germline V gene.
 """
 
 from __future__ import annotations
@@ -18,10 +23,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import Trajectory, check_count, check_tokens, germline_regions
+from glauber_core import (
+    GERMLINE_CONTEXT,
+    Trajectory,
+    check_count,
+    check_tokens,
+    conditional_log_probs,
+    germline_regions,
+    germline_v_genes,
+)
 
 # IMGT's framework regions of a V gene (germline_regions' names); the rest (CDR1, CDR2) is left unmutated
 FRAMEWORK = ("fr1", "fr2", "fr3")
+
+# IMGT's regions of a V gene in order (germline_regions' names): the gene ends in FR3, before any CDR3
+REGIONS = ("fr1", "cdr1", "fr2", "cdr2", "fr3")
 
 REVERSION_COLUMNS = [
     "temperature",
@@ -176,3 +192,235 @@ def reversion_summary(frame: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Any antibody as a seed: its nearest human germline V gene and its somatic mutations
+# --------------------------------------------------------------------------------------------
+
+
+def antibody_start(cond, sequence: str, context: int = GERMLINE_CONTEXT) -> SimpleNamespace:
+    """A user's antibody as one more reversion seed (ours, beyond the paper): `sequence` (a variable domain from
+    FR1; cond.encode raises ValueError on a letter outside the 20 residues) aligned without indels to the human
+    germline V gene (germline_v_genes) of highest identity over their common prefix, both cut to the shorter
+    length and at most `context` residues (ties: the first gene in germline_v_genes' order). Its residues that
+    differ from that germline are its somatic mutations. Returns mutate_framework's namespace for the one chain
+    (tokens [1, L], germline, mutated, framework, row, substitutions = its mutation count, genes = [the
+    allele]) with `identity`, the share of its L residues at the germline's."""
+    context = check_count(context, "context", 1)
+    residues = cond.decode(cond.encode(sequence))
+    best = (-1.0, "", 0, "")
+    for allele, _, _, gene in germline_v_genes():
+        length = min(len(residues), len(gene), context)
+        identity = sum(a == b for a, b in zip(residues[:length], gene[:length])) / length
+        best = max(best, (identity, allele, length, gene), key=lambda candidate: candidate[0])
+    identity, allele, length, gene = best
+    tokens, germline = cond.encode(residues[:length])[None], cond.encode(gene[:length])[None]
+    mutated = tokens != germline
+    return SimpleNamespace(
+        tokens=tokens,
+        germline=germline,
+        mutated=mutated,
+        framework=framework_sites([allele], length),
+        row=torch.tensor([0]),
+        substitutions=mutated.sum(1),
+        genes=[allele],
+        identity=identity,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Pseudo-log-likelihood and per-site entropy of the chains' states
+# --------------------------------------------------------------------------------------------
+
+
+def site_log_probs(cond, states, *, chunk: int = 256) -> torch.Tensor:
+    """log p_theta(a | x_-i) at tau = 1 (eq. 3.1), FloatTensor[S, n, V], at every site i of states [S, n]: one
+    batched forward per chunk of `chunk` (state, site) rows. V is a protein model's small vocabulary (-inf off
+    the allowed tokens)."""
+    states, chunk = check_tokens(cond, states, "states").cpu(), check_count(chunk, "chunk", 1)
+    count, n = states.shape
+    rows, sites = torch.arange(count).repeat_interleave(n), torch.arange(n).repeat(count)
+    parts = [conditional_log_probs(cond, states[r], i).cpu() for r, i in zip(rows.split(chunk), sites.split(chunk))]
+    return torch.cat(parts).reshape(count, n, -1)
+
+
+def pseudo_log_likelihood(cond, states, *, log_probs: torch.Tensor | None = None, chunk: int = 256) -> torch.Tensor:
+    """The pseudo-log-likelihood PLL(x) = sum_i log p_theta(x_i | x_-i) at tau = 1 over every site of each state
+    [S, n], Tensor[S] in fp64 (the antiberty package reports PLL / n, the per-residue mean). `log_probs`:
+    site_log_probs of the states, when already scored."""
+    states = check_tokens(cond, states, "states").cpu()
+    log_probs = site_log_probs(cond, states, chunk=chunk) if log_probs is None else log_probs
+    return log_probs.gather(2, states[..., None]).squeeze(2).double().sum(1)
+
+
+def record_picks(records: int, count: int) -> torch.Tensor:
+    """`count` of a run's `records` record indices: the first, the last and evenly between (fewer if records are
+    fewer), LongTensor."""
+    records, count = check_count(records, "records", 1), check_count(count, "count", 1)
+    return torch.linspace(0, records - 1, min(count, records)).round().long().unique()
+
+
+def score_records(cond, runs: dict, count: int, *, chunk: int = 256) -> dict:
+    """The chains' states scored by site_log_probs: per temperature (runs: temperature -> Trajectory), `count`
+    records of every chain (record_picks: its start, its end and evenly between) -> SimpleNamespace(records [R'],
+    log_probs [B, R', n, V]). Each distinct state is scored once (the temperatures share their starts)."""
+    picks = {tau: record_picks(len(run.steps), count) for tau, run in runs.items()}
+    states = [run.tokens[:, picks[tau]].reshape(-1, run.tokens.shape[2]) for tau, run in runs.items()]
+    if not states:
+        raise ValueError("runs must hold at least one temperature")
+    unique, inverse = torch.unique(torch.cat(states), dim=0, return_inverse=True)
+    log_probs = site_log_probs(cond, unique, chunk=chunk)[inverse].split([len(s) for s in states])
+    return {
+        tau: SimpleNamespace(records=picks[tau], log_probs=scores.reshape(*run.tokens[:, picks[tau]].shape, -1))
+        for (tau, run), scores in zip(runs.items(), log_probs)
+    }
+
+
+PLL_COLUMNS = ["temperature", "chain", "gene", "substitutions", "step", "pll", "pll_per_residue", "context", "free"]
+
+
+def pll_frame(starts: SimpleNamespace, runs: dict, scored: dict) -> pd.DataFrame:
+    """Per temperature, chain and scored record (score_records' `scored` of `runs`, chains started at
+    starts.tokens): the pseudo-log-likelihood `pll` (the sum over the free sites, here every one) and
+    `pll_per_residue` (its mean), with gene, substitutions, step, context and free. Columns PLL_COLUMNS."""
+    frames = []
+    for tau, run in runs.items():
+        records, log_probs = scored[tau].records, scored[tau].log_probs
+        tokens = run.tokens[:, records]
+        pll = log_probs.gather(3, tokens[..., None]).squeeze(3).double().sum(2)  # [B, R']
+        batch, size, n = tokens.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "temperature": float(tau),
+                    "chain": np.repeat(np.arange(batch), size),
+                    "gene": np.repeat(np.asarray(starts.genes, dtype=object), size),
+                    "substitutions": np.repeat(starts.substitutions.numpy(), size),
+                    "step": np.tile(run.steps[records].numpy(), batch),
+                    "pll": pll.reshape(-1).numpy(),
+                    "pll_per_residue": pll.reshape(-1).numpy() / n,
+                    "context": n,
+                    "free": n,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)[PLL_COLUMNS]
+
+
+def pll_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """pll_frame per temperature and substitution count k: chains and the mean PLL per residue at the start and
+    after the last step, and its change."""
+    first = frame.groupby("temperature").step.transform("min")
+    last = frame.groupby("temperature").step.transform("max")
+    keys = ["temperature", "substitutions"]
+    start = frame[frame.step == first].groupby(keys).pll_per_residue.agg(["size", "mean"])
+    end = frame[frame.step == last].groupby(keys).pll_per_residue.mean()
+    summary = pd.DataFrame({"chains": start["size"], "start": start["mean"], "end": end}).reset_index()
+    return summary.assign(change=summary.end - summary.start)
+
+
+def site_regions(allele: str, n: int) -> np.ndarray:
+    """The IMGT region (REGIONS) of each of an allele's first n residues from FR1 (germline_regions)."""
+    names = np.full(check_count(n, "n", 1), "", dtype=object)
+    for name, (start, end) in germline_regions(allele).items():
+        names[start : min(end, n)] = name
+    return names
+
+
+def endpoint_profile(cond, starts: SimpleNamespace, scored: dict) -> pd.DataFrame:
+    """The chains' end states as a sequence profile: per temperature (score_records' `scored`), gene and site,
+    the mean over the gene's chains of the conditional p_tau(. | x_-i) at the chain's own temperature at its last state (score_records'
+    last record; log p_tau = log_softmax(log p_1 / tau)), one column per allowed residue (cond.decode), its
+    `entropy` in bits, the site's IMGT `region` and `germline` residue, the gene's `chains`, context and free."""
+    allowed = cond.allowed.cpu().nonzero().squeeze(1)
+    residues = cond.decode_batch(allowed[:, None])
+    genes = list(dict.fromkeys(starts.genes))
+    frames = []
+    for tau, scores in scored.items():
+        log_probs = torch.log_softmax(scores.log_probs[:, -1].double() / tau, -1)[..., allowed]  # [B, n, A]
+        n = log_probs.shape[1]
+        for gene in genes:
+            chains = [c for c, g in enumerate(starts.genes) if g == gene]
+            profile = log_probs[chains].exp().mean(0)  # [n, A]
+            entropy = -torch.xlogy(profile, profile).sum(1) / np.log(2)
+            frame = pd.DataFrame(profile.numpy(), columns=residues)
+            frame.insert(0, "entropy", entropy.numpy())
+            frame.insert(0, "germline", cond.decode_batch(starts.germline[chains[0]][:, None]))
+            frame.insert(0, "region", site_regions(gene, n))
+            frame.insert(0, "site", np.arange(n))
+            frame.insert(0, "chains", len(chains))
+            frame.insert(0, "gene", gene)
+            frame.insert(0, "temperature", float(tau))
+            frames.append(frame.assign(context=n, free=n))
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Rates of change per IMGT region
+# --------------------------------------------------------------------------------------------
+
+REGION_COLUMNS = [
+    "temperature",
+    "chain",
+    "gene",
+    "substitutions",
+    "region",
+    "sites",
+    "changed",
+    "changed_share",
+    "visits",
+    "moves",
+    "moves_per_visit",
+    "context",
+    "free",
+]
+
+
+def region_rates(starts: SimpleNamespace, runs: dict) -> pd.DataFrame:
+    """Per temperature, chain and IMGT region of its gene (REGIONS; site_regions): the region's `sites`, those
+    whose residue after the last step differs from the chain's start (`changed`, `changed_share`), the steps that
+    drew one of its sites (`visits`) and those that changed its residue (`moves`, `moves_per_visit`, NaN with no
+    visit). Columns REGION_COLUMNS."""
+    rows = []
+    for tau, run in runs.items():
+        batch, _, n = run.tokens.shape
+        changed = (run.tokens[:, -1] != run.tokens[:, 0]).long()
+        sites = run.sites.long()
+        visits = torch.zeros(batch, n, dtype=torch.long).scatter_add_(1, sites, torch.ones_like(sites))
+        moves = torch.zeros(batch, n, dtype=torch.long).scatter_add_(
+            1, sites, (run.new_tokens != run.old_tokens).long()
+        )
+        for chain, gene in enumerate(starts.genes):
+            regions = site_regions(gene, n)
+            for region in REGIONS:
+                at = torch.from_numpy(regions == region)
+                if at.any():
+                    rows.append(
+                        dict(
+                            temperature=float(tau),
+                            chain=chain,
+                            gene=gene,
+                            substitutions=int(starts.substitutions[chain]),
+                            region=region,
+                            sites=int(at.sum()),
+                            changed=int(changed[chain, at].sum()),
+                            visits=int(visits[chain, at].sum()),
+                            moves=int(moves[chain, at].sum()),
+                            context=n,
+                            free=n,
+                        )
+                    )
+    frame = pd.DataFrame(rows)
+    frame["changed_share"] = frame.changed / frame.sites
+    frame["moves_per_visit"] = frame.moves / frame.visits.where(frame.visits > 0)
+    return frame[REGION_COLUMNS]
+
+
+def region_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """region_rates pooled over the chains of each temperature and region: the share of the region's sites
+    changed after the last step and its moves per visit."""
+    pooled = frame.groupby(["temperature", "region"], sort=False)[["sites", "changed", "visits", "moves"]].sum()
+    pooled["changed_share"] = pooled.changed / pooled.sites
+    pooled["moves_per_visit"] = pooled.moves / pooled.visits.where(pooled.visits > 0)
+    return pooled.reset_index()
