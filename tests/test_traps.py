@@ -791,3 +791,12 @@ def test_a_window_in_a_longer_state_reads_its_gaps_and_kernel_in_context():
     np.testing.assert_allclose(shares, [1.0, 1.0])  # both sites tie as weakest
     with pytest.raises(ValueError, match="contexts"):
         ch.with_context(window, genes[:1])
+
+
+def test_no_trap_in_a_window_run_gives_an_empty_frame():
+    potts = glauber.PottsConditionals(torch.ones(5, 5), q=3)
+    genes = torch.tensor([[0, 0, 1, 1, 1], [2, 2, 2, 0, 0]])
+    runs = ch.chains_at_temperatures(potts, genes, [1.0], 8, seed=0, record_every=4, free=2)
+    vectors = {tau: (chains, ch.state_vectors(potts, None, chains)) for tau, chains in runs.items()}
+    found = {1.0: ch.trap_catalogue(potts, runs[1.0], ch.detect_traps(vectors[1.0][1], runs[1.0].steps, 8, 1e-9))}
+    assert found[1.0].empty and ch.trap_frame(potts, vectors, found, contexts=genes).empty

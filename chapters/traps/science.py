@@ -162,7 +162,7 @@ def trap_catalogue(
     full = (
         states
         if contexts is None or not len(states)
-        else with_context(states, torch.as_tensor(contexts)[torch.tensor(traps.chain.tolist())])
+        else with_context(states, torch.as_tensor(contexts)[torch.tensor(traps.chain.tolist(), dtype=torch.long)])
     )
     gaps = (
         score_gaps(cond, full, max_rows=max_rows, sites=torch.arange(n))[:, :n]
@@ -512,7 +512,11 @@ def trap_frame(cond: Conditionals, runs: dict, found: dict, contexts=None) -> pd
         states, gaps = catalogue.state.tolist(), catalogue.gaps.tolist()
         events = escape_events(run, catalogue, states, gaps)
         moves = departure_counts(run, catalogue, states, gaps)
-        context = None if contexts is None else torch.as_tensor(contexts)[torch.tensor(catalogue.chain.tolist())]
+        context = (
+            None
+            if contexts is None
+            else torch.as_tensor(contexts)[torch.tensor(catalogue.chain.tolist(), dtype=torch.long)]
+        )
         share = kernel_weakest_share(cond, states, gaps, tau, context) if len(catalogue) else np.empty(0)
         tables.append(catalogue.join(events).join(moves).assign(kernel_share=share))
     traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
