@@ -63,7 +63,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 import book_tools as bt
-from chapters import bounds, incompatibility, traps
+from chapters import basins, bounds, incompatibility, traps
 
 bt.set_book_style()
 root = bt.ANTIBERTY_RESULTS
@@ -189,6 +189,37 @@ if ran:
 if ran:
     gaps = bt.read_across("05_traps", "germline_gaps", root)
     display(traps.germline_family_view(gaps))
+
+# %% [markdown]
+# ## Germline reversion: chapter 4's basin on a protein
+#
+# In place of section 6.2's politics basin, chapter 4 asks whether the human germline is a basin:
+# chains start at whole germline genes with k = 2, 4 or 8 substitutions at framework sites (every
+# site free), and after T steps the share of mutated sites back at the germline residue is set
+# against the share of unmutated framework sites that left it, at $\tau$ = 0.5, 1 and 2 (fixed
+# before any run). The verdict is the `germline_reversion` row above. Beside it, what a
+# protein-MLM user reads: the pseudo-log-likelihood per residue (the antiberty package's
+# convention) at each chain's start and end, and how much of each IMGT region changed.
+
+# %%
+if ran:
+    reversion = bt.read_across("04_basins", "reversion", root)
+    display(basins.reversion_view(reversion))
+    display(basins.pll_view(bt.read_across("04_basins", "pll", root)))
+    display(
+        basins.region_view(bt.read_across("04_basins", "region_rates", root))
+    )
+
+# %% [markdown]
+# The end states of one gene's chains as a sequence logo: at each site the model's conditional at
+# the chain's temperature, averaged over the gene's chains, stacked by information (bits), with the
+# CDRs shaded.
+
+# %%
+if ran:
+    profile = bt.read_across("04_basins", "endpoint_entropy", root)
+    basins.logo_figure(profile, profile.gene.iloc[0])
+    plt.show()
 
 # %% [markdown]
 # ## What the paper profile would add

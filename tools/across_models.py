@@ -53,7 +53,7 @@ ANTIBERTY = {
     "01_incompatibility": (("claims", "checks", "table1", "rectangles", "cut_versus_gene"), {}),
     "02_mixing_bounds": (("claims", "checks", "alpha", "windows_full", "slowest_window_states"), {}),
     "03_phase_diagram": (("claims", "coupling_times"), {}),
-    "04_basins": (("claims",), {}),
+    "04_basins": (("claims", "reversion", "pll", "region_rates", "endpoint_entropy"), {}),
     # chapter 5 keeps 2,000 steps: this run is outside the quick book's 20 minutes, for which the quick profile
     # went to 1,000 (at 1,000 AntiBERTy had one approximate trap and none ended: too few to judge its duration)
     "05_traps": (("claims", "germline_gaps", "traps"), {"steps": 2000}),
