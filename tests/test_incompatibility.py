@@ -717,5 +717,5 @@ def test_rectangles_lie_in_the_free_sites_of_a_longer_state():
     assert torch.equal(everywhere.i, same.i) and torch.equal(everywhere.a_new, same.a_new)
     frame = ch.rectangle_frame(cond, rects, top_k=2, free=5)
     assert (frame.context == 12).all() and (frame.free == 5).all()
-    with pytest.raises(ValueError, match="at least 2 distinct sites"):
+    with pytest.raises(ValueError, match="at least 2 sites, distinct"):
         ch.sample_rectangles(cond, tokens, 4, sites=[3, 3])

@@ -273,7 +273,7 @@ def sample_rectangles(
     free = torch.arange(passages.shape[1]) if sites is None else torch.as_tensor(sites).long()
     if len(free) < 2 or len(set(free.tolist())) < len(free) or free.min() < 0 or free.max() >= passages.shape[1]:
         raise ValueError(
-            f"a rectangle needs at least 2 distinct sites of the n = {passages.shape[1]}, got {free.tolist()}"
+            f"a rectangle needs at least 2 sites, distinct and in [0, {passages.shape[1]}), got {free.tolist()}"
         )
     n = len(free)
     generator = torch.Generator().manual_seed(int(seed))
