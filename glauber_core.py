@@ -1014,17 +1014,10 @@ def load_mlm(name_or_path: str | Path | None = None, device=None) -> MaskedLMCon
 def load_antiberty(device=None) -> MaskedLMConditionals:
     """AntiBERTy (Ruffolo, Gray & Sulam 2021; BERT, 8 layers, 558M antibody sequences) offline from the installed
     ``antiberty`` 0.1.3 wheel (found, not imported): its checkpoint as BertForMaskedLM in fp32 (the species, chain
-    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token.
-
-    Args:
-        device: A torch device or its name; CUDA when available if None, else CPU.
-
-    Returns:
-        The model as ``MaskedLMConditionals``, named "antiberty".
-
-    Raises:
-        ValueError: If the ``antiberty`` package with its weights (version 0.1.3) is not installed.
-    """
+    and graft heads dropped), its vocab.txt as a BertTokenizer; one residue a token. It runs in fp32 on every
+    device (``autocast`` False: 26M parameters have little to gain from bf16); set ``autocast`` True to change that.
+    ``device``: a torch device or its name (CUDA when available if None). Returns ``MaskedLMConditionals`` named
+    "antiberty"; raises ValueError if the ``antiberty`` 0.1.3 wheel with its weights is not installed."""
     from transformers import BertForMaskedLM, BertTokenizer
 
     spec = importlib.util.find_spec("antiberty")
@@ -1037,7 +1030,9 @@ def load_antiberty(device=None) -> MaskedLMConditionals:
     with _quiet_transformers():
         tokenizer = BertTokenizer.from_pretrained(str(folder), do_lower_case=False)
         model = BertForMaskedLM.from_pretrained(folder / "AntiBERTy_md_smooth", dtype=torch.float32)
-    return MaskedLMConditionals(model, tokenizer, device, "antiberty")
+    cond = MaskedLMConditionals(model, tokenizer, device, "antiberty")
+    cond.autocast = False
+    return cond
 
 
 @contextlib.contextmanager
@@ -1066,19 +1061,9 @@ def _cached_on_disk(name: str) -> bool:
 def quiet_load(kind: str, name: str, advice: str) -> contextlib.AbstractContextManager:
     """Check that ``name`` can be loaded (a local folder, in the Hugging Face cache, or the hub reachable) and
     return a context that silences transformers' logging while it loads; offline, one ValueError that names
-    the model and says what to do instead (``advice``).
-
-    Args:
-        kind: What is loaded, for the message (e.g. "masked LM").
-        name: A local folder or a Hugging Face hub name.
-        advice: The sentence the error ends with, saying what to do instead.
-
-    Returns:
-        A context manager that silences transformers' logging and progress bars.
-
-    Raises:
-        ValueError: If ``name`` is not a local folder, not in the cache, and the hub is unreachable.
-    """
+    the model and says what to do instead (``advice``). ``kind``: what is loaded, for the message (e.g. "masked
+    LM"); ``name``: a local folder or a hub name. Raises ValueError if ``name`` is not a local folder, not in the
+    cache, and the hub is unreachable."""
     if not Path(name).is_dir() and not _cached_on_disk(name) and not _hub_reachable():
         raise ValueError(
             f"cannot load the {kind} {name!r}: it is not a local folder, not in the Hugging Face "
@@ -1640,10 +1625,10 @@ def exact_mixing_time(cond: Conditionals, n: int, temperature: float, eps: float
 # ---- Score margins and Theorem 8 (section 5.3, Assumption 1, appendix A.1) ---------------------------------
 
 
-def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
-    """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site of every state."""
-    batch, n = x.shape
-    rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
+def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int, sites=None):
+    """Yield (rows, sites, scores [R, V] in fp64 with -inf off `allowed`) for every site (or `sites`) of every state."""
+    positions = torch.arange(x.shape[1]) if sites is None else torch.as_tensor(sites).long().cpu()
+    rows, sites = torch.arange(len(x)).repeat_interleave(len(positions)), positions.repeat(len(x))
     never = torch.where(cond.allowed.cpu(), 0.0, float("-inf")).double()
     for start in range(0, len(rows), max_rows):
         b, i = rows[start : start + max_rows], sites[start : start + max_rows]
@@ -1651,26 +1636,21 @@ def _site_scores(cond: Conditionals, x: torch.Tensor, max_rows: int):
         yield b, i, scores + never
 
 
-def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256) -> torch.Tensor:
+def score_gaps(cond: Conditionals, tokens, *, max_rows: int = 256, sites=None) -> torch.Tensor:
     """Score margins Delta_i(x) = s_i(x_i; x_{-i}) - max_{a != x_i} s_i(a; x_{-i}) (appendix A.1), Tensor[B, n].
 
     a runs over allowed tokens; positive at every site means x is a perfect trap (every token the argmax).
-
-    Args:
-        cond: The conditionals.
-        tokens: States [B, n] (or one state [n]).
-        max_rows: The most model rows per forward.
-
-    Returns:
-        The margins, float64 Tensor[B, n] on CPU.
-
-    Raises:
-        ValueError: If ``tokens`` is not valid or ``max_rows`` < 1.
+    ``tokens``: states [B, n] (or one state [n]); ``max_rows``: the most model rows per forward; ``sites``: the
+    chain's free sites (None: all), the others +inf (a frozen site never moves). Returns float64 [B, n] on CPU;
+    raises ValueError if ``tokens``, ``sites`` or ``max_rows`` is not valid.
     """
     x = check_tokens(cond, tokens, "tokens")
-    gaps = torch.empty(x.shape, dtype=torch.float64)
+    sites = None if sites is None else torch.as_tensor(sites).long().cpu().reshape(-1)
+    if sites is not None and (len(sites) == 0 or bool(((sites < 0) | (sites >= x.shape[1])).any())):
+        raise ValueError(f"sites must be indices in [0, {x.shape[1]}), got {sites.tolist()}")
+    gaps = torch.full(x.shape, float("inf"), dtype=torch.float64)
     current = x.cpu()
-    for b, i, scores in _site_scores(cond, x, check_count(max_rows, "max_rows", 1)):
+    for b, i, scores in _site_scores(cond, x, check_count(max_rows, "max_rows", 1), sites):
         own = current[b, i].unsqueeze(1)
         gaps[b, i] = scores.gather(1, own).squeeze(1) - scores.scatter(1, own, float("-inf")).amax(-1)
     return gaps
@@ -2051,6 +2031,7 @@ BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")  #: The
 _HELDOUT_PERCENT = 10
 SEED_SOURCES = ("bbc", "germline", "ms_marco")  #: The ``passages`` of ``seed_passages``.
 IMGT_REGIONS = {"fr1": 1, "cdr1": 27, "fr2": 39, "cdr2": 56, "fr3": 66}  #: The first IMGT position of each V region.
+GERMLINE_CONTEXT = 90  #: A protein chapter's state: each human V gene from FR1 cut to 90 residues (all have >= 91).
 _CHAINS = {"H": "heavy", "K": "kappa", "L": "lambda"}  # anarci's chain keys (and an allele's third letter)
 
 
@@ -2174,29 +2155,38 @@ def germline_v_genes(species: str = "human", region: str = "fr1") -> tuple[tuple
     """IMGT germline V genes of heavy, kappa and lambda chains from ``anarci``: (allele, family, chain, residues),
     gaps removed, residues from the start of ``region`` (IMGT numbering, one of IMGT_REGIONS) to the gene's end.
     anarci's table (128 IMGT positions a gene) is read as plain data: its package ``__init__`` needs Biopython.
-
-    Args:
-        species: The species in anarci's table (e.g. "human").
-        region: A key of ``IMGT_REGIONS``.
-
-    Returns:
-        The genes, a tuple of (allele, family, chain, residues) by chain (heavy, kappa, lambda), then allele.
-
-    Raises:
-        ValueError: If ``anarci`` is not installed or ``region`` is unknown.
-    """
-    spec = importlib.util.find_spec("anarci")
-    if not (spec and spec.submodule_search_locations):
-        raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
+    ``species``: one of anarci's (e.g. "human"); ``region``: a key of ``IMGT_REGIONS``. Returns the genes by chain
+    (heavy, kappa, lambda), then allele; raises ValueError if ``anarci`` is not installed or ``region`` is unknown."""
     if region not in IMGT_REGIONS:
         raise ValueError(f"region must be one of {tuple(IMGT_REGIONS)}, got {region!r}")
-    table = ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
     start = IMGT_REGIONS[region] - 1
     return tuple(
         (allele, re.match(r"IG[HKL]V\d+", allele).group(), _CHAINS[chain], gapped[start:].replace("-", ""))
         for chain in _CHAINS
-        for allele, gapped in sorted(table["V"][chain].get(species, {}).items())
+        for allele, gapped in sorted(_imgt_v_genes()["V"][chain].get(species, {}).items())
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _imgt_v_genes() -> dict:
+    """anarci's germline table (gapped IMGT sequences by segment, chain and species), read as plain data."""
+    spec = importlib.util.find_spec("anarci")
+    if not (spec and spec.submodule_search_locations):
+        raise ValueError("germline seeds need the PyPI package anarci (BSD-3): `pip install --no-deps anarci`")
+    return ast.literal_eval((Path(spec.submodule_search_locations[0]) / "germlines.py").read_text().split("=", 1)[1])
+
+
+def germline_regions(allele: str, species: str = "human") -> dict[str, tuple[int, int]]:
+    """Each IMGT region of a V gene as [start, end) indices into its residues from FR1 (``germline_v_genes``):
+    fr1, cdr1, fr2, cdr2 and fr3 (to the gene's end). Raises ValueError for an allele anarci does not have."""
+    gapped = _imgt_v_genes()["V"].get(allele[2:3], {}).get(species, {}).get(allele)
+    if gapped is None:
+        raise ValueError(f"no {species} germline V gene {allele!r} in anarci's table (e.g. 'IGHV3-23*01')")
+    starts = [gapped[: IMGT_REGIONS[name] - 1].count("-") for name in IMGT_REGIONS]
+    starts = [IMGT_REGIONS[name] - 1 - gaps for name, gaps in zip(IMGT_REGIONS, starts)] + [
+        len(gapped.replace("-", ""))
+    ]
+    return {name: (starts[k], starts[k + 1]) for k, name in enumerate(IMGT_REGIONS)}
 
 
 @dataclass

@@ -1156,3 +1156,53 @@ def model_specific_row(
     (judge_on_paper_setup), else "other setup" with each difference listed."""
     verdict, reason, setup_text = judge_on_paper_setup(claim, model, setup, low, high)
     return claim_row(claim, quantity, ours, ours_text, verdict, reason, setup_text, low=low, high=high)
+
+
+# --------------------------------------------------------------------------------------------
+# ---- chapter 4 protein rule (issue 42) ----
+# A germline-reversion basin on a protein MLM (section 6.2's basins, ours): chains started at a human germline V gene
+# with framework substitutions, judged per temperature and across temperatures
+# --------------------------------------------------------------------------------------------
+
+
+def rule_reversion(differences: dict) -> dict:
+    """Germline reversion (section 6.2's basins on a protein MLM; ours, beyond the paper). `differences` maps each
+    temperature to its per-chain values: for a chain started at a germline V gene with k >= 1 framework
+    substitutions, the share of its mutated sites back at the germline residue after T steps minus the share of
+    its unmutated framework sites that left the germline residue, both over the sites the chain updated (NaN:
+    none, left out). Null: reversion no more likely than drift away,
+    mean 0. Per temperature rule_paired_mean (Student's t interval over chains, rule_one_sided above 0: a
+    zero-width interval, every chain at one value, decides nothing; fewer than two chains, no interval), combined
+    by rule_every_part across temperatures: reproduced when every temperature is, differs when any lies at or
+    below 0, inconclusive otherwise. Returns {"verdict", "reason", "parts": one dict a temperature (temperature,
+    chains, verdict, reason, estimate, low, high), "weakest": (estimate, low, high) of the temperature with the
+    lowest lower end (a missing one first)}."""
+    if not differences:
+        nothing = (math.nan,) * 3
+        return {"verdict": INCONCLUSIVE, "reason": "no temperature was run", "parts": [], "weakest": nothing}
+    parts = []
+    for temperature, values in differences.items():
+        values = np.asarray(values, dtype=float).reshape(-1)
+        values = values[np.isfinite(values)]
+        if len(values) < 2:
+            verdict, reason, *interval = INCONCLUSIVE, "fewer than two mutated chains: no interval", *(math.nan,) * 3
+        else:
+            verdict, reason, *interval = rule_paired_mean(values, 0.0, "above", missing="no mutated chain")
+        parts.append(
+            dict(
+                zip(
+                    ("temperature", "chains", "verdict", "reason", "estimate", "low", "high"),
+                    (float(temperature), len(values), verdict, reason, *interval),
+                )
+            )
+        )
+    names = [f"τ = {p['temperature']:g}" for p in parts]
+    verdict, tally = rule_every_part([p["verdict"] for p in parts], names)
+    weakest = min(parts, key=lambda p: p["low"] if finite(p["low"]) else -math.inf)
+    reasons = "; ".join(f"{name}: {p['reason']}" for name, p in zip(names, parts))
+    return {
+        "verdict": verdict,
+        "reason": f"{tally}; {reasons}",
+        "parts": parts,
+        "weakest": (weakest["estimate"], weakest["low"], weakest["high"]),
+    }

@@ -21,7 +21,7 @@
 # ```{admonition} This chapter at a glance
 # :class: tip
 # - **Claim** (paper, all sections): the paper's general claims are about masked LMs as such; here every chapter runs on a masked LM that others pretrained at scale, a protein model, beside the book's own English model.
-# - **Look at**: the verdicts side by side, Table 1's row, and the exact full-vocabulary windows (exact mixing time against Theorem 5, the stationary law against the pseudo-likelihood law).
+# - **Look at**: what cutting a gene does to the model's predictions, the verdicts side by side, Table 1's row, the exact windows and the slowest one's competing states, the germlines as traps, and germline reversion.
 # - **Rerun**: the launch button at the top of this page opens it in Colab, or `make antiberty` then `papermill book/antiberty.ipynb out.ipynb`
 # ```
 #
@@ -31,23 +31,27 @@
 # parameters) with its MLM head, trained on 558M natural antibody sequences. Its vocabulary is the
 # 20 amino acids (plus 5 special tokens, never proposed), one residue per token. The PyPI wheel
 # `antiberty==0.1.3` (MIT licence, 97 MB) ships its weights, so `glauber.load_mlm("antiberty")` works
-# offline, and every chapter takes `-p model antiberty`.
+# offline (in fp32 on every device), and every chapter takes `-p model antiberty`.
 #
-# Seeds are human germline V genes from the IMGT tables that the `anarci` package ships
-# {cite}`dunbar2016anarci` (heavy, kappa and lambda chains; gaps removed; cut to n residues): the
-# protein counterpart of a BBC paragraph, with the gene family (IGHV3, IGKV1, ...) in the place of
-# a topic. Where a chapter needs English (the sentence embedder, the topic scorer, the '!' basin),
-# it says on its page what replaces it (identity and Hamming distance to the start, the nearest
-# germline family) or skips that step.
+# **The state is a whole gene.** AntiBERTy was trained on whole variable domains, so every chapter
+# reads its sites inside a whole human germline V gene from the IMGT tables that the `anarci`
+# package ships {cite}`dunbar2016anarci`: the gene from the start of FR1, cut to its first 90
+# residues so that every gene has the same length (all 417 human V genes have at least 91; the cut
+# drops at most the last 10 residues of FR3). A chapter's $n$ is its number of **free sites**, a
+# window in a named IMGT region (FR1 by default: the sites the book used to cut out alone; CDR1 for
+# the exact windows), every other residue frozen. Every table below carries `context` (residues in
+# the state) and `free` (free sites). The gene family (IGHV3, IGKV1, ...) takes a topic's place.
+# Where a chapter needs English (the sentence embedder, the topic scorer, the '!' basin), its page
+# says what replaces it (the Hamming distance to the start, germline reversion) or skips that step.
 #
-# With 20 letters, a window of k free residues inside a frozen germline is a chain of $20^k$
-# states: 400 for k = 2, 8,000 for k = 3. Its exact kernel, stationary law $\mu_\tau$ and mixing
-# time can be computed over the model's full vocabulary, which no English MLM allows.
+# With 20 letters, a window of k free residues is a chain of $20^k$ states: 400 for k = 2, 8,000
+# for k = 3. Its exact kernel, stationary law $\mu_\tau$ and mixing time can be computed over the
+# model's full vocabulary, which no English MLM allows.
 #
 # The runs take longer than the quick book can afford, so this page reads the committed results
-# of `make antiberty` and names the runs below (after a change to one chapter's code,
-# `python tools/across_models.py --set antiberty --chapters <chapter>` reruns that chapter alone;
-# each chapter's row names the command that made it).
+# of `make antiberty` (at most 75 minutes on 2 cores) and names the runs below (after a change to
+# one chapter's code, `python tools/across_models.py --set antiberty --chapters <chapter>` reruns
+# that chapter alone; each chapter's row names the command that made it).
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
@@ -59,7 +63,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 import book_tools as bt
-from chapters import bounds
+from chapters import basins, bounds, incompatibility, traps
 
 bt.set_book_style()
 root = bt.ANTIBERTY_RESULTS
@@ -80,6 +84,22 @@ Markdown(
     else "> **Warning:** this checkout has no `results/antiberty/`: run "
     "`make antiberty` to fill this page."
 )
+
+# %% [markdown]
+# ## A cut gene is another input
+#
+# Until this version the book ran AntiBERTy on the first $n$ residues of each gene, cut out alone.
+# At those same sites, chapter 1 compares the model's conditional given the cut with its
+# conditional given the whole gene: their total variation per site, and how often the germline
+# residue is the top prediction in each. A protein-MLM user who scores fragments should expect
+# differences of this size.
+
+# %%
+if ran:
+    cut = bt.read_across("01_incompatibility", "cut_versus_gene", root)
+    incompatibility.cut_versus_gene_figure(cut)
+    plt.show()
+    print(incompatibility.cut_versus_gene_text(cut))
 
 # %% [markdown]
 # ## The general claims on both models
@@ -103,10 +123,12 @@ HTML(bt.verdicts_beside_html(beside))
 # %% [markdown]
 # ## Table 1's row
 #
-# Chapter 1's rectangle test on AntiBERTy: rectangles on germline seeds with replacement residues
-# from the model's own top-k, the share above the rounding floor and the mean $|\delta|$ with its
-# bootstrap interval, beside the controls of the same run (a causal LM's joint, whose $\delta$
-# telescopes to 0, and two Potts models).
+# Chapter 1's rectangle test on AntiBERTy: rectangles whose two sites lie in the first 20 residues
+# (FR1) of a whole germline gene, with replacement residues uniform over the 19 other amino acids
+# (a top-$k$ of 50 holds all of them), the share above the rounding floor and the mean $|\delta|$
+# with its bootstrap interval, beside the controls of the same run (a causal LM's joint, whose
+# $\delta$ telescopes to 0, and two Potts models). On 20-residue cuts the book measured a mean
+# $|\delta|$ of 1.13; the paper's English models give 0.64-0.80.
 
 # %%
 columns = [
@@ -125,8 +147,8 @@ if ran:
 # %% [markdown]
 # ## Exact chains over the full vocabulary
 #
-# Chapter 2's windows: k free residues of a germline, every other residue frozen, all 20 amino
-# acids allowed at each free site. For each window, the exact kernel, its stationary law
+# Chapter 2's windows: the first k residues of each gene's own CDR1, every other residue of the
+# whole gene frozen, all 20 amino acids allowed at each free site. For each window, the exact kernel, its stationary law
 # $\mu_\tau$, the exact $t_{\mathrm{mix}}(1/4)$ and the exact influence $\alpha$ of the window
 # chain; Theorem 5's bound $\frac{n}{1-\alpha}(\log n + \log 4)$ applies where $\alpha < 1$. On the
 # right, how far the pseudo-likelihood law of the model's conditionals is from that of
@@ -139,10 +161,70 @@ if ran:
     plt.show()
 
 # %% [markdown]
+# The slowest window at $\tau = 1$ and the fillings that compete in it: its most likely states
+# under $\mu_\tau$, with the pseudo-likelihood law beside them. A window mixes slowly when
+# $\mu_\tau$ splits its mass between fillings that single-residue moves can join only through
+# unlikely ones.
+
+# %%
+if ran:
+    competing = bt.read_across(
+        "02_mixing_bounds", "slowest_window_states", root
+    )
+    display(
+        bt.reading_table(
+            competing[["window", "k", "filling", "mu_tau", "pseudo_likelihood"]]
+        )
+    )
+
+# %% [markdown]
+# ## Are the germlines themselves traps?
+#
+# Chapter 5 measures the score gaps $\Delta_i(x)$ (appendix A.1) at the first residues (FR1) of
+# every distinct human germline gene, read in the whole gene: a germline is a perfect trap there
+# when its residue is the model's first choice at every one of those sites. On 12-residue cuts the
+# book found 9 perfect traps among 96 germlines.
+
+# %%
+if ran:
+    gaps = bt.read_across("05_traps", "germline_gaps", root)
+    display(traps.germline_family_view(gaps))
+
+# %% [markdown]
+# ## Germline reversion: chapter 4's basin on a protein
+#
+# In place of section 6.2's politics basin, chapter 4 asks whether the human germline is a basin:
+# chains start at whole germline genes with k = 2, 4 or 8 substitutions at framework sites (every
+# site free), and after T steps the share of mutated sites back at the germline residue is set
+# against the share of unmutated framework sites that left it, at $\tau$ = 0.5, 1 and 2 (fixed
+# before any run). The verdict is the `germline_reversion` row above. Beside it, what a
+# protein-MLM user reads: the pseudo-log-likelihood per residue (the antiberty package's
+# convention) at each chain's start and end, and how much of each IMGT region changed.
+
+# %%
+if ran:
+    reversion = bt.read_across("04_basins", "reversion", root)
+    display(basins.reversion_view(reversion))
+    display(basins.pll_view(bt.read_across("04_basins", "pll", root)))
+    display(
+        basins.region_view(bt.read_across("04_basins", "region_rates", root))
+    )
+
+# %% [markdown]
+# The end states of one gene's chains as a sequence logo: at each site the model's conditional at
+# the chain's temperature, averaged over the gene's chains, stacked by information (bits), with the
+# CDRs shaded.
+
+# %%
+if ran:
+    profile = bt.read_across("04_basins", "endpoint_entropy", root)
+    basins.logo_figure(profile, profile.gene.iloc[0])
+    plt.show()
+
+# %% [markdown]
 # ## What the paper profile would add
 #
-# The run above is sized for 2 CPU cores (about 20 chain-steps per second at 24 residues).
-# On a GPU, `-p profile paper` gives every chapter the paper's sizes: 300 rectangles, chains of
-# $10^4$ steps, coupled pairs over full-length germlines rather than a few free sites in a
-# frozen context; windows of k = 4 free sites (160,000 states) need a sparse kernel, which this
-# book does not build.
+# The run above is sized for 2 CPU cores (about 32 chain-steps per second at 90 residues). On a
+# GPU, `-p profile paper` gives every chapter the paper's sizes: 300 rectangles, chains of $10^4$
+# steps, more free sites and more genes; windows of k = 4 free sites (160,000 states) need a
+# sparse kernel, which this book does not build.

@@ -108,22 +108,29 @@ bt.settings_view(cfg)
 # token; $B'$ likewise at $j$. Every $\delta$ in this chapter, for every model, comes from one
 # function, `glauber.rectangle_delta`.
 #
-# *On a protein MLM* (`model="antiberty"`) the seeds are human IMGT germline V genes (heavy, kappa
-# and lambda) cut to their first $n$ residues; there are fewer distinct cuts than rectangles, so
-# rectangle $r$ sits on seed $r \bmod P$. With 20 amino acids the top-$k$ holds every other
+# *On a protein MLM* (`model="antiberty"`) the state is a whole human IMGT germline V gene (heavy,
+# kappa or lambda; its first 90 residues, FR1 to FR3) and $i, j$ are drawn from its first $n$
+# residues, FR1: the sites the book once cut out alone, now read with the gene around them (see
+# the last section for what the cut changed). There are fewer distinct genes than rectangles, so
+# rectangle $r$ sits on gene $r \bmod P$. With 20 amino acids the top-$k$ holds every other
 # residue, so $A'$ and $B'$ are uniform over the 19 residues that differ from the current one.
 # The causal control stays the English causal LM on BBC paragraphs: it checks the code path
 # (Proposition 4's identity), which needs no protein.
 
 # %%
 seeds = glauber.seed_passages(
-    cond, cfg.seq_len, cfg.seeds, seed=seed, passages=cfg.source
+    cond, cfg.context_length, cfg.seeds, seed=seed, passages=cfg.source
 )
 rects = ch.sample_rectangles(
-    cond, seeds.tokens, cfg.rectangles, top_k=cfg.top_k, seed=seed
+    cond,
+    seeds.tokens,
+    cfg.rectangles,
+    top_k=cfg.top_k,
+    seed=seed,
+    sites=cfg.free_sites,
 )
 mlm = ch.rectangle_frame(
-    cond, rects, cfg.temperature, top_k=cfg.top_k, seed=seed
+    cond, rects, cfg.temperature, top_k=cfg.top_k, seed=seed, free=cfg.seq_len
 )
 ch.rectangles_view(mlm.head())
 
@@ -379,6 +386,24 @@ run.save(scaling, "temperature_check");
 
 # %%
 print(ch.most_incompatible_text(cond, rects, mlm, 3))
+
+# %% [markdown]
+# ## On a protein MLM: a cut gene is another input
+#
+# AntiBERTy was trained on whole variable domains. Until this version the book ran it on the first
+# $n$ residues of each gene, cut out alone. The figure compares, at those same sites, the model's
+# conditional given the cut with its conditional given the whole gene: their total variation per
+# site, and how often the germline residue is the top prediction in each. A text model has no
+# genes, and the cell says so.
+
+# %%
+cut = ch.cut_versus_gene_run(cond, seeds, cfg)
+if cut is not None:
+    ch.cut_versus_gene_figure(cut)
+
+# %% tags=["remove-input"]
+if cut is not None:
+    run.save(cut, "cut_versus_gene")
 
 # %% [markdown]
 # ## Verdicts

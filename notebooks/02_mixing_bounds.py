@@ -119,13 +119,17 @@ bt.settings_view(cfg)
 # contexts. Like appendix A.1, we try a few contexts (held-out BBC
 # paragraphs {cite}`greene2006bbc` cut to 14 tokens) and a few tokens at
 # $j$, so each estimate is a lower bound on the true $c_{ij}$. One batched
-# set of forward passes serves every temperature.
+# set of forward passes serves every temperature. On a protein MLM the
+# contexts are whole germline genes (90 residues) and $c_{ij}$ is read
+# at their first 14 residues (FR1), the rest of the gene held; so are the
+# margins below.
 
 # %%
-contexts = glauber.seed_passages(cond, cfg.seq_len, cfg.n_contexts, seed=seed)
-candidates = glauber.influence_candidates(cond, contexts.tokens, cfg.top_k)
-influence, oscillation = glauber.influence_and_oscillation(
-    cond, contexts.tokens, candidates, cfg.temperatures
+contexts = glauber.seed_passages(
+    cond, cfg.context_length, cfg.n_contexts, seed=seed
+)
+influence, oscillation = ch.context_influence(
+    cond, contexts.tokens, cfg.free, cfg.top_k, cfg.temperatures
 )
 bt.reading_table(pd.DataFrame({"context": contexts.texts}).head(4))
 
@@ -364,11 +368,14 @@ run.glue(ch.theorem8_text(theorem8))
 
 # %%
 cold = 0.25
-seeds = glauber.seed_passages(cond, cfg.seq_len, cfg.chains, seed=seed).tokens
+seeds = glauber.seed_passages(
+    cond, cfg.context_length, cfg.chains, seed=seed
+).tokens
+frozen = torch.arange(cfg.context_length) >= cfg.free if cfg.free else 0
 ends = glauber.glauber(
-    cond, seeds, cfg.chain_steps, cold, seed=seed, progress=False
+    cond, seeds, cfg.chain_steps, cold, seed=seed, frozen=frozen, progress=False
 ).final
-margins = ch.margin_frame(cond, seeds, ends, cold)
+margins = ch.margin_frame(cond, seeds, ends, cold, free=cfg.free)
 ch.margins_view(margins)
 
 # %% tags=["remove-input"]
@@ -545,10 +552,10 @@ run.glue(ch.asymmetry_text(asymmetry))
 # With at most 32 allowed tokens, a window of $k$ free sites inside a
 # frozen context is the model's own Glauber chain on those sites, with
 # $|V|^k$ states ($20^2 = 400$ and $20^3 = 8{,}000$ for a protein MLM);
-# nothing is restricted. On a protein model each context is one human
-# IMGT germline V gene (cut to its first 32 residues) from a distinct
-# family, and the free sites are residues 28 onwards (0-based 27, in
-# CDR1 for these genes). Per window and temperature we compute, exactly:
+# nothing is restricted. On a protein model each context is one whole
+# human IMGT germline V gene (its first 90 residues, FR1 to FR3) from a
+# distinct family, and the free sites are the first $k$ residues of its
+# own CDR1 (IMGT numbering, `glauber.germline_regions`). Per window and temperature we compute, exactly:
 # the kernel ($k \cdot |V|^{k-1}$ forwards: the conditional at a masked
 # site does not depend on its own token), $\mu_\tau$, $t_{\mathrm{mix}}(1/4)$
 # (every start, no sampling), $\alpha$ of the window chain (the supremum
@@ -569,6 +576,35 @@ else:
 
 # %% tags=["remove-input"]
 run.glue(ch.full_window_text(full_table, cfg.full_plan))
+
+# %% [markdown]
+# The slowest window at $\tau = 1$, and the fillings that compete in it:
+# its most likely states under $\mu_\tau$ (with the pseudo-likelihood
+# law beside them). A slow window is one whose $\mu_\tau$ splits its mass
+# between fillings that a single-site move cannot join without passing
+# through an unlikely one.
+
+# %%
+if cfg.full:
+    slowest, slowest_laws = ch.slowest_window(full_table, full_laws)
+    print(
+        f"{slowest.germline} ({slowest.family}, sites {slowest.sites}, "
+        f"k = {slowest.k}): t_mix(1/4) = {slowest.t_mix:.0f} steps"
+    )
+    competing = ch.top_states(cond, *slowest_laws)
+    display(bt.reading_table(competing))
+
+# %% tags=["remove-input"]
+if cfg.full:
+    run.save(
+        competing.assign(
+            window=slowest.germline,
+            k=slowest.k,
+            context=slowest.context,
+            free=slowest.free,
+        ),
+        "slowest_window_states",
+    )
 
 # %% [markdown]
 # Windows run: {glue:text}`ch2_full_plan` ({glue:text}`ch2_full_rows`

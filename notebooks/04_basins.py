@@ -27,7 +27,10 @@
 #   at least once, with peaks up to {glue:text}`paper_politics_peak`).
 # - **Look at**: the Table 3 counterpart, the politics looks against
 #   chance, the per-topic rise (Table 3a), the leading-label shares per seed topic, the PCA trajectories (Figs. 1 and 4)
-#   and the prefix table (C.4).
+#   and the prefix table (C.4); on a protein model, the germline-reversion
+#   table and its verdict (ours), the chains' pseudo-log-likelihood,
+#   end-state logos, rates of change per IMGT region, and your own
+#   antibody as a seed (`-p sequence ...`).
 # - **Rerun**: the launch button at the top of this page opens it in Colab, or `papermill notebooks/04_basins.ipynb out.ipynb -p profile paper -p model bert-base-uncased`
 # ```
 #
@@ -56,6 +59,8 @@ n_seeds: int = 0  # chains per seed topic; 0: the profile's value
 steps: int = 0  # Glauber steps per chain; 0: the profile's value
 record_every: int = 0  # topic scores every m steps; 0: the profile's
 passages: str = ""  # seeds: bbc | ms_marco (online); "": the profile's
+temperatures: list = []  # protein model: reversion grid; []: the profile's
+sequence: str = ""  # protein model: your antibody (from FR1) as one more seed
 prefixes: list = [
     "Albert Einstein said that",
     "Elvis Presley said that",
@@ -76,11 +81,12 @@ from chapters import basins as ch
 
 run = bt.ChapterRun("04_basins", profile, model)
 cond = run.cond
-# the profiles (ch.SETTINGS); a protein model always takes germline seeds
+# the profiles (ch.SETTINGS; ch.PROTEIN_SETTINGS for a protein model)
 cfg = ch.settings(
     profile,
     cond,
     temperature=temperature,
+    temperatures=temperatures,
     scorer=scorer,
     seq_len=seq_len,
     n_seeds=n_seeds,
@@ -98,8 +104,13 @@ bt.settings_view(cfg)
 # | quick | BBC News | 5 topics x 6 | 1,200 | 50 | 60 per topic | 300 | 4 chains, 250 steps |
 # | paper | MS MARCO | 5 topics x 10 | 10,000 | 200 | 200 per topic | 1,000 | 10 chains, 3,500 steps |
 #
-# On a protein model the seeds are always germlines of five families, and
-# `quick` runs 600 steps scored every 25 (`ch.PROTEIN_SETTINGS`).
+# On a protein model (`ch.PROTEIN_SETTINGS`) the germline-reversion chains
+# run instead: `smoke` 2 germlines with k = 0, 2, 4 substitutions at
+# $\tau$ = 0.5, 1 for 30 steps; `quick` 4 germlines with k = 0, 2, 4, 8 at
+# $\tau$ = 0.5, 1, 2 for 270 steps (about 13,000 AntiBERTy steps, some
+# seven minutes on two cores, and about three more for the
+# pseudo-log-likelihoods of every chain's start and end); `paper` 10
+# germlines for 900 steps.
 #
 # `quick` is sized to the book's time on two CPU cores. Its chains ran
 # 1,500 steps before; cut at 1,200 (24 looks per chain), the three general
@@ -144,25 +155,13 @@ bt.settings_view(cfg)
 # paper's classifier instead through the same call (online only).
 #
 # **On a protein model** (`-p model antiberty`) there is no English to
-# score. A chain's "topic" is then its nearest human germline V-gene
-# family (IMGT, from `anarci`): for each of the 22 families IGHV1-7,
-# IGKV1-6 and IGLV1-10, the share of the state's residues identical, at
-# the same position from the gene's start, to an allele of the family,
-# the maximum over the family's alleles (1 for a germline against its own
-# family). Its scores in $[0, 1]$ are a softmax over the families of the
-# number of identical residues (each identical residue multiplies a
-# family's weight by $e$), so the baseline is $1/L$ with $L = 22$. The seeds
-# are germlines of five families (IGHV1, IGHV3, IGHV4, IGKV1, IGLV3), and
-# IGHV3, the commonest human heavy family (111 of 249 heavy alleles),
-# takes politics' place in every claim. The maximum over alleles favours
-# large families even on random residues; the chance level below (uniform
-# random residues, scored the same way) carries that bias, so only a drift
-# beyond it counts.
+# score, and politics has no counterpart. The sections from here to the
+# prefix runs are skipped there; the chapter asks instead about a basin
+# that can be named before the run, the germline (the section before the
+# verdicts).
 
 # %%
-if cfg.protein:  # germline families stand in for the topics
-    print(f"{len(cfg.labels)} germline families; {cfg.target} is the target")
-else:
+if not cfg.protein:  # a protein model: the germline basin, further down
     display(ch.labels_view(cfg.labels))
 
 # %% [markdown]
@@ -171,9 +170,7 @@ else:
 # stored fit used 200):
 
 # %%
-if cfg.protein:
-    print("protein model: no scale to refit (the family scorer has none)")
-else:
+if not cfg.protein:
     refit = ch.calibrate_topic_scale(
         cond, cfg.n_check, cfg.seq_len, seed=seed + 1, embedder=embedder
     )
@@ -187,33 +184,24 @@ else:
 #
 # Before trusting it on chains, we score held-out BBC paragraphs whose topic
 # we know: once cut to the chains' 20 tokens (what the chains look like) and
-# once whole. On a protein model the BBC check is skipped; in its place
-# the family scorer reads every distinct germline cut of the chains'
-# length, whose family we know.
+# once whole.
 
 # %%
-if cfg.protein:
-    check, accuracy = ch.germline_check_frames(
-        cfg.seq_len, cfg.labels, cfg.target
-    )
-else:
+if not cfg.protein:
     check = ch.bbc_check_frame(
         cond, cfg.seq_len, cfg.n_check, cfg.labels, seed=seed, model=cfg.scorer
     )
     accuracy = ch.accuracy_frame(check)
-ch.accuracy_view(accuracy)
+    display(ch.accuracy_view(accuracy))
 
 # %%
-if not cfg.protein:  # a protein model's check is the table above
+if not cfg.protein:
     ch.confusion_figure(check, cfg.labels)
 
 # %% tags=["remove-input"]
-run.save(check.drop(columns="text", errors="ignore"), "validation")
-run.glue(
-    ch.protein_check_text(check)
-    if cfg.protein
-    else ch.scorer_check_text(check, accuracy, cfg.seq_len)
-);
+if not cfg.protein:
+    run.save(check.drop(columns="text", errors="ignore"), "validation")
+    run.glue(ch.scorer_check_text(check, accuracy, cfg.seq_len))
 
 # %% [markdown]
 # The scorer names the right label for {glue:text}`ch4_acc_cut` of the
@@ -298,37 +286,46 @@ run.glue(
 # the trajectory plots and score every `record_every` steps.
 
 # %%
-seeds = ch.topic_seed_passages(cond, cfg, seed=seed)
-x0 = torch.cat([p.tokens for p in seeds])
-seed_topic = [t for p in seeds for t in p.topics]
-trajectory = glauber.glauber(
-    cond, x0, cfg.steps, cfg.temperature, seed=seed, record_every=cfg.pca_every
-)
-scores, score_steps = ch.trajectory_topic_scores(
-    cond, trajectory, cfg.labels, cfg.score_every, model=cfg.scorer
-)
-frame = ch.topic_frame(scores, score_steps, cfg.labels, seed_topic=seed_topic)
+if not cfg.protein:
+    seeds = ch.topic_seed_passages(cond, cfg, seed=seed)
+    x0 = torch.cat([p.tokens for p in seeds])
+    seed_topic = [t for p in seeds for t in p.topics]
+    trajectory = glauber.glauber(
+        cond,
+        x0,
+        cfg.steps,
+        cfg.temperature,
+        seed=seed,
+        record_every=cfg.pca_every,
+    )
+    scores, score_steps = ch.trajectory_topic_scores(
+        cond, trajectory, cfg.labels, cfg.score_every, model=cfg.scorer
+    )
+    frame = ch.topic_frame(
+        scores, score_steps, cfg.labels, seed_topic=seed_topic
+    )
 
 # %% [markdown]
-# The chance level: `chance_texts` basin-free texts of the chains' length
-# (on a protein model, uniform random residues).
+# The chance level: `chance_texts` basin-free texts of the chains' length.
 
 # %%
-chance = ch.state_topic_scores(
-    cond,
-    ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len, seed=seed + 11),
-    cfg.labels,
-    model=cfg.scorer,
-)
-chance_target = chance[:, cfg.labels.index(cfg.target)].numpy()
-print(
-    "a basin-free text:",
-    cond.decode(ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]),
-)
+if not cfg.protein:
+    chance = ch.state_topic_scores(
+        cond,
+        ch.chance_tokens(cond, cfg.chance_texts, cfg.seq_len, seed=seed + 11),
+        cfg.labels,
+        model=cfg.scorer,
+    )
+    chance_target = chance[:, cfg.labels.index(cfg.target)].numpy()
+    print(
+        "a basin-free text:",
+        cond.decode(ch.chance_tokens(cond, 1, cfg.seq_len, seed=seed + 11)[0]),
+    )
 
 # %% tags=["remove-input"]
-run.save(frame, "scores")
-run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores");
+if not cfg.protein:
+    run.save(frame, "scores")
+    run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores")
 
 # %% [markdown]
 # ## Table 3: politics recurrence and loss of the seed topic
@@ -341,12 +338,15 @@ run.save(pd.DataFrame(chance.numpy(), columns=cfg.labels), "chance_scores");
 # end if the chain dissolved into word salad.
 
 # %%
-table3 = ch.recurrence_frame(frame, cfg.target, cfg.baseline, cfg.seed_labels)
-table3["seed score, basin-free text"] = [
-    chance[:, cfg.labels.index(label)].mean().item()
-    for label in table3["seed label"]
-]
-ch.table3_view(table3, cfg.target)
+if not cfg.protein:
+    table3 = ch.recurrence_frame(
+        frame, cfg.target, cfg.baseline, cfg.seed_labels
+    )
+    table3["seed score, basin-free text"] = [
+        chance[:, cfg.labels.index(label)].mean().item()
+        for label in table3["seed label"]
+    ]
+    display(ch.table3_view(table3, cfg.target))
 
 # %% [markdown]
 # Politics is not among the paper's five seed topics, so its count covers
@@ -357,13 +357,16 @@ ch.table3_view(table3, cfg.target)
 # on the same looks; basin-free text gives the chance share:
 
 # %%
-crossings = ch.crossing_frame(
-    frame, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
-)
-recurrence = ch.recurrence_verdict(crossings, chance_target, cfg.baseline)
-ch.recurrence_view(
-    crossings, recurrence, cfg.chance_texts, len(cfg.labels), cfg.target
-)
+if not cfg.protein:
+    crossings = ch.crossing_frame(
+        frame, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
+    )
+    recurrence = ch.recurrence_verdict(crossings, chance_target, cfg.baseline)
+    display(
+        ch.recurrence_view(
+            crossings, recurrence, cfg.chance_texts, len(cfg.labels), cfg.target
+        )
+    )
 
 # %% [markdown]
 # :::{admonition} The code: how `rule_recurrence` compares politics with a control label and with basin-free text
@@ -379,9 +382,10 @@ ch.recurrence_view(
 # its control label's, paired per chain.
 
 # %%
-ends = ch.chain_ends(frame, cfg.labels, cfg.target, cfg.seed_labels)
-rises = ch.rise_frame(ends)
-ch.rises_view(rises, cfg.target)
+if not cfg.protein:
+    ends = ch.chain_ends(frame, cfg.labels, cfg.target, cfg.seed_labels)
+    rises = ch.rise_frame(ends)
+    display(ch.rises_view(rises, cfg.target))
 
 # %% [markdown]
 # :::{admonition} The code: how `excess_rise_interval` pairs politics' rise with its control label's
@@ -394,28 +398,28 @@ ch.rises_view(rises, cfg.target)
 # Where the chains end against basin-free text (ours, beyond the paper):
 
 # %%
-ends_judged = ch.ends_verdict(ends, chance_target)
-print(ends_judged["verdict"] + ":", ends_judged["reason"])
+if not cfg.protein:
+    ends_judged = ch.ends_verdict(ends, chance_target)
+    print(ends_judged["verdict"] + ":", ends_judged["reason"])
 
 # %% [markdown]
 # The same question asked of a single held-out snippet: the share of
 # ordinary, non-political 20-token BBC texts whose politics score already
 # exceeds $1/9$. If looks were independent, a chain with $R$ scored states
-# would cross at least once with probability $1 - (1 - q)^R$. (On a protein
-# model: the share of other families' germline cuts above $1/L$ for IGHV3.)
+# would cross at least once with probability $1 - (1 - q)^R$.
 
 # %%
-snippets = check[
-    (check.get("length") != "whole paragraph") & (check.label != cfg.target)
-]
-q = (snippets[cfg.target] > cfg.baseline).mean()
-looks = len(score_steps) - 1
-by_chance = 1 - (1 - q) ** looks
-kind = "germline cuts" if cfg.protein else "held-out snippets"
-print(
-    f"non-{cfg.target} {kind} above 1/L: {q:.2f}; "
-    f"1 - (1 - q)^{looks} = {by_chance:.2f}"
-)
+if not cfg.protein:
+    snippets = check[
+        (check.get("length") != "whole paragraph") & (check.label != cfg.target)
+    ]
+    q = (snippets[cfg.target] > cfg.baseline).mean()
+    looks = len(score_steps) - 1
+    by_chance = 1 - (1 - q) ** looks
+    print(
+        f"non-{cfg.target} held-out snippets above 1/L: {q:.2f}; "
+        f"1 - (1 - q)^{looks} = {by_chance:.2f}"
+    )
 
 # %% [markdown]
 # Loss of the seed topic against basin-free text, topic by topic (the share
@@ -423,14 +427,15 @@ print(
 # median of basin-free text):
 
 # %%
-own = [cfg.labels.index(cfg.seed_labels[t]) for t in seed_topic]
-at = np.arange(len(own))
-start_score = scores[at, 0, own].numpy()
-end_score = scores[at, -1, own].numpy()
-loss = ch.seed_loss_frame(
-    seed_topic, start_score, end_score, chance[:, own].numpy()
-)
-ch.loss_view(loss)
+if not cfg.protein:
+    own = [cfg.labels.index(cfg.seed_labels[t]) for t in seed_topic]
+    at = np.arange(len(own))
+    start_score = scores[at, 0, own].numpy()
+    end_score = scores[at, -1, own].numpy()
+    loss = ch.seed_loss_frame(
+        seed_topic, start_score, end_score, chance[:, own].numpy()
+    )
+    display(ch.loss_view(loss))
 
 # %% [markdown]
 # :::{admonition} The code: how `rule_median_sign` sets chains against basin-free text
@@ -441,11 +446,12 @@ ch.loss_view(loss)
 # :::
 
 # %% tags=["remove-input"]
-run.save(table3, "table3", index=True)
-run.save(crossings, "crossings")
-run.save(rises, "table3a_rises", index=True)
-run.save(ends, "chain_ends")
-run.save(loss, "seed_loss", index=True);
+if not cfg.protein:
+    run.save(table3, "table3", index=True)
+    run.save(crossings, "crossings")
+    run.save(rises, "table3a_rises", index=True)
+    run.save(ends, "chain_ends")
+    run.save(loss, "seed_loss", index=True)
 
 # %% [markdown]
 # ## Which basin does our model return to?
@@ -455,26 +461,32 @@ run.save(loss, "seed_loss", index=True);
 # recorded states after the start in which each label has the highest score:
 
 # %%
-shares = ch.leading_label_shares(frame[frame.step > 0], cfg.labels)
-ch.leading_figure(shares, cfg);
+if not cfg.protein:
+    shares = ch.leading_label_shares(frame[frame.step > 0], cfg.labels)
+    ch.leading_figure(shares, cfg)
 
 # %% tags=["remove-input"]
-run.save(shares, "leading_shares", index=True);
+if not cfg.protein:
+    run.save(shares, "leading_shares", index=True)
 
 # %%
-ch.mean_scores_figure(frame, cfg);
+if not cfg.protein:
+    ch.mean_scores_figure(frame, cfg)
 
 # %%
-leader = shares.idxmax(axis=1)
-for topic in shares.index:
-    print(
-        f"seeded from {topic:>13}: leading label most often "
-        f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})"
+if not cfg.protein:
+    leader = shares.idxmax(axis=1)
+    for topic in shares.index:
+        print(
+            f"seeded from {topic:>13}: leading label most often "
+            f"'{leader[topic]}' ({shares.loc[topic, leader[topic]]:.2f})"
+        )
+    overall = ch.leading_label_shares(
+        frame[frame.step > 0].assign(chains="all chains"),
+        cfg.labels,
+        by="chains",
     )
-overall = ch.leading_label_shares(
-    frame[frame.step > 0].assign(chains="all chains"), cfg.labels, by="chains"
-)
-ch.overall_view(overall, cfg.target)
+    display(ch.overall_view(overall, cfg.target))
 
 # %% [markdown]
 # ## Figs. 1 and 4: the trajectory in embedding space
@@ -486,14 +498,17 @@ ch.overall_view(overall, cfg.target)
 # a trap shows as a dark, tight cluster.
 
 # %%
-picks = [0, len(seed_topic) - 1]
-paths = ch.pca_paths(cond, trajectory, picks, embedder)
-for chain, path in paths.items():
-    print(f"chain {chain}\n  first: {path.texts[0]}\n  last:  {path.texts[-1]}")
-ch.pca_figure(paths, trajectory.steps, seed_topic);
+if not cfg.protein:
+    picks = [0, len(seed_topic) - 1]
+    paths = ch.pca_paths(cond, trajectory, picks, embedder)
+    for chain, path in paths.items():
+        print(f"chain {chain}\n  first: {path.texts[0]}")
+        print(f"  last:  {path.texts[-1]}")
+    ch.pca_figure(paths, trajectory.steps, seed_topic)
 
 # %% tags=["remove-input"]
-run.glue(ch.trajectory_text(paths, cfg.pca_every))
+if not cfg.protein:
+    display(run.glue(ch.trajectory_text(paths, cfg.pca_every)))
 
 # %% [markdown]
 # The two chains show {glue:text}`ch4_pca_distinct` distinct states in
@@ -510,13 +525,10 @@ run.glue(ch.trajectory_text(paths, cfg.pca_every))
 # (and that even "The little kid said that" pulls towards news speech). We
 # run the paper's four prefixes (any prefix we add is marked "(ours)") on
 # the same seed passages, and the passages with no prefix, and score only
-# the free part of the text. On a protein model this section is skipped:
-# a spoken prefix has no residue counterpart.
+# the free part of the text.
 
 # %%
-if cfg.protein:
-    print(ch.NO_PREFIX)
-else:
+if not cfg.protein:
     base = glauber.seed_passages(
         cond,
         cfg.seq_len,
@@ -568,10 +580,7 @@ if not cfg.protein:
 # it differs from the run without a prefix:
 
 # %%
-if cfg.protein:
-    print(ch.NO_PREFIX)
-    mix = None
-else:
+if not cfg.protein:
     late = prefix_frame[prefix_frame.step >= cfg.prefix_steps / 2]
     mix = late.groupby("prefix", sort=False)[cfg.labels].mean()
     ch.prefix_figure(mix)
@@ -580,10 +589,270 @@ else:
 # Example endpoints, one per prefix (the prefix is part of the text):
 
 # %%
-if cfg.protein:
-    print(ch.NO_PREFIX)
-else:
+if not cfg.protein:
     display(ch.endpoints_view(endpoints))
+
+# %% [markdown]
+# ## A protein basin: germline reversion (ours)
+#
+# On a protein masked LM (`-p model antiberty`: AntiBERTy
+# {cite}`ruffolo2021antiberty`, trained on antibody sequences) there is no
+# topic to score, but there is a basin one can name before the run: the
+# germline. An antibody's variable domain begins as a germline V gene and
+# gathers somatic mutations; a model trained on mature antibodies has seen
+# each germline with many mutations around it. If the germline is a basin
+# of the model's Glauber chains, a chain started near it falls back in:
+# its mutated residues return to the germline residue more often than its
+# intact ones leave theirs. The paper does not make this claim; it is
+# section 6.2's question asked of a protein model, with a basin known in
+# advance.
+#
+# The protocol, fixed before the run (`ch.PROTEIN_SETTINGS`):
+#
+# - **Seeds**: `n_seeds` human germline V genes (IMGT, from `anarci`), the
+#   whole gene from FR1: a state is its first 90 residues (every human V
+#   gene has at least 91), and every site is free.
+# - **Starts**: for each germline and each k in `substitutions`, the gene
+#   with k substitutions at IMGT framework sites (FR1, FR2, FR3), the
+#   sites chosen uniformly, each new residue uniformly among the other 19;
+#   k = 0 is the germline itself.
+# - **Chains**: `steps` Glauber steps at each temperature in
+#   `temperatures`; at `quick`, 270 steps, three times the length, so that
+#   a site stays unvisited with probability about $e^{-3}$. The grid stops
+#   at the paper's $\tau = 1$: a basin is a low-temperature object
+#   (section 5), and well above 1 the chains are expected to mix fast and
+#   leave any basin (AntiBERTy's do at $\tau = 2$: see the note below).
+# - **Estimate**: per chain with k of at least 1, after the last step, the
+#   share of its mutated sites back at the germline residue minus the
+#   share of its unmutated framework sites no longer at theirs, both over
+#   the sites the chain has drawn at least once (a site never drawn keeps
+#   its residue whatever the model prefers; the chain picks sites without
+#   looking at them, so leaving those out biases neither share).
+# - **Rule** (`germline_reversion`). Null: reverting is no more likely than
+#   drifting away, a mean difference of 0. At each temperature, a t
+#   interval over the chains. *Reproduced* when every temperature's
+#   interval lies above 0, *differs* when one lies at or below 0,
+#   *inconclusive* otherwise, and whenever every chain gives the same value
+#   (no spread, no decision). A model blind to the germline would put a
+#   drawn site back with probability 1/20 and move it off with 19/20,
+#   and so differ; the calibration runs chains of independent sites, with
+#   a field for or against the germline residue, at these sizes.
+
+# %%
+if cfg.protein:
+    germlines = glauber.seed_passages(
+        cond, cfg.seq_len, cfg.n_seeds, seed=seed, passages="germline"
+    )
+    framework = ch.framework_sites(germlines.genes, cfg.seq_len)
+    starts = ch.mutate_framework(
+        cond,
+        germlines.tokens,
+        framework,
+        cfg.substitutions,
+        genes=germlines.genes,
+        seed=seed,
+    )
+    print(f"{len(starts.tokens)} starts from", ", ".join(germlines.genes))
+else:
+    print("a text model: the germline basin needs a protein model")
+
+# %% [markdown]
+# One batch of chains a temperature; per temperature and k, the mean
+# shares after the last step:
+
+# %%
+if cfg.protein:
+    runs = {
+        tau: glauber.glauber(
+            cond,
+            starts.tokens,
+            cfg.steps,
+            tau,
+            seed=seed,
+            record_every=cfg.record_every,
+        )
+        for tau in cfg.temperatures
+    }
+    reversion = ch.reversion_frame(starts, runs)
+    display(ch.reversion_view(reversion))
+
+# %% tags=["remove-input"]
+if cfg.protein:
+    run.save(reversion, "reversion")
+
+# %% [markdown]
+# Along the run: the share of drawn mutated sites back at the germline
+# residue, per k, and the share of drawn framework sites that left it
+# (dashed).
+
+# %%
+if cfg.protein:
+    ch.reversion_figure(reversion)
+
+# %% [markdown]
+# Per temperature, the verdict's estimate (reverted minus left, over the
+# chains with a substitution) with its 95% t interval:
+
+# %%
+if cfg.protein:
+    judged = ch.reversion_verdict(reversion)
+    display(ch.reversion_verdicts_view(judged))
+    print(judged["verdict"] + ":", judged["reason"])
+
+# %% [markdown]
+# The three temperatures were fixed before any AntiBERTy run: one below,
+# one at and one above the paper's $\tau = 1$. The claim asks for
+# reversion at every one of them, so a chain that melts off the germline
+# at $\tau = 2$ (the germline holds it for a while and then does not keep
+# it) makes the verdict "differs", and the table above says at which
+# temperature.
+
+# %% [markdown]
+# :::{admonition} The code: how `rule_reversion` judges every temperature
+# :class: dropdown
+# ```{literalinclude} ../verdicts.py
+# :pyobject: rule_reversion
+# ```
+# :::
+
+# %% [markdown]
+# ## What protein-MLM users look at (ours, shown, not judged)
+#
+# The verdict above asks one question. Users of protein language models
+# usually read three more things off a model's samples; none of them is a
+# claim of the paper, and none is judged here.
+#
+# **Pseudo-log-likelihood** (PLL). A masked LM gives no likelihood of a
+# whole sequence, but it scores each residue given all the others:
+# $\mathrm{PLL}(x) = \sum_i \log p_\theta(x_i \mid x_{-i})$ at
+# $\tau = 1$, the model's own score of a sequence (the `antiberty`
+# package reports it divided by the length, per residue; we give both).
+# Here every site is free, so it is the whole gene's PLL: one masked
+# forward per residue, 90 a state, batched over (state, site) rows. That is
+# about three seconds of AntiBERTy per state on two cores, so at `quick`
+# we score each chain's start and end only (`pll_records` records a chain:
+# the start, the end and evenly between), not every record.
+
+# %%
+if cfg.protein:
+    scored = ch.score_records(cond, runs, cfg.pll_records)
+    pll = ch.pll_frame(starts, runs, scored)
+    display(ch.pll_view(pll))
+
+# %% [markdown]
+# Per temperature, the mean PLL per residue of the chains of each k
+# (a chain that falls back into the germline basin climbs towards the
+# germline's score, k = 0 at the start):
+
+# %%
+if cfg.protein:
+    ch.pll_figure(pll)
+
+# %% [markdown]
+# **Sequence logo of the end states.** At each site of a chain's last
+# state, the model's conditional $p_\tau(\cdot \mid x_{-i})$ at the
+# chain's own temperature (from the same forwards as the PLL, rescaled by
+# $1/\tau$) is what the next visit to that site would draw from. Averaged
+# over the chains started from one gene, it is a smooth stand-in for a
+# logo of the end states, which a handful of chains could only count
+# coarsely. Each site's letters are stacked by probability, their total
+# height the site's information $\log_2 20 - H$ bits; CDRs are shaded.
+# The first germline's, one row a temperature:
+
+# %%
+if cfg.protein:
+    profile = ch.endpoint_profile(cond, starts, scored)
+    ch.logo_figure(profile, starts.genes[0])
+
+# %% [markdown]
+# The entropy $H$ (bits; at most $\log_2 20 \approx 4.3$) per site of the
+# same profile: a site whose entropy stays low even at $\tau = 2$ is one
+# the model pins to a residue.
+
+# %%
+if cfg.protein:
+    ch.entropy_figure(profile, starts.genes[0])
+
+# %% [markdown]
+# **Framework against CDRs.** Somatic mutation concentrates in the CDRs
+# and spares the framework, and a model trained on mature antibodies may
+# have learnt the same. Per IMGT region of each chain's gene (V genes end
+# in FR3: no CDR3 here), the share of the region's sites whose residue
+# after the last step differs from the chain's start, pooled over the
+# chains of a temperature, and in brackets the moves per visit: of the
+# steps that drew a site of the region, the share that changed its
+# residue.
+
+# %%
+if cfg.protein:
+    rates = ch.region_rates(starts, runs)
+    display(ch.region_view(rates))
+    ch.region_figure(rates)
+
+# %% tags=["remove-input"]
+if cfg.protein:
+    run.save(pll, "pll")
+    run.save(profile, "endpoint_entropy")
+    run.save(rates, "region_rates")
+
+# %% [markdown]
+# ### Your antibody as a seed
+#
+# Give any antibody variable domain, starting at FR1, as `sequence`
+# (`-p sequence EVQLVESGG...`). Its letters must be among the 20 amino
+# acids. It is aligned, without gaps, to the human germline V gene of
+# highest identity over their common length (at most 90 residues), and
+# the residues where it differs from that germline are its somatic
+# mutations. It then runs at every temperature for the same number of
+# steps, and the question is the chapter's: does a chain started at your
+# antibody walk back to its germline? Its PLL is scored at
+# `antibody_pll_records` records along the chain. It is shown, never
+# judged, and a text model ignores `sequence`.
+
+# %%
+if cfg.protein and sequence:
+    antibody = ch.antibody_start(cond, sequence)
+    print(
+        f"nearest germline {antibody.genes[0]}: {antibody.identity:.0%} "
+        f"identical over {antibody.tokens.shape[1]} residues, "
+        f"{int(antibody.substitutions)} mutations"
+    )
+    antibody_runs = {
+        tau: glauber.glauber(
+            cond,
+            antibody.tokens,
+            cfg.steps,
+            tau,
+            seed=seed,
+            record_every=cfg.record_every,
+            progress=False,
+        )
+        for tau in cfg.temperatures
+    }
+    antibody_reversion = ch.reversion_frame(antibody, antibody_runs)
+    antibody_scored = ch.score_records(
+        cond, antibody_runs, cfg.antibody_pll_records
+    )
+    antibody_pll = ch.pll_frame(antibody, antibody_runs, antibody_scored)
+    display(ch.antibody_view(antibody_reversion, antibody_pll))
+elif sequence:
+    print("a text model ignores `sequence`: it needs a protein model")
+
+# %% [markdown]
+# Its PLL along the chain (black) beside the germline chains', and the
+# logo of its end states:
+
+# %%
+if cfg.protein and sequence:
+    ch.pll_figure(pll, antibody_pll)
+    antibody_profile = ch.endpoint_profile(cond, antibody, antibody_scored)
+    ch.logo_figure(antibody_profile, antibody.genes[0])
+
+# %% tags=["remove-input"]
+if cfg.protein and sequence:
+    run.save(antibody_reversion, "antibody_reversion")
+    run.save(antibody_pll, "antibody_pll")
+    run.save(antibody_profile, "antibody_endpoint_entropy")
 
 # %% [markdown]
 # ## Verdicts
@@ -593,48 +862,56 @@ else:
 # row is Table 5's endpoint comparison (B.5): how many seed topics end, on
 # average, above the baseline; the paper measured it on RoBERTa and
 # ModernBERT, and the [across-models page](../book/across_models) runs it
-# on each bundled model. On a protein model only the three general claims
-# are judged, with germline families as topics and IGHV3 as the target:
-# BERT's politics count, peak and Table 5 have no counterpart there and
-# are left out.
+# on each bundled model. On a protein model the one row is
+# `germline_reversion`: the politics claims and BERT's politics numbers
+# have no residue counterpart.
 
 # %%
-setup = ch.run_setup(cfg, seed_topic)  # chains: those outside the target
-rows = ch.claim_rows(
-    crossings,
-    recurrence,
-    rises,
-    ends,
-    ends_judged,
-    loss,
-    ch.endpoint_frame(frame, cfg),
-    setup=setup,
-    model=run.model,
-    target=cfg.target,
-    baseline=cfg.baseline,
-)
+if cfg.protein:  # the germline row replaces the politics rows
+    rows = ch.reversion_rows(reversion, judged, cfg.steps)
+else:
+    setup = ch.run_setup(cfg, seed_topic)  # chains: those outside the target
+    rows = ch.claim_rows(
+        crossings,
+        recurrence,
+        rises,
+        ends,
+        ends_judged,
+        loss,
+        ch.endpoint_frame(frame, cfg),
+        setup=setup,
+        model=run.model,
+        baseline=cfg.baseline,
+    )
 run.claims(rows)
 
 # %% tags=["remove-input"]
-run.glue(
-    {
-        **ch.verdict_text(
-            crossings, recurrence, rises, ends, ends_judged, loss, cfg.target
-        ),
-        **ch.summary_text(
-            table3,
-            frame,
-            cfg.labels,
-            mix,
-            q=q,
-            looks=looks,
-            by_chance=by_chance,
-            target=cfg.target,
-            run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
-            f"profile {cfg.profile}",
-        ),
-    }
-)
+if not cfg.protein:
+    run.glue(
+        {
+            **ch.verdict_text(
+                crossings,
+                recurrence,
+                rises,
+                ends,
+                ends_judged,
+                loss,
+                cfg.target,
+            ),
+            **ch.summary_text(
+                table3,
+                frame,
+                cfg.labels,
+                mix,
+                q=q,
+                looks=looks,
+                by_chance=by_chance,
+                target=cfg.target,
+                run=f"{len(seed_topic)} chains of {cfg.steps:,} steps, "
+                f"profile {cfg.profile}",
+            ),
+        }
+    )
 
 # %% [markdown]
 # ## What this shows

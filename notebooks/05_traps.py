@@ -117,8 +117,9 @@ ch.profiles_view(cond)
 # $\tau$ = {glue:text}`ch5_colder_taus` beside the paper's $\tau = 1$, fixed in advance (appendix
 # C.3 names $\tau \le 0.5$ as the regime where chains stall), not tuned to produce traps. Their
 # runs are short: traps need the `paper` profile's chains. On a protein model
-# (`-p model antiberty`) the seeds are germline V genes and every distance is a Hamming distance
-# (section "Running the chains"); the profiles stay the same.
+# (`-p model antiberty`) each chain's state is a whole germline V gene (its first 90 residues,
+# FR1 to FR3), only its first $n$ residues (FR1) move, every gap and every Hamming distance is read on
+# those $n$ sites with the gene around them, and the profiles stay the same.
 #
 # ## What we test, and how we judge it
 #
@@ -182,7 +183,7 @@ ch.profiles_view(cond)
 
 # %%
 seeds = glauber.seed_passages(
-    cond, cfg.seq_len, cfg.n_chains, seed=seed, passages=cfg.passages
+    cond, cfg.context_length, cfg.n_chains, seed=seed, passages=cfg.passages
 )
 warm = ch.chains_at_temperatures(
     cond,
@@ -191,6 +192,7 @@ warm = ch.chains_at_temperatures(
     cfg.steps,
     seed=seed,
     record_every=cfg.record_every,
+    free=cfg.free,
 )
 runs = {
     tau: (chains, ch.state_vectors(cond, embedder, chains))
@@ -203,6 +205,7 @@ cold_runs = ch.chains_at_temperatures(
     cfg.cold_steps,
     seed=seed,
     record_every=cfg.cold_record,
+    free=cfg.free,
 )
 
 # %% [markdown]
@@ -225,7 +228,7 @@ cold_runs = ch.chains_at_temperatures(
 found, median_drift = {}, {}
 for tau, (chains, vectors) in runs.items():
     traps = ch.detect_traps(vectors, chains.steps, cfg.window, cfg.threshold)
-    found[tau] = ch.trap_catalogue(cond, chains, traps)
+    found[tau] = ch.trap_catalogue(cond, chains, traps, contexts=seeds.tokens)
     drift = ch.window_drift(vectors, chains.steps, cfg.window)
     median_drift[tau] = float(drift.median())
     print(
@@ -265,12 +268,18 @@ ch.drift_figure(runs, found, cfg.window, cfg.threshold);
 # and whether that site had the smallest gap (`ch.escape_events`).
 
 # %%
-traps = ch.trap_frame(cond, runs, found)
+traps = ch.trap_frame(cond, runs, found, contexts=seeds.tokens)
 ch.catalogue_view(traps)
 
 # %% tags=["remove-input"]
 run.save(ch.site_frame(traps), "trap_sites")
-run.save(traps.drop(columns=["state", "gaps"]).assign(n=cfg.seq_len), "traps");
+traps_table = traps.drop(columns=["state", "gaps"])
+run.save(
+    traps_table.assign(
+        n=cfg.seq_len, context=cfg.context_length, free=cfg.free or cfg.seq_len
+    ),
+    "traps",
+);
 
 # %% [markdown]
 # The counts beside the paper's. Rates are traps per chain per 10,000 steps, so that runs of
@@ -310,9 +319,10 @@ run.save(ch.summary_frame(summaries), "summary");
 # A germline V gene is what evolution and selection left in the genome, and a model trained on
 # hundreds of millions of antibodies may rank its residues first almost everywhere: the seed may sit
 # at or next to a perfect trap before the chain takes a step. On a protein model we therefore
-# measure $\Delta_i(x)$ on every distinct human germline cut to $n$ residues (not only the run's
-# seeds): how many are perfect traps (all $\Delta_i > 0$), per family, and how many sites have a
-# negative gap (the germline residue is not the model's first choice). On a text model this
+# measure $\Delta_i(x)$ at the first $n$ residues of every distinct human germline gene, read in
+# the whole gene (not only the run's seeds): how many are perfect traps there (all $\Delta_i > 0$),
+# per family, and how many sites have a negative gap (the germline residue is not the model's
+# first choice). On a text model this
 # section is skipped. Here, {glue:text}`ch5_germline`.
 
 # %%
@@ -321,7 +331,9 @@ ch.germline_figure(germline);
 
 # %% tags=["remove-input"]
 if germline is not None:
-    run.save(germline.assign(n=cfg.seq_len), "germline_gaps")
+    run.save(
+        germline.assign(n=cfg.seq_len), "germline_gaps"
+    )  # with context, free
 run.glue(ch.germline_text(germline, seeds.texts))
 
 # %%

@@ -32,6 +32,7 @@ def test_loads_offline_by_name_in_fp32(antiberty):
     assert isinstance(antiberty, glauber.MaskedLMConditionals) and antiberty.name_or_path == "antiberty"
     assert antiberty.vocab_size == 25 and antiberty.protein
     assert {p.dtype for p in antiberty.model.parameters()} == {torch.float32}
+    assert antiberty.autocast is False  # fp32 on every device unless asked otherwise (bf16 gains little at 26M)
 
 
 def test_proposals_are_exactly_the_20_amino_acids(antiberty):
@@ -125,11 +126,28 @@ def test_missing_packages_give_one_sentence(monkeypatch):
         glauber.load_mlm("antiberty")
     assert str(error.value).count(". ") == 0
     glauber.germline_v_genes.cache_clear()
+    glauber._imgt_v_genes.cache_clear()
     try:
         with pytest.raises(ValueError, match="pip install --no-deps anarci"):
             glauber.germline_v_genes()
     finally:
         glauber.germline_v_genes.cache_clear()
+        glauber._imgt_v_genes.cache_clear()
+
+
+def test_germline_regions_follow_the_imgt_numbering():
+    # IGHV3-23*01: FR1 25 residues (IMGT gap at 10), CDR1 GFTFSSYA (8), FR2 17, CDR2 ISGSGGST (8), FR3 to the end
+    residues = germline("IGHV3-23*01")
+    regions = glauber.germline_regions("IGHV3-23*01")
+    assert list(regions) == ["fr1", "cdr1", "fr2", "cdr2", "fr3"]
+    assert regions["fr1"] == (0, 25) and residues[slice(*regions["cdr1"])] == "GFTFSSYA"
+    assert residues[slice(*regions["cdr2"])] == "ISGSGGST" and regions["fr3"][1] == len(residues)
+    # IGKV1-39*01: CDR1 QSISSY (6), CDR2 AAS (3)
+    kappa = germline("IGKV1-39*01")
+    regions = glauber.germline_regions("IGKV1-39*01")
+    assert kappa[slice(*regions["cdr1"])] == "QSISSY" and kappa[slice(*regions["cdr2"])] == "AAS"
+    with pytest.raises(ValueError, match="no human germline V gene 'IGHV9-1\\*01'"):
+        glauber.germline_regions("IGHV9-1*01")
 
 
 @pytest.mark.parametrize(

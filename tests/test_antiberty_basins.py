@@ -1,6 +1,6 @@
-"""Chapter 4 on AntiBERTy (a protein masked LM): the germline-family scorer that stands in for the topic scorer,
-checked on the germlines themselves, and a short Glauber run through the chapter's recurrence statistics with
-IGHV3 in politics' place."""
+"""Chapter 4 on AntiBERTy (a protein masked LM pretrained by others): the notebook's protein path at a tiny size:
+germline reversion and its claims row, the pseudo-log-likelihood (against one-site-at-a-time scoring), the end-state
+profile and region rates, and a real antibody (trastuzumab's heavy chain) as a seed."""
 
 import importlib.util
 
@@ -21,101 +21,68 @@ pytestmark = [  # found, not imported: importing antiberty costs every worker se
     ),
 ]
 
-
-def test_families_are_the_human_germline_families():
-    families = ch.germline_families()
-    assert len(families) == 22 and families[:7] == [f"IGHV{k}" for k in range(1, 8)]
-    assert ch.FAMILY_TARGET in families and set(ch.FAMILY_SEEDS) <= set(families)
-    heavy = [f for _, f, c, _ in glauber.germline_v_genes() if c == "heavy"]
-    assert max(set(heavy), key=heavy.count) == ch.FAMILY_TARGET == "IGHV3"
+TRASTUZUMAB_VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
 
 
-@pytest.mark.parametrize("n", [20, None])
-def test_a_germline_is_nearest_its_own_family_with_identity_one(n):
-    genes = glauber.germline_v_genes()
-    texts = [r[:n] if n else r for *_, r in genes]
-    own = [f for _, f, _, _ in genes]
-    families = ch.germline_families()
-    identity = ch.family_identity(texts).numpy()
-    at = np.arange(len(texts)), [families.index(f) for f in own]
-    assert np.allclose(identity[at], 1.0) and (identity <= 1).all() and (identity >= 0).all()
-    scores = ch.family_scores(texts)
-    assert torch.allclose(scores.sum(1), torch.ones(len(texts)))
-    nearest = np.asarray(families)[scores.argmax(1).numpy()]
-    # a cut shared by two families is a tie: its own family is then among the nearest
-    assert all(p == f or identity[k, families.index(p)] == 1 for k, (p, f) in enumerate(zip(nearest, own)))
-    assert np.mean(nearest == np.asarray(own)) > 0.98
+def test_the_notebooks_protein_cells_on_antiberty_at_the_tiniest_size(antiberty):
+    """One germline of 90 residues, k = 0 and 2, one temperature, two steps (AntiBERTy is slow on CPU; the
+    chapter's own run is the notebook's): reversion, its row, PLL, the end profile and the region rates."""
+    cfg = ch.settings("smoke", antiberty, n_seeds=1, steps=2, record_every=1, temperatures=[1.0])
+    assert cfg.protein and cfg.seq_len == 90 and cfg.pll_records == 2
+    germlines = glauber.seed_passages(antiberty, cfg.seq_len, cfg.n_seeds, seed=0, passages="germline")
+    framework = ch.framework_sites(germlines.genes, cfg.seq_len)
+    starts = ch.mutate_framework(antiberty, germlines.tokens, framework, [0, 2], genes=germlines.genes, seed=0)
+    runs = {
+        tau: glauber.glauber(antiberty, starts.tokens, cfg.steps, tau, seed=0, record_every=1, progress=False)
+        for tau in cfg.temperatures
+    }
+    frame = ch.reversion_frame(starts, runs)
+    assert len(frame) == 2 * 3 and set(frame.gene) == set(germlines.genes) and (frame.context == 90).all()
+    judged = ch.reversion_verdict(frame)
+    assert judged["verdict"] == vd.INCONCLUSIVE  # one mutated chain: no interval
+    assert [r["claim"] for r in ch.reversion_rows(frame, judged, cfg.steps)] == ["germline_reversion"]
 
-
-def test_identity_counts_residues_and_scores_route_through_topic_scores():
-    germline = next(r for a, _, _, r in glauber.germline_v_genes() if a == "IGHV3-23*01")[:20]
-    mutated = "W" * 5 + germline[5:]
-    assert ch.family_identity([mutated], ["IGHV3"]).item() >= 0.75
-    assert ch.family_identity([mutated], ["IGHV3"], counts=True).item() >= 15
-    through = ch.topic_scores([germline, mutated], ["IGHV3", "IGKV1"], model=ch.FAMILY_SCORER)
-    assert torch.allclose(through, ch.family_scores([germline, mutated], ["IGHV3", "IGKV1"]))
-    assert (through[:, 0] > 0.5).all()
-    with pytest.raises(ValueError, match="no human germline families"):
-        ch.family_identity([germline], ["politics"])
-    check, accuracy = ch.germline_check_frames(20, ch.germline_families())
-    assert set(accuracy.index) == {"heavy", "kappa", "lambda"} and (check["own identity"] == 1).all()
-
-
-def test_a_short_antiberty_run_through_the_recurrence_statistics(antiberty):
-    cfg = ch.settings("smoke", antiberty, passages="bbc")  # a protein model takes germline seeds always
-    n, labels, baseline, target, seed_labels = 12, cfg.labels, cfg.baseline, cfg.target, cfg.seed_labels
-    assert cfg.protein and cfg.passages == "germline" and labels == ch.germline_families()
-    assert target == ch.FAMILY_TARGET and seed_labels == {f: f for f in ch.FAMILY_SEEDS}
-    seeds = ch.family_seeds(antiberty, n, 2, seed=0)
-    assert [p.families for p in seeds] == [[f, f] for f in ch.FAMILY_SEEDS]
-    x0 = torch.cat([p.tokens for p in seeds])
-    seed_topic = [t for p in seeds for t in p.topics]
-    run = glauber.glauber(antiberty, x0, 16, 1.0, seed=0, record_every=4, progress=False)
-    scores, steps = ch.trajectory_topic_scores(antiberty, run, labels, model=ch.FAMILY_SCORER)
-    assert scores.shape == (len(x0), 5, len(labels))
-    start = scores[:, 0].argmax(1).tolist()
-    assert [labels[k] for k in start] == seed_topic  # each chain starts at a germline of its family
-    frame = ch.topic_frame(scores, steps, labels, seed_topic=seed_topic)
-    chance = ch.state_topic_scores(
-        antiberty, ch.chance_tokens(antiberty, 40, n, seed=1), labels, model=ch.FAMILY_SCORER
+    scored = ch.score_records(antiberty, runs, cfg.pll_records)
+    assert scored[1.0].records.tolist() == [0, 2]
+    pll = ch.pll_frame(starts, runs, scored)
+    assert len(pll) == 2 * 2 and (pll.pll < 0).all() and (pll.free == 90).all()
+    assert (pll.pll_per_residue > -np.log(20)).all()  # AntiBERTy knows a germline better than uniform residues
+    germline = pll[(pll.substitutions == 0) & (pll.step == 0)].pll.item()
+    assert germline > pll[(pll.substitutions == 2) & (pll.step == 0)].pll.item()  # framework mutations cost
+    one_by_one = sum(
+        glauber.conditional_log_probs(antiberty, germlines.tokens, torch.tensor([i]))[0, germlines.tokens[0, i]].item()
+        for i in range(0, 90, 30)
     )
-    chance_target = chance[:, labels.index(target)].numpy()
-    crossings = ch.crossing_frame(frame, labels, baseline, target, seed_labels)
-    assert len(crossings) == 8 and target not in set(crossings.seed_topic)
-    recurrence = ch.recurrence_verdict(crossings, chance_target, baseline)
-    ends = ch.chain_ends(frame, labels, target, seed_labels)
-    rises = ch.rise_frame(ends)
-    ends_judged = ch.ends_verdict(ends, chance_target)
-    assert list(rises.index) == [f for f in ch.FAMILY_SEEDS if f != target]
-    own = [labels.index(t) for t in seed_topic]
-    at = np.arange(len(own))
-    loss = ch.seed_loss_frame(
-        seed_topic, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy()
+    log_probs = ch.site_log_probs(antiberty, germlines.tokens, chunk=64)
+    assert log_probs[0, ::30].gather(1, germlines.tokens[0, ::30, None]).sum().item() == pytest.approx(
+        one_by_one, abs=1e-4
     )
-    assert list(loss.index) == list(ch.FAMILY_SEEDS) and (loss.chains == 2).all()
-    table3 = ch.recurrence_frame(frame, target, baseline, seed_labels)
-    assert (table3["seed score at start"] > 0.5).all()  # 12 residues: near, not alone
-    rows = ch.claim_rows(
-        crossings,
-        recurrence,
-        rises,
-        ends,
-        ends_judged,
-        loss,
-        setup={"n": n, "labels": len(labels)},
-        model="antiberty",
-        target=target,
+    assert ch.pseudo_log_likelihood(antiberty, germlines.tokens, log_probs=log_probs).item() == pytest.approx(
+        germline, abs=1e-4
     )
-    assert [r["claim"] for r in rows] == [
-        "politics_recurrence",
-        "politics_rises_every_topic",
-        "politics_ends_above_basin_free",
-        "seed_topic_loss",
-    ]
-    assert all(
-        r["verdict"] in vd.VERDICTS and ("IGHV3" in r["quantity"] or "seed family" in r["quantity"]) for r in rows
-    )
-    assert all("politics" not in r["ours_text"] for r in rows)
-    assert "softmax over 22 families" in rows[0]["quantity"]
-    summary = ch.summary_text(table3, frame, labels, None, q=0.0, looks=4, by_chance=0.0, run="test", target=target)
-    assert summary["prefix_gains"] == "no prefix run"
+
+    profile = ch.endpoint_profile(antiberty, starts, scored)
+    residues = list(profile.columns[profile.columns.get_loc("entropy") + 1 : profile.columns.get_loc("context")])
+    assert sorted(residues) == sorted(glauber.AMINO_ACIDS) and len(profile) == 90
+    assert np.allclose(profile[residues].sum(1), 1.0) and profile.entropy.between(0, np.log2(20)).all()
+    assert "".join(profile.germline) == germlines.texts[0]
+    rates = ch.region_rates(starts, runs)
+    assert set(rates.region) == set(ch.REGIONS) and (rates.groupby("chain").sites.sum() == 90).all()
+    assert (rates.groupby("chain").visits.sum() == cfg.steps).all() and (rates.changed <= rates.moves).all()
+
+
+def test_trastuzumab_aligns_to_an_ighv3_germline_and_runs_as_a_seed(antiberty):
+    antibody = ch.antibody_start(antiberty, TRASTUZUMAB_VH)
+    assert antibody.genes[0].startswith("IGHV3-") and antibody.tokens.shape == (1, 90)
+    assert 0.7 < antibody.identity < 1 and int(antibody.substitutions) == round((1 - antibody.identity) * 90)
+    assert antiberty.decode(antibody.tokens[0]) == TRASTUZUMAB_VH[:90]
+    runs = {1.0: glauber.glauber(antiberty, antibody.tokens, 2, 1.0, seed=0, progress=False)}
+    reversion = ch.reversion_frame(antibody, runs)
+    assert (reversion.mutated == int(antibody.substitutions)).all()
+    pll = ch.pll_frame(antibody, runs, ch.score_records(antiberty, runs, 2))
+    assert ch.antibody_view(reversion, pll).data.shape == (1, 5)
+    with pytest.raises(ValueError, match="'B' at position 3"):
+        ch.antibody_start(antiberty, "EVB")

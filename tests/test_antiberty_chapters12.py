@@ -25,24 +25,31 @@ def test_rectangles_on_germline_seeds_give_finite_deltas_and_residue_texts(antib
     assert (cfg.source, cfg.control_source) == ("germline", "bbc")
     assert cfg.setup["passages"] == "IMGT germline V genes"
     assert cfg.seq_len == 20 and cfg.rectangles == 300
-    assert 100 <= cfg.seeds < 300  # fewer distinct 20-residue germline cuts than the quick profile's rectangles
-    seeds = glauber.seed_passages(antiberty, 20, 4, seed=0, passages=cfg.source)
-    rects = ch1.sample_rectangles(antiberty, seeds.tokens, 6, top_k=50, seed=0)
-    frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0)
+    # whole germline genes (90 residues: 303 distinct), rectangles in their first 20 residues (FR1)
+    assert cfg.context_length == glauber.GERMLINE_CONTEXT and cfg.seeds == 300
+    assert torch.equal(cfg.free_sites, torch.arange(20))
+    seeds = glauber.seed_passages(antiberty, cfg.context_length, 4, seed=0, passages=cfg.source)
+    rects = ch1.sample_rectangles(antiberty, seeds.tokens, 6, top_k=50, seed=0, sites=cfg.free_sites)
+    assert bool((rects.i < 20).all() and (rects.j < 20).all())
+    frame = ch1.rectangle_frame(antiberty, rects, 1.0, top_k=50, seed=0, free=cfg.seq_len)
     assert np.isfinite(frame.delta).all() and (frame.abs_delta > 0).all()
+    assert (frame.context == 90).all() and (frame.free == 20).all()
     assert set(frame.A_new) <= set(glauber.AMINO_ACIDS) and (frame.A_new != frame.A).all()
     texts = ch1.rectangle_corner_texts(antiberty, rects, [0])[0]
-    assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 20 and texts["x"] in seeds.texts
+    assert set(texts["x"]) <= set(glauber.AMINO_ACIDS) and len(texts["x"]) == 90 and texts["x"] in seeds.texts
     floor = ch1.rounding_floor(antiberty, rects, frame, 1.0, count=2)
     assert math.isfinite(floor["precision_gap"]) and floor["precision_gap"] < 1e-3  # fp32 against fp64
     assert (frame.abs_delta > floor["floor"]).any()
 
 
 def test_exact_window_chain_of_two_free_sites(antiberty):
-    contexts = ch2.window_contexts(antiberty, 32, 2)
+    contexts = ch2.window_contexts(antiberty, glauber.GERMLINE_CONTEXT, 2)
     assert contexts.family.nunique() == 2 and set(contexts.chain) <= {"heavy", "kappa", "lambda"}
+    # the free sites start at each gene's own CDR1 (IGHV3-... : IMGT 27 is residue 26, the FR1 gap at 10)
+    assert contexts["first"].tolist() == [glauber.germline_regions(g)["cdr1"][0] for g in contexts.label]
     assert ch2.full_vocabulary(antiberty)
-    table, laws = ch2.full_window_frame(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], 27, "antiberty")
+    table, laws = ch2.full_window_frame(antiberty, contexts.iloc[:1], 2, [1.0, 4.0], "antiberty")
+    assert (table.context == glauber.GERMLINE_CONTEXT).all() and (table.free == 2).all()
     assert list(table.columns[:10]) == [
         "model",
         "germline",
@@ -63,7 +70,8 @@ def test_exact_window_chain_of_two_free_sites(antiberty):
     assert (table.pl_gap >= 0).all()
     # the structured mixing time equals the matrix-power one
     every = antiberty.allowed.nonzero().squeeze(1)
-    window = glauber.WindowConditionals(antiberty, contexts.tokens[0], [27, 28], every)
+    first = int(contexts["first"].iloc[0])
+    window = glauber.WindowConditionals(antiberty, contexts.tokens[0], [first, first + 1], every)
     assert glauber.exact_mixing_time(window, 2, 1.0) == table.t_mix.iloc[0]
     label, k, tau, ids, mu, pl = laws[0]
     assert ids.shape == (400, 2) and abs(float(mu.sum()) - 1) < 1e-12 and abs(float(pl.sum()) - 1) < 1e-12

@@ -44,7 +44,13 @@ def test_window_conditionals_are_the_models_own(antiberty, contexts):
 
 def test_two_free_sites_couple_within_the_budget(antiberty, contexts):
     grid = ch.window_coupling_grid(antiberty, contexts[:1], 2, [2.0], pairs=2, max_steps=60, seed=0, progress=False)
-    assert len(grid) == 2 and (grid.n == 2).all() and (grid.context_length == CONTEXT).all()
+    assert (
+        len(grid) == 2
+        and (grid.n == 2).all()
+        and (grid.context == CONTEXT).all()
+        and (grid.gene == 0).all()
+        and (grid.free == 2).all()
+    )
     assert grid.coupled.all() and (grid.time >= 0).all() and (grid.time <= 60).all()
 
 

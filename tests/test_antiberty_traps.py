@@ -96,3 +96,17 @@ def test_a_cold_chain_on_germlines_is_flagged_and_catalogued(antiberty):
     assert (catalogue.kind == "perfect").any()  # a chain at tau 0.01 settles where every residue is the argmax
     bound = catalogue.theorem8_bound[catalogue.kind == "perfect"]
     np.testing.assert_allclose(bound, np.exp(catalogue.min_gap[catalogue.kind == "perfect"] / 0.01) / 80)
+
+
+def test_germline_gaps_inside_the_whole_gene_are_the_models_margins_there(antiberty):
+    genes = ch.germline_seeds(antiberty, glauber.GERMLINE_CONTEXT).iloc[:2]
+    inside = ch.germline_gaps(antiberty, genes, free=N)
+    assert (inside.context == glauber.GERMLINE_CONTEXT).all() and (inside.free == N).all()
+    gaps = np.asarray(inside.gaps.tolist())
+    assert gaps.shape == (2, N) and np.isfinite(gaps).all()
+    x = torch.tensor(genes.tokens.iloc[0]).unsqueeze(0).repeat(N, 1)
+    logp = glauber.conditional_log_probs(antiberty, x, torch.arange(N)).double()
+    own = logp[torch.arange(N), x[0, :N]]
+    other = logp.scatter(1, x[0, :N].unsqueeze(1), -math.inf)[:, antiberty.allowed].amax(1)
+    np.testing.assert_allclose(gaps[0], (own - other).numpy(), atol=1e-4)
+    assert ch.germline_family_view(inside).data.iloc[-1]["of sites"] == 2 * N

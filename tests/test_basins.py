@@ -544,9 +544,8 @@ def test_paper_profile_records_the_papers_protocol():
     assert bbc["chains"] == 40 and bbc["passages"] == bt.PASSAGE_NAMES["bbc"]
     with pytest.raises(ValueError, match="passages must be one of"):
         ch.settings("smoke", passages="germline")
-    protein = ch.settings("smoke", SimpleNamespace(protein=True), passages="ms_marco")
-    assert protein.passages == "germline" and protein.target == ch.FAMILY_TARGET
-    assert protein.scorer == ch.FAMILY_SCORER and protein.seed_labels == {f: f for f in ch.FAMILY_SEEDS}
+    protein = ch.settings("smoke", SimpleNamespace(protein=True), passages="ms_marco", scorer="x")
+    assert protein.passages == "germline" and protein.protein and not hasattr(protein, "scorer")
     assert protein.steps == ch.PROTEIN_SETTINGS["smoke"]["steps"]
 
 

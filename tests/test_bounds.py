@@ -114,6 +114,12 @@ def test_score_gaps_by_hand():
     torch.testing.assert_close(gaps, expected)
     # state [0, 0, 0], site 0: s = (0 + 1 - 0.5, 0.2, -0.1) -> gap 0.5 - 0.2
     assert gaps[0, 0].item() == pytest.approx(0.3)
+    # a chain's free sites only: the frozen ones never move, their margin is +inf
+    free = glauber.score_gaps(cond, states, sites=[0, 2])
+    torch.testing.assert_close(free[:, [0, 2]], expected[:, [0, 2]])
+    assert bool(torch.isinf(free[:, 1]).all() and (free[:, 1] > 0).all())
+    with pytest.raises(ValueError, match=r"sites must be indices in \[0, 3\)"):
+        glauber.score_gaps(cond, states, sites=[3])
 
 
 def test_bad_input_raises_one_value_error():
@@ -649,12 +655,19 @@ def test_full_vocabulary_windows_at_one_temperature_their_texts_table_and_figure
     cond = potts(4, 3, seed=7, symmetric=False, scale=1.0)
     contexts = pd.DataFrame(
         [
-            dict(label=f"w{k}", family="f", chain="", text="", tokens=torch.tensor(tokens))
+            dict(label=f"w{k}", family="f", chain="", text="", tokens=torch.tensor(tokens), first=1)
             for k, tokens in enumerate([[0, 1, 2, 0], [2, 2, 1, 0]])
         ]
     )
-    table, laws = ch.full_window_frame(cond, contexts, 2, [1.0, 2.0], 1, "potts")
+    table, laws = ch.full_window_frame(cond, contexts, 2, [1.0, 2.0], "potts")
     assert "tau" not in table.columns and (table.states == 9).all()
+    assert (table.context == 4).all() and (table.free == 2).all() and (table.sites == "1-2").all()
+    slowest, (ids, mu, pl) = ch.slowest_window(table, laws, 1.0)
+    at_one = table[table.temperature == 1.0]
+    assert slowest.t_mix == at_one.t_mix.max() and ids.shape == (9, 2) and float(mu.sum()) == pytest.approx(1.0)
+    assert torch.equal(mu, next(law[4] for law in laws if law[0] == slowest.germline and law[2] == 1.0))
+    with pytest.raises(ValueError, match="no exact window at tau = 3"):
+        ch.slowest_window(table, laws, 3.0)
     windows, window_laws = ch.windows_at(table, laws, 1.0)
     assert windows.window.tolist() == ["w0", "w1"] and len(window_laws) == 2 and window_laws[0][0].shape == (9, 2)
     assert ch.window_text(windows)["window_count"] == "2"
@@ -692,3 +705,21 @@ def test_basin_token_is_the_bang_or_says_why_not(tiny_bert):
     assert ch.basin_token(tiny_bert, 20) == ch.single_token(tiny_bert, "!", 20)
     token, why = ch.basin_token(SimpleNamespace(protein=True), 100)
     assert token is None and "amino acids" in why
+
+
+def test_influence_and_margins_of_a_window_are_read_in_its_whole_context():
+    cond = potts(7, 4, seed=3, symmetric=False, scale=1.0)
+    contexts = torch.randint(0, 4, (2, 7), generator=torch.Generator().manual_seed(1))
+    whole, whole_osc = ch.context_influence(cond, contexts, 0, 2, [1.0, 2.0])
+    window, window_osc = ch.context_influence(cond, contexts, 3, 2, [1.0, 2.0])
+    assert window.shape == (2, 2, 3, 3) and window_osc.shape == (2, 3, 3)
+    # the same sites, the same candidates, the same contexts: c_ij over the window is the whole state's
+    torch.testing.assert_close(window, whole[:, :, :3, :3])
+    torch.testing.assert_close(window_osc, whole_osc[:, :3, :3])
+    cond.decode_batch = lambda tokens: [" ".join(map(str, row)) for row in tokens.tolist()]
+    margins = ch.margin_frame(cond, contexts[:1], contexts[1:], 0.25, free=3)
+    assert [len(text.split()) for text in margins.text] == [3, 3]
+    gaps = glauber.score_gaps(cond, contexts)[:, :3]
+    torch.testing.assert_close(torch.tensor(margins.delta_star.to_numpy()), gaps.amin(1))
+    assert (margins.context == 7).all() and (margins.free == 3).all()
+    assert margins.perfect_trap.tolist() == (gaps > 0).all(1).tolist()

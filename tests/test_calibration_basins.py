@@ -288,3 +288,17 @@ def test_colour_scores_read_a_texts_colours():
 def test_quick_size_cases_do_not_decide_wrongly_at_seed_0(case):
     wrong = vd.DIFFERS if case.truth == "holds" else vd.REPRODUCED
     assert case.run(0) != wrong
+
+
+REVERSION_CASES = [case for case in CASES if case.claim == "germline_reversion"]
+
+
+@pytest.mark.calibration
+@pytest.mark.parametrize("case", REVERSION_CASES, ids=lambda case: case.name)
+def test_germline_reversion_cases_do_not_decide_wrongly_at_three_seeds(case):
+    """The germline-reversion cases (independent-site Potts chains at the protein quick profile's sizes) over
+    seeds 0-2: never differs where a visited site returns with probability above 1/2, never reproduced where it
+    returns with probability 1/2 or less."""
+    wrong = vd.DIFFERS if case.truth == "holds" else vd.REPRODUCED
+    assert {case.run(seed) for seed in range(3)}.isdisjoint({wrong})
+    assert len(REVERSION_CASES) == 6 and {c.truth for c in REVERSION_CASES} == {"holds", "fails"}

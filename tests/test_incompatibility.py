@@ -666,3 +666,56 @@ def test_a_gguf_is_parsed_once_while_the_control_loads(tmp_path):
         assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == original
     assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
+
+
+class LastTokenConditionals:
+    """s_i(a; x) = weight * 1[a = the state's last token], whatever the state's length: a cut that ends
+    elsewhere than the whole state sees another last token."""
+
+    vocab_size, max_sites, device = 4, 64, torch.device("cpu")
+    allowed = torch.ones(4, dtype=torch.bool)
+
+    def __init__(self, weight: float = 2.0):
+        self.weight = weight
+
+    def log_scores(self, tokens, positions):
+        return self.weight * torch.nn.functional.one_hot(tokens[:, -1], 4).double()
+
+
+def test_cut_versus_gene_is_the_total_variation_between_the_two_conditionals():
+    genes = torch.tensor([[0, 1, 2, 1, 3, 3, 3], [0, 1, 2, 2, 0, 0, 2]])  # gene 1: cut and gene end alike (2)
+    frame = ch.cut_versus_gene(LastTokenConditionals(2.0), genes, 4)
+    assert list(frame.gene) == [0] * 4 + [1] * 4 and list(frame.site) == [0, 1, 2, 3] * 2
+    assert (frame.context == 7).all() and (frame.free == 4).all()
+    differ = (math.exp(2.0) - 1) / (math.exp(2.0) + 3)  # one-hot fields on two different colours
+    assert np.allclose(frame.tv[frame.gene == 0], differ) and np.allclose(frame.tv[frame.gene == 1], 0.0)
+    # the top prediction is the last token: 1 in gene 0's cut, 3 in its whole gene
+    assert list(frame.top_cut[frame.gene == 0]) == [False, True, False, True] and not frame.top_gene[:4].any()
+    with pytest.raises(ValueError, match="free = 8 exceeds the genes' 7 residues"):
+        ch.cut_versus_gene(LastTokenConditionals(), genes, 8)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    named = frame.assign(gene=frame.gene.map({0: "IGHV-a", 1: "IGKV-b"}))
+    assert ch.cut_versus_gene_text(named).startswith("Over 2 genes and 4 sites each, the two conditionals are 0.31")
+    assert (
+        "top prediction at 50% of the sites given the cut and at 25% given the whole gene of 7"
+        in ch.cut_versus_gene_text(named)
+    )
+    figure = ch.cut_versus_gene_figure(named)
+    assert figure.axes[0].get_ylabel() == "TV(cut, whole gene)" and len(figure.axes) == 2
+    matplotlib.pyplot.close(figure)
+
+
+def test_rectangles_lie_in_the_free_sites_of_a_longer_state():
+    cond = ch.potts_references(12, seed=0)[ch.SYMMETRIC]
+    tokens = torch.randint(0, cond.vocab_size, (3, 12), generator=torch.Generator().manual_seed(0))
+    rects = ch.sample_rectangles(cond, tokens, 40, top_k=2, seed=1, sites=torch.arange(5))
+    assert bool((rects.i < 5).all() and (rects.j < 5).all() and (rects.i != rects.j).all())
+    everywhere = ch.sample_rectangles(cond, tokens, 40, top_k=2, seed=1)
+    same = ch.sample_rectangles(cond, tokens, 40, top_k=2, seed=1, sites=torch.arange(12))
+    assert torch.equal(everywhere.i, same.i) and torch.equal(everywhere.a_new, same.a_new)
+    frame = ch.rectangle_frame(cond, rects, top_k=2, free=5)
+    assert (frame.context == 12).all() and (frame.free == 5).all()
+    with pytest.raises(ValueError, match="at least 2 sites, distinct"):
+        ch.sample_rectangles(cond, tokens, 4, sites=[3, 3])

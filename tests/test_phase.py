@@ -779,10 +779,10 @@ def test_claim_rows_judge_every_claim_of_the_chapter():
 
 def test_claim_rows_of_a_protein_model_say_how_they_were_measured():
     cfg = ch.settings("smoke", grid_lengths=[8, 16], alpha_length=8, grid_temperatures=[1.0, 1.5, 2.0, 2.5, 3.0])
-    protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 16})
+    protein = SimpleNamespace(**{**vars(cfg), "protein": True, "context_length": 90})
     rows = ch.claim_rows(protein, "antiberty", **claims_inputs(cfg))
     assert "distance_saturates" not in [row["claim"] for row in rows] and len(rows) == 7
-    assert all("frozen germline context of 16 residues" in row["quantity"] for row in rows)
+    assert all("FR1 of a whole germline gene of 90 residues" in row["quantity"] for row in rows)
 
 
 def test_the_pages_figures_and_tables():
@@ -848,3 +848,15 @@ def test_alpha_is_scored_at_a_length_the_coupling_grid_has():
     for profile in ("smoke", "quick", "paper"):
         cfg = ch.settings(profile)
         assert cfg.alpha_length in cfg.lengths
+
+
+def test_a_protein_window_spreads_its_free_sites_over_fr1_inside_the_whole_gene():
+    sites = ch.window_sites(90, 4, span=24)
+    assert torch.equal(sites, ch.window_sites(24, 4)) and bool((sites > 0).all() and (sites < 23).all())
+    mask = ch.window_mask(90, 4, span=24)
+    assert mask.shape == (90,) and int((~mask).sum()) == 4 and bool(mask[24:].all())
+    with pytest.raises(ValueError, match="do not fit inside a span of 5"):
+        ch.window_sites(90, 4, span=5)
+    for profile in ch.PROTEIN_SETTINGS:
+        settings = ch.PROTEIN_SETTINGS[profile]
+        assert settings["context_length"] == glauber.GERMLINE_CONTEXT and settings["window_span"] <= 25  # FR1

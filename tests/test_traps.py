@@ -758,3 +758,45 @@ def test_theorem8_row_counts_traps_whose_bound_is_below_one_step():
     )
     row = pd.DataFrame(rows).set_index("claim").loc["delta_star_below_lnv"]
     assert row.ours == 0.5 and "ln(4|V|) = 5.99" in row.ours_text
+
+
+def test_a_window_in_a_longer_state_reads_its_gaps_and_kernel_in_context():
+    """A protein MLM's chains move only the first n sites of a whole gene: the trajectory records that window,
+    and the gaps and the kernel's exit law of a held state are the model's on the whole state."""
+    potts = glauber.PottsConditionals(torch.ones(5, 5), q=3)  # s_i(a; x) = #{j != i: x_j = a}
+    genes = torch.tensor([[0, 0, 1, 1, 1], [2, 2, 2, 0, 0]])
+    runs = ch.chains_at_temperatures(potts, genes, [1.0, 0.5], 40, seed=0, record_every=4, free=2)
+    for trajectory in runs.values():
+        assert trajectory.tokens.shape == (2, 11, 2) and bool((trajectory.sites < 2).all())
+    window = torch.tensor([[0, 0], [0, 0]])
+    full = ch.with_context(window, genes)
+    assert full.tolist() == [[0, 0, 1, 1, 1], [0, 0, 2, 0, 0]]
+    trajectory = path_trajectory(window, [[0, 1]] * 2, [[0, 0]] * 2, record_every=1)
+    traps = pd.DataFrame(
+        {
+            "chain": [0, 1],
+            "start": [0, 0],
+            "end": [2, 2],
+            "duration": [2, 2],
+            "start_record": [0, 0],
+            "end_record": [2, 2],
+        }
+    )
+    catalogue = ch.trap_catalogue(potts, trajectory, traps, contexts=genes)
+    # chain 0 in (0, 0 | 1, 1, 1): site 0 scores colour 0 once, colour 1 three times -> gap 1 - 3 = -2
+    # chain 1 in (0, 0 | 2, 0, 0): site 0 scores colour 0 three times, colour 2 once -> gap 3 - 1 = 2
+    np.testing.assert_allclose(np.array(catalogue.gaps.tolist()), [[-2, -2], [2, 2]])
+    assert catalogue.kind.tolist() == ["approximate", "perfect"]
+    shares = ch.kernel_weakest_share(potts, window, catalogue.gaps.tolist(), 1.0, genes)
+    np.testing.assert_allclose(shares, [1.0, 1.0])  # both sites tie as weakest
+    with pytest.raises(ValueError, match="contexts"):
+        ch.with_context(window, genes[:1])
+
+
+def test_no_trap_in_a_window_run_gives_an_empty_frame():
+    potts = glauber.PottsConditionals(torch.ones(5, 5), q=3)
+    genes = torch.tensor([[0, 0, 1, 1, 1], [2, 2, 2, 0, 0]])
+    runs = ch.chains_at_temperatures(potts, genes, [1.0], 8, seed=0, record_every=4, free=2)
+    vectors = {tau: (chains, ch.state_vectors(potts, None, chains)) for tau, chains in runs.items()}
+    found = {1.0: ch.trap_catalogue(potts, runs[1.0], ch.detect_traps(vectors[1.0][1], runs[1.0].steps, 8, 1e-9))}
+    assert found[1.0].empty and ch.trap_frame(potts, vectors, found, contexts=genes).empty

@@ -452,3 +452,22 @@ def test_lower_bound_ratio_needs_a_finite_upper_end():
     verdict, reason, ratio = vd.rule_lower_bound_ratio(1.4, 3.6, float("inf"))
     assert verdict == vd.INCONCLUSIVE and "no upper end" in reason and ratio != ratio
     assert vd.rule_lower_bound_ratio(4.0, 1.7, 2.3)[0] == vd.REPRODUCED
+
+
+# ---- chapter 4 protein rule (issue 42) ----
+
+
+def test_reversion_rule_reaches_every_outcome_and_never_decides_on_zero_width():
+    up, down, mixed = [0.5, 0.6, 0.7, 0.55], [-0.5, -0.6, -0.7, -0.55], [0.5, -0.6, 0.7, -0.55]
+    assert vd.rule_reversion({0.5: up, 1.0: up})["verdict"] == R
+    assert vd.rule_reversion({0.5: up, 1.0: down})["verdict"] == D  # one temperature at or below 0 is enough
+    assert vd.rule_reversion({0.5: up, 1.0: mixed})["verdict"] == I
+    flat = vd.rule_reversion({0.5: [1.0] * 6, 1.0: up})  # every chain reverted fully: no spread measured
+    assert flat["verdict"] == I and "zero width" in flat["reason"]
+    few = vd.rule_reversion({1.0: [0.9, float("nan")]})  # one finite chain: no interval
+    assert few["verdict"] == I and "fewer than two mutated chains" in few["reason"] and few["parts"][0]["chains"] == 1
+    assert vd.rule_reversion({})["verdict"] == I
+    judged = vd.rule_reversion({2.0: mixed, 0.5: up})
+    assert [p["temperature"] for p in judged["parts"]] == [2.0, 0.5] and "τ = 2: inconclusive" in judged["reason"]
+    assert judged["weakest"] == pytest.approx(vd.mean_interval(mixed))  # the lowest lower end
+    assert vd.rule_reversion({1.0: up})["weakest"] == pytest.approx(vd.mean_interval(up))

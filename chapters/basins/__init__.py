@@ -3,14 +3,20 @@
 Long Glauber chains at tau = 1 forget the topic they start from and keep re-entering semantic regions; the paper
 finds politics a recurrent basin for BERT. The chapter scores chain states by topic, judges the paper's three general
 claims (against a control label and basin-free text) and one of ours beyond it (politics ends above basin-free text),
-sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4).
+sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4). On a protein model the
+basin is the germline instead (ours): do framework substitutions of a germline V gene revert? Beside it, shown and
+not judged: pseudo-log-likelihoods, end-state logos, rates of change per IMGT region and a user's antibody as a seed.
 
-- `scorer`: the topic scorer (the nine labels, the embedding stand-in, an NLI model or germline families on a
-  protein model), its calibration and its checks on text whose topic is known;
+- `scorer`: the topic scorer (the nine labels, the embedding stand-in or an NLI model), its calibration and its
+  check on text whose topic is known;
 - `science`: the settings per profile, the chains' seeds and setup, the chance level, the topic frames and the
   estimators and intervals the verdicts are judged on;
+- `reversion`: on a protein model, the germline-reversion basin that replaces the politics claims (framework
+  substitutions of germline V genes, and the share of them reverted against the share of framework sites left),
+  the chains' pseudo-log-likelihood, end-state profiles and region rates, and a user's antibody as a seed;
 - `judging`: the verdicts (from `verdicts.py`'s rules and intervals) and the claims rows;
-- `presentation`: the display tables (`*_view`), figures (`*_figure`) and glue values (`*_text`).
+- `presentation`: the display tables (`*_view`), figures (`*_figure`) and glue values (`*_text`);
+  `presentation_reversion` those of the protein path.
 
 Imports the core, `verdicts` and `book_tools`; never another chapter. `from chapters import basins as ch` sees
 every name below.
@@ -20,6 +26,8 @@ from .judging import (
     claim_rows,
     ends_verdict,
     recurrence_verdict,
+    reversion_rows,
+    reversion_verdict,
     rise_frame,
     rises_verdict,
     seed_loss_frame,
@@ -27,7 +35,6 @@ from .judging import (
     seed_loss_verdict,
 )
 from .presentation import (
-    NO_PREFIX,
     accuracy_view,
     confusion_figure,
     endpoints_view,
@@ -38,7 +45,6 @@ from .presentation import (
     overall_view,
     pca_figure,
     prefix_figure,
-    protein_check_text,
     recurrence_view,
     rises_view,
     scorer_check_text,
@@ -46,6 +52,42 @@ from .presentation import (
     table3_view,
     trajectory_text,
     verdict_text,
+)
+from .presentation_reversion import (
+    antibody_view,
+    entropy_figure,
+    logo_figure,
+    pll_figure,
+    pll_view,
+    region_figure,
+    region_view,
+    reversion_figure,
+    reversion_verdicts_view,
+    reversion_view,
+)
+from .reversion import (
+    FRAMEWORK,
+    PLL_COLUMNS,
+    REGION_COLUMNS,
+    REGIONS,
+    REVERSION_COLUMNS,
+    antibody_start,
+    endpoint_profile,
+    framework_sites,
+    mutate_framework,
+    pll_frame,
+    pll_summary,
+    pseudo_log_likelihood,
+    record_picks,
+    region_rates,
+    region_summary,
+    reversion_ends,
+    reversion_frame,
+    reversion_summary,
+    score_records,
+    site_log_probs,
+    site_regions,
+    visited_sites,
 )
 from .science import (
     CROSSING_COLUMNS,
@@ -76,21 +118,13 @@ from .science import (
 )
 from .scorer import (
     BBC_TOPIC_LABELS,
-    FAMILY_SCORER,
-    FAMILY_SEEDS,
-    FAMILY_TARGET,
     TOPIC_LABELS,
     TOPIC_SCALE,
     accuracy_frame,
     bbc_check_frame,
     calibrate_topic_scale,
     confusion_frame,
-    family_identity,
-    family_scores,
-    family_seeds,
     fit_topic_scale,
-    germline_check_frames,
-    germline_families,
     label_similarities,
     scores_or_uniform,
     state_topic_scores,
@@ -106,13 +140,6 @@ __all__ = [
     "topic_descriptions",
     "label_similarities",
     "topic_scores",
-    "FAMILY_SCORER",
-    "FAMILY_TARGET",
-    "FAMILY_SEEDS",
-    "germline_families",
-    "family_identity",
-    "family_scores",
-    "family_seeds",
     "fit_topic_scale",
     "calibrate_topic_scale",
     "scores_or_uniform",
@@ -120,7 +147,6 @@ __all__ = [
     "trajectory_topic_scores",
     "bbc_check_frame",
     "accuracy_frame",
-    "germline_check_frames",
     "confusion_frame",
     "SETTINGS",
     "PROTEIN_SETTINGS",
@@ -147,6 +173,28 @@ __all__ = [
     "ENDS_COLUMNS",
     "chain_ends",
     "seed_loss_intervals",
+    "FRAMEWORK",
+    "REVERSION_COLUMNS",
+    "framework_sites",
+    "mutate_framework",
+    "reversion_frame",
+    "reversion_ends",
+    "reversion_summary",
+    "visited_sites",
+    "REGIONS",
+    "PLL_COLUMNS",
+    "REGION_COLUMNS",
+    "antibody_start",
+    "site_log_probs",
+    "pseudo_log_likelihood",
+    "record_picks",
+    "score_records",
+    "pll_frame",
+    "pll_summary",
+    "site_regions",
+    "endpoint_profile",
+    "region_rates",
+    "region_summary",
     "recurrence_verdict",
     "rise_frame",
     "rises_verdict",
@@ -155,7 +203,8 @@ __all__ = [
     "seed_loss_frame",
     "seed_loss_topics_verdict",
     "claim_rows",
-    "NO_PREFIX",
+    "reversion_verdict",
+    "reversion_rows",
     "labels_view",
     "accuracy_view",
     "table3_view",
@@ -169,8 +218,17 @@ __all__ = [
     "mean_scores_figure",
     "pca_figure",
     "prefix_figure",
+    "reversion_view",
+    "reversion_verdicts_view",
+    "reversion_figure",
+    "pll_view",
+    "region_view",
+    "antibody_view",
+    "pll_figure",
+    "region_figure",
+    "logo_figure",
+    "entropy_figure",
     "scorer_check_text",
-    "protein_check_text",
     "trajectory_text",
     "verdict_text",
     "summary_text",

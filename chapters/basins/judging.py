@@ -1,5 +1,6 @@
 """Chapter 4's judging (section 6.2): the per-topic and per-claim verdicts, built from `verdicts.py`'s rules
-(rule_one_sided per comparison, rule_every_part over comparisons or topics), and the claims rows with their text."""
+(rule_one_sided per comparison, rule_every_part over comparisons or topics; rule_reversion on a protein model),
+and the claims rows with their text."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from verdicts import (
     rule_median_sign,
     rule_one_sided,
     rule_recurrence,
+    rule_reversion,
 )
 
+from .reversion import reversion_ends
 from .science import seed_loss_intervals
-from .scorer import FAMILY_TARGET
 
 # --------------------------------------------------------------------------------------------
 # The verdicts of section 6.2's general claims (rules: verdicts.py)
@@ -138,26 +140,6 @@ def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
 
 
 _MISSING = "fewer than two chains: no estimate"
-
-
-def _protein_quantities(target: str = FAMILY_TARGET, labels: int | None = None) -> dict:
-    """The general claims' quantity texts on a protein model: germline families as topics, `target` for
-    politics, uniform random residues as basin-free text."""
-    scorer = (
-        f"topic = nearest human germline family by identity, softmax over {labels or 'the'} families of "
-        "the identical-residue count"
-    )
-    return {
-        "politics_recurrence": f"{target} minus a control family, and minus uniform random residues, in the share "
-        f"of a chain's looks with {target}'s score above 1/L (chains seeded outside "
-        f"{target}; {scorer}; the weaker difference)",
-        "politics_rises_every_topic": f"per seed family outside {target}: mean over its chains of {target}'s "
-        f"rise from start to end minus a control family's rise on the same chain ({scorer})",
-        "politics_ends_above_basin_free": f"share of chains seeded outside {target} whose last state scores "
-        f"{target} above the median of uniform random residue strings (sign test, null 1/2; {scorer})",
-        "seed_topic_loss": "per seed family: share of its chains whose last state scores the seed family below "
-        f"the median of uniform random residue strings (sign test, null 1/2; {scorer})",
-    }
 
 
 def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> str:
@@ -341,64 +323,108 @@ def claim_rows(
     *,
     setup: dict,
     model: str,
-    target: str = "politics",
     baseline: float | None = None,
 ) -> list[dict]:
     """The chapter's claims rows (section 6.2): the three general claims of the paper and ours beyond it
-    (politics ends above basin-free text), then, with politics as the target, BERT's politics count and
-    peak and (given table5, endpoint_frame, and the baseline 1/L) Table 5's endpoint row.
+    (politics ends above basin-free text), then BERT's politics count and peak and (given table5,
+    endpoint_frame, and the baseline 1/L) Table 5's endpoint row.
 
     crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; ends: chain_ends;
-    ends_judged: ends_verdict's dict; loss:
-    seed_loss_frame (per seed topic); setup: run_setup's protocol items. Another target (a protein
-    model's germline family) keeps the general rows only, worded for families: the model-specific ones
-    are BERT's politics numbers, with no counterpart there."""
-    quantities = {} if target == "politics" else _protein_quantities(target, setup.get("labels"))
+    ends_judged: ends_verdict's dict; loss: seed_loss_frame (per seed topic); setup: run_setup's protocol items.
+    A protein model's one row is reversion_rows'."""
+    target = "politics"
     rows = [
         _recurrence_row(
             crossings,
             recurrence,
             target,
-            quantities.get(
-                "politics_recurrence",
-                "politics minus control label, and minus basin-free text, in the share of a "
-                "chain's looks above 1/L (chains seeded outside politics; the weaker difference)",
-            ),
+            "politics minus control label, and minus basin-free text, in the share of a "
+            "chain's looks above 1/L (chains seeded outside politics; the weaker difference)",
         ),
         _rises_row(
             rises,
             target,
-            quantities.get(
-                "politics_rises_every_topic",
-                "per seed topic outside politics: mean over its chains of politics' rise from start to end minus "
-                "the chain's control label's rise",
-            ),
+            "per seed topic outside politics: mean over its chains of politics' rise from start to end minus "
+            "the chain's control label's rise",
         ),
         _ends_row(
             ends,
             ends_judged,
             target,
-            quantities.get(
-                "politics_ends_above_basin_free",
-                "share of chains seeded outside politics whose last state scores politics above the median of "
-                "basin-free text (sign test, null 1/2)",
-            ),
+            "share of chains seeded outside politics whose last state scores politics above the median of "
+            "basin-free text (sign test, null 1/2)",
         ),
         _loss_row(
             loss,
-            quantities.get(
-                "seed_topic_loss",
-                "per seed topic: share of its chains whose last state scores the seed label below the median "
-                "of basin-free text (sign test, null 1/2)",
-            ),
+            "per seed topic: share of its chains whose last state scores the seed label below the median "
+            "of basin-free text (sign test, null 1/2)",
         ),
-    ]
-    if target != "politics":  # BERT's politics count, peak and Table 5: no protein counterpart
-        return rows
-    rows += [
         _count_row(crossings, recurrence, setup=setup, model=model),
         _peak_row(crossings, setup=setup, model=model),
     ]
     if table5 is not None:
         rows.append(_endpoint_row(table5, baseline, setup=setup, model=model))
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# A protein model's basin: germline reversion (reversion.py; ours, beyond the paper)
+# --------------------------------------------------------------------------------------------
+
+
+def reversion_verdict(frame: pd.DataFrame) -> dict:
+    """germline_reversion by verdicts.rule_reversion: per temperature, the `difference` (reverted share of the
+    visited mutated sites minus left share of the visited unmutated framework sites) at the last step of
+    reversion_frame, of every chain with k >= 1 substitutions and a mutated site visited; every temperature must
+    show reversion above drift."""
+    ends = reversion_ends(frame)
+    ends = ends[ends.substitutions > 0]
+    temperatures = sorted(frame.temperature.unique())
+    return rule_reversion({t: ends.difference[ends.temperature == t].to_numpy() for t in temperatures})
+
+
+def _reversion_text(frame: pd.DataFrame, judged: dict) -> str:
+    ends = reversion_ends(frame)
+    mutated = ends[ends.substitutions > 0]
+    if mutated.empty:
+        return "no chain with a substitution in this run"
+
+    def part(p: dict) -> str:
+        chains = mutated[(mutated.temperature == p["temperature"]) & (mutated.mutated_visited > 0)]
+        if chains.empty:
+            return f"τ = {p['temperature']:g}: no chain drew a mutated site"
+        interval = bt.interval_text(p["estimate"], p["low"], p["high"], signed=True, missing=_MISSING)
+        return (
+            f"τ = {p['temperature']:g}: reverted {chains.reverted_share.mean():.2f}, left "
+            f"{chains.left_share.mean():.2f}, difference {interval} ({len(chains)} chains)"
+        )
+
+    context = int(ends.context.iloc[0])
+    return "; ".join(part(p) for p in judged["parts"]) + f" (chains with a drawn mutated site, {context} residues)"
+
+
+def reversion_rows(frame: pd.DataFrame, judged: dict, steps: int) -> list[dict]:
+    """The chapter's claims on a protein model: germline_reversion alone (the politics rows have no residue
+    counterpart), its estimate the weakest temperature's mean difference (reversion_verdict's `weakest`)."""
+    context = int(frame.context.iloc[0])
+    counts = ", ".join(str(k) for k in sorted(frame.substitutions[frame.substitutions > 0].unique())) or "no"
+    quantity = (
+        f"per temperature: mean over chains (human germline V genes of {context} residues from FR1, k = {counts} "
+        f"IMGT framework substitutions, every site free) of the share of its mutated sites back at the germline residue "
+        f"after {steps:,} steps minus the share of its unmutated framework sites off it, both over the sites it "
+        "updated (t interval; the weakest temperature)"
+    )
+    estimate, low, high = judged["weakest"]
+    return [
+        bt.claim_row(
+            "germline_reversion",
+            quantity,
+            estimate,
+            _reversion_text(frame, judged),
+            judged["verdict"],
+            judged["reason"],
+            low=low,
+            high=high,
+            null=0.0,
+        )
+    ]

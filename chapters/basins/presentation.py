@@ -17,16 +17,11 @@ from .judging import _ends_text, _loss_text, _peak_text, _rises_text
 from .science import leading_label_shares
 from .scorer import (
     BBC_TOPIC_LABELS,
-    FAMILY_TARGET,
     TOPIC_LABELS,
     _cut_name,
     confusion_frame,
     topic_descriptions,
 )
-
-# What the prefix section (C.4) prints on a protein model
-NO_PREFIX = 'protein model: no prefix runs (a spoken prefix such as "X said that" has no residue counterpart)'
-
 
 # --------------------------------------------------------------------------------------------
 # The tables a reader sees
@@ -50,7 +45,7 @@ def labels_view(labels=tuple(TOPIC_LABELS)):
 
 
 def accuracy_view(accuracy: pd.DataFrame):
-    """accuracy_frame's (or germline_check_frames's) table for the page: shares as percentages."""
+    """accuracy_frame's table for the page: shares as percentages."""
     shares = {c: "{:.0%}" for c in accuracy.columns if c not in ("paragraphs", "cuts")}
     return bt.reading_table(accuracy.reset_index(), formats=shares)
 
@@ -203,13 +198,13 @@ def leading_figure(shares: pd.DataFrame, cfg: SimpleNamespace):
 
 
 def mean_scores_figure(frame: pd.DataFrame, cfg: SimpleNamespace):
-    """Mean topic score over all chains along the run, per label (the seed families only on a protein
-    model: 22 families crowd the plot), with the baseline 1/L. Returns the figure."""
+    """Mean topic score over all chains along the run, per label, with the baseline 1/L. Returns the figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    shown = list(cfg.seed_labels.values()) if cfg.protein else cfg.labels
-    path = frame.melt(id_vars=["chain", "step", "seed_topic"], value_vars=shown, var_name="label", value_name="score")
+    path = frame.melt(
+        id_vars=["chain", "step", "seed_topic"], value_vars=cfg.labels, var_name="label", value_name="score"
+    )
     fig, ax = plt.subplots(figsize=(9, 4))
     sns.lineplot(data=path, x="step", y="score", hue="label", palette="tab10", errorbar=None, ax=ax)
     ax.axhline(cfg.baseline, color="grey", ls="--", lw=1, label=f"baseline 1/{len(cfg.labels)}")
@@ -280,20 +275,6 @@ def scorer_check_text(check: pd.DataFrame, accuracy: pd.DataFrame, n: int, targe
     }
 
 
-def protein_check_text(check: pd.DataFrame, target: str = FAMILY_TARGET) -> dict:
-    """Glue values for the germline check of a protein model (the BBC scorer check's counterpart)."""
-    wrong = check[check.predicted != check.label]
-    return {
-        "acc_cut": f"{(check.predicted == check.label).mean():.0%}",
-        "acc_whole": "not measured (germline cuts only)",
-        "errors_to_politics": ("none (it made none)" if wrong.empty else f"{(wrong.predicted == target).mean():.0%}"),
-        "politics_misread_as": ", ".join(
-            f"{k} ({v})" for k, v in wrong[wrong.label == target].predicted.value_counts().head(3).items()
-        )
-        or "none",
-    }
-
-
 def trajectory_text(paths: dict, every: int) -> dict:
     """Glue values for the PCA section (pca_paths): records drawn, distinct states among them, and what
     repeats mean."""
@@ -358,8 +339,8 @@ def summary_text(
     target: str = "politics",
 ) -> dict:
     """Glue values for the chapter's closing section: seed-topic falls, politics at the start, the
-    chance of a crossing, the leading labels over all chains and the prefix shifts (mix None: no prefix
-    runs, as on a protein model)."""
+    chance of a crossing, the leading labels over all chains and the prefix shifts (mix: the prefix runs' topic
+    mix, "(none)" the run without a prefix)."""
     names = list(topic_descriptions(labels))
     rest = table3.drop(index=target, errors="ignore")
     falls = rest.index[rest["seed score at end"] < rest["seed score at start"]]
@@ -371,7 +352,7 @@ def summary_text(
         .sort_values(ascending=False)
     )
     rank = list(overall.index).index(target) + 1
-    shift = (mix - mix.loc["(none)"]).drop(index="(none)") if mix is not None else pd.DataFrame()
+    shift = (mix - mix.loc["(none)"]).drop(index="(none)")
     kid = [p for p in shift.index if "little kid" in p.lower()]
     return {
         "run": run,

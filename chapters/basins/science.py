@@ -26,18 +26,7 @@ from glauber_core import (
 )
 from verdicts import mean_interval, rank_shares
 
-from .scorer import (
-    BBC_TOPIC_LABELS,
-    FAMILY_SCORER,
-    FAMILY_SEEDS,
-    FAMILY_TARGET,
-    TOPIC_LABELS,
-    family_identity,
-    family_seeds,
-    germline_families,
-    scores_or_uniform,
-    topic_descriptions,
-)
+from .scorer import BBC_TOPIC_LABELS, TOPIC_LABELS, scores_or_uniform, topic_descriptions
 
 # --------------------------------------------------------------------------------------------
 # The notebook's settings, its chains' seeds and the setup its claims rows record
@@ -85,11 +74,48 @@ SETTINGS = {
 }
 
 
-# A protein MLM (AntiBERTy): germline seeds always, shorter chains at quick (sized to 2 CPUs)
+# A protein MLM (AntiBERTy): the germline-reversion chains (reversion.py), on whole genes from FR1 (seq_len = 90
+# residues, every site free; all 417 human V genes have at least 91). n_seeds germlines, each with k framework
+# substitutions for each k of `substitutions` (k = 0: the germline itself), run at each of `temperatures` for
+# `steps` steps. quick: 4 x 4 chains x 3 temperatures x 270 steps (3 n: a site is left unvisited with
+# probability e^-3), about 13,000 chain-steps, some 7 minutes on 2 CPUs (AntiBERTy: ~32 chain-steps/s at 96).
+# The temperatures were fixed before any AntiBERTy run: one below, at and above the paper's tau = 1 (a probe at these
+# sizes later showed the chains leaving the germline at tau = 2; the grid was kept, so the verdict says so).
+# pll_records: the records of each chain whose pseudo-log-likelihood is scored (its start, its end and evenly
+# between): 90 single-site forwards a state, about 3 s of AntiBERTy on 2 CPUs (~32 forwards/s at 90 residues), so
+# quick scores each chain's start and end only: 16 distinct starts and 48 ends, some 5,800 forwards, about 3 minutes.
+# antibody_pll_records: the same for the chains of a user's antibody (`sequence`), one a temperature.
 PROTEIN_SETTINGS = {
-    "smoke": {**SETTINGS["smoke"], "passages": "germline"},
-    "quick": {**SETTINGS["quick"], "steps": 600, "record_every": 25, "passages": "germline"},
-    "paper": {**SETTINGS["paper"], "passages": "germline"},
+    "smoke": dict(
+        seq_len=90,
+        n_seeds=2,
+        steps=30,
+        record_every=10,
+        substitutions=[0, 2, 4],
+        temperatures=[0.5, 1.0],
+        pll_records=2,
+        antibody_pll_records=2,
+    ),
+    "quick": dict(
+        seq_len=90,
+        n_seeds=4,
+        steps=270,
+        record_every=30,
+        substitutions=[0, 2, 4, 8],
+        temperatures=[0.5, 1.0, 2.0],
+        pll_records=2,
+        antibody_pll_records=4,
+    ),
+    "paper": dict(
+        seq_len=90,
+        n_seeds=10,
+        steps=900,
+        record_every=90,
+        substitutions=[0, 2, 4, 8],
+        temperatures=[0.5, 1.0, 2.0],
+        pll_records=6,
+        antibody_pll_records=10,
+    ),
 }
 
 
@@ -104,28 +130,32 @@ MS_MARCO_POOL = 40
 
 
 def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
-    """The chapter's settings (section 6.2.1): the profile's row of SETTINGS, or of PROTEIN_SETTINGS when
-    `cond` is a protein model (its seeds are always germline V genes), overridden where an override is set
-    (bt.profile_settings; `passages` "" is the profile's). Derived: `protein`, `temperature` (1 unless
-    given), `scorer` (topic_scores' model: None for the embedding stand-in, an NLI model's name, or
-    FAMILY_SCORER), `labels`, the `target` label (politics, or FAMILY_TARGET), `seed_labels` (seed topic
-    -> its label), `baseline` 1/L and `score_every` (records between scored states)."""
-    protein = is_protein(cond)
+    """The chapter's settings (section 6.2.1): the profile's row of SETTINGS, overridden where an override is set
+    (bt.profile_settings; `passages` "" is the profile's). Derived: `protein` (False), `temperature` (1 unless
+    given), `scorer` (topic_scores' model: None for the embedding stand-in, or an NLI model's name), `labels`, the
+    `target` label (politics), `seed_labels` (seed topic -> its label), `baseline` 1/L and `score_every` (records
+    between scored states). When `cond` is a protein model: the row of PROTEIN_SETTINGS (its seeds are always
+    germline V genes; `temperatures` is the reversion chains' grid, an override a text model ignores) with
+    `protein` True, the text-only overrides (temperature, scorer, passages) ignored."""
     temperature = check_temperature(overrides.pop("temperature", 1.0))
     scorer = overrides.pop("scorer", "")
-    cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
-    cfg.passages = "germline" if protein else cfg.passages
-    allowed = ("germline",) if protein else ("bbc", "ms_marco")
-    if cfg.passages not in allowed:
-        raise ValueError(f"passages must be one of {allowed} for this model, got {cfg.passages!r}")
-    labels = germline_families() if protein else list(TOPIC_LABELS)
+    temperatures = overrides.pop("temperatures", None)
+    if is_protein(cond):
+        overrides.pop("passages", None)
+        cfg = bt.profile_settings(profile, PROTEIN_SETTINGS, temperatures=temperatures, **overrides)
+        cfg.temperatures = [check_temperature(t) for t in cfg.temperatures]
+        return SimpleNamespace(**vars(cfg), protein=True, passages="germline")
+    cfg = bt.profile_settings(profile, SETTINGS, **overrides)
+    if cfg.passages not in ("bbc", "ms_marco"):
+        raise ValueError(f"passages must be one of ('bbc', 'ms_marco') for this model, got {cfg.passages!r}")
+    labels = list(TOPIC_LABELS)
     return SimpleNamespace(
         **vars(cfg),
-        protein=protein,
+        protein=False,
         temperature=temperature,
-        scorer=FAMILY_SCORER if protein else (scorer or None),
+        scorer=scorer or None,
         labels=labels,
-        target=FAMILY_TARGET if protein else "politics",
+        target="politics",
         seed_labels=seed_labels_for(cfg.passages),
         baseline=1 / len(labels),
         score_every=max(1, round(cfg.record_every / cfg.pca_every)),
@@ -133,14 +163,11 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
 
 
 def seed_labels_for(passages: str) -> dict:
-    """Seed topic -> the label that stands for it: BBC's five sections, MS_MARCO_TOPICS (labels
-    themselves) or the germline seed families."""
+    """Seed topic -> the label that stands for it: BBC's five sections or MS_MARCO_TOPICS (labels themselves)."""
     if passages == "bbc":
         return dict(BBC_TOPIC_LABELS)
     if passages == "ms_marco":
         return {t: t for t in MS_MARCO_TOPICS}
-    if passages == "germline":
-        return {f: f for f in FAMILY_SEEDS}
     raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {passages!r}")
 
 
@@ -178,8 +205,6 @@ def leading_label_seeds(
 def topic_seed_passages(cond: MaskedLMConditionals, cfg: SimpleNamespace, *, seed: int = 0) -> list[Passages]:
     """The chains' seeds (settings' cfg), one Passages of cfg.n_seeds per seed topic of cfg.seed_labels."""
     topics = list(cfg.seed_labels)
-    if cfg.passages == "germline":
-        return family_seeds(cond, cfg.seq_len, cfg.n_seeds, seed=seed)
     if cfg.passages == "ms_marco":
         return leading_label_seeds(cond, cfg.seq_len, cfg.n_seeds, cfg.labels, topics, seed=seed, model=cfg.scorer)
     return [seed_passages(cond, cfg.seq_len, cfg.n_seeds, seed=seed, topic=t) for t in topics]
@@ -191,13 +216,7 @@ def run_setup(cfg: SimpleNamespace, seed_topic) -> dict:
     none of them politics: every topic gains politics); `scorer` names the scorer ("MiniLM embedding
     zero-shot" for the stand-in); `labels` their number."""
     chains = sum(cfg.seed_labels[t] != cfg.target for t in seed_topic)
-    scorer = (
-        cfg.scorer
-        if cfg.scorer == FAMILY_SCORER
-        else Path(cfg.scorer).name
-        if cfg.scorer
-        else "MiniLM embedding zero-shot"
-    )
+    scorer = Path(cfg.scorer).name if cfg.scorer else "MiniLM embedding zero-shot"
     return {
         "n": cfg.seq_len,
         "chains": int(chains),
@@ -291,11 +310,9 @@ def endpoint_chains(available: int) -> int:
     return min(int(bt.paper_protocol("endpoint_topics_crossing")["chains_per_topic"]), int(available))
 
 
-def endpoint_frame(frame: pd.DataFrame, cfg: SimpleNamespace) -> pd.DataFrame | None:
+def endpoint_frame(frame: pd.DataFrame, cfg: SimpleNamespace) -> pd.DataFrame:
     """Table 5's chains (B.5): recurrence_frame of the first endpoint_chains per seed topic, with
-    politics as the target; None on a protein model (Table 5 is BERT-family politics)."""
-    if cfg.protein:
-        return None
+    politics as the target."""
     return recurrence_frame(first_chains(frame, endpoint_chains(cfg.n_seeds)), "politics", cfg.baseline)
 
 
@@ -326,14 +343,14 @@ def pca_2d(vectors: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return (u[:, :2] * s[:2]) * signs, (s[:2] ** 2 / total if total > 0 else np.zeros(2))
 
 
-def pca_paths(cond: MaskedLMConditionals, trajectory: Trajectory, chains, embedder=None) -> dict:
+def pca_paths(cond: MaskedLMConditionals, trajectory: Trajectory, chains, embedder) -> dict:
     """Figs. 1 and 4: per chain, its recorded states' texts and their first two principal components
-    (pca_2d) of the sentence embeddings, or of family_identity on a protein model (embedder None).
-    Returns {chain: SimpleNamespace(texts, xy, explained)}."""
+    (pca_2d) of their sentence embeddings (`embedder`, load_embedder's). Returns {chain: SimpleNamespace(texts,
+    xy, explained)}."""
     paths = {}
     for chain in chains:
         texts = cond.decode_batch(trajectory.tokens[chain])
-        xy, explained = pca_2d(family_identity(texts) if embedder is None else embed(embedder, texts))
+        xy, explained = pca_2d(embed(embedder, texts))
         paths[chain] = SimpleNamespace(texts=texts, xy=xy, explained=explained)
     return paths
 

@@ -1,6 +1,5 @@
 """Chapter 4's topic scorer (section 6.2, appendix B.1): the nine labels, the zero-shot scores (the MiniLM
-embedding stand-in, an NLI model, or germline-family identity on a protein model), the scale's calibration and the
-scorer checks on text whose topic is known."""
+embedding stand-in or an NLI model), the scale's calibration and the scorer checks on text whose topic is known."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from glauber_core import (
     bbc_paragraphs,
     check_count,
     embed,
-    germline_v_genes,
     load_embedder,
     quiet_load,
     seed_passages,
@@ -118,8 +116,6 @@ def topic_scores(
     "facebook/bart-large-mnli"): the transformers zero-shot pipeline over the label names, single-label.
     """
     texts, descriptions = _check_texts(texts), topic_descriptions(labels)
-    if model == FAMILY_SCORER:  # a protein model's "topics": the germline families (family_scores)
-        return family_scores(texts, list(descriptions))
     if isinstance(model, (str, Path)):
         classify = _zero_shot_pipeline(str(model))
         names = list(descriptions)
@@ -130,80 +126,6 @@ def topic_scores(
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
     similarities = label_similarities(texts, descriptions, model, batch_size)
     return torch.softmax(scale * similarities.double(), -1).float()
-
-
-# --------------------------------------------------------------------------------------------
-# A protein model (AntiBERTy): human germline V-gene families stand in for the topics
-# --------------------------------------------------------------------------------------------
-
-
-# topic_scores(..., model=FAMILY_SCORER) scores residue strings by germline family (family_scores)
-FAMILY_SCORER = "germline family identity"
-
-
-# The commonest human heavy-chain family (111 of 249 IMGT heavy alleles) plays politics' part
-FAMILY_TARGET = "IGHV3"
-
-
-# Seed families: the three largest heavy families, the largest kappa and the largest lambda family
-FAMILY_SEEDS = ("IGHV1", "IGHV3", "IGHV4", "IGKV1", "IGLV3")
-
-
-@functools.lru_cache(maxsize=8)
-def _germline_table(n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Families (heavy, kappa, lambda; by number), alleles' first n residues as bytes [A, n] (0 past the
-    end) and each allele's family index [A]."""
-    genes = germline_v_genes("human")
-    order = {"heavy": 0, "kappa": 1, "lambda": 2}
-    families = sorted({(order[c], int(f[4:]), f) for _, f, c, _ in genes})
-    families = [f for *_, f in families]
-    codes = np.zeros((len(genes), n), np.uint8)
-    for k, (_, _, _, residues) in enumerate(genes):
-        cut = residues[:n].encode()
-        codes[k, : len(cut)] = np.frombuffer(cut, np.uint8)
-    return families, codes, np.array([families.index(f) for _, f, _, _ in genes])
-
-
-def germline_families() -> list[str]:
-    """The human IMGT germline V-gene families (IGHV1-7, then kappa, then lambda), the protein labels."""
-    return list(_germline_table(1)[0])
-
-
-def family_identity(texts, labels=None, *, counts: bool = False) -> torch.Tensor:
-    """Per residue string and family [N, L]: the share of its residues identical (same position from
-    the gene's start) to a human germline allele of the family, max over the family's alleles (1 for a
-    germline cut against its own family); with `counts`, the number of identical residues instead.
-    labels: family names (None: all, germline_families order)."""
-    texts = ["".join(t.split()) for t in _check_texts(texts)]
-    length = max(len(t) for t in texts)
-    families, codes, member = _germline_table(length)
-    labels = families if labels is None else list(topic_descriptions(labels))
-    unknown = [k for k in labels if k not in families]
-    if unknown:
-        raise ValueError(f"labels {unknown} are no human germline families; families: {families}")
-    states = np.ones((len(texts), length), np.uint8)  # 1 past a text's end matches no residue (nor the 0s)
-    for k, text in enumerate(texts):
-        states[k, : len(text)] = np.frombuffer(text.encode(), np.uint8)
-    matches = np.concatenate(
-        [(part[:, None, :] == codes[None]).sum(-1) for part in np.array_split(states, max(1, len(states) // 256))]
-    )
-    best = np.stack([matches[:, member == families.index(k)].max(1) for k in labels], 1).astype(float)
-    sizes = np.array([len(t) for t in texts], dtype=float)[:, None]
-    return torch.tensor(best if counts else best / sizes)
-
-
-def family_scores(texts, labels=None) -> torch.Tensor:
-    """A protein state's "topic scores" [N, L] (rows sum to 1): softmax over the families of the number
-    of residues identical to the family's nearest allele (family_identity with counts), so that every
-    identical residue multiplies a family's weight by e; the largest score is the nearest family."""
-    return torch.softmax(family_identity(texts, labels, counts=True), -1).float()
-
-
-def family_seeds(cond: MaskedLMConditionals, n: int, count: int, families=FAMILY_SEEDS, *, seed: int = 0) -> list:
-    """seed_passages per germline family: `count` distinct n-residue germline cuts, or all the family
-    has when fewer (IGHV1 has 6 distinct 20-residue cuts)."""
-    cuts = {f: {r[:n] for _, g, _, r in germline_v_genes("human") if g == f and len(r) >= n} for f in families}
-    return [seed_passages(cond, n, min(count, len(cuts[f])), seed=seed, topic=f) for f in families]
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +226,7 @@ def trajectory_topic_scores(
 
 
 # --------------------------------------------------------------------------------------------
-# The scorer checks on text whose topic is known (held-out BBC, germline cuts)
+# The scorer check on text whose topic is known (held-out BBC)
 # --------------------------------------------------------------------------------------------
 
 
@@ -342,34 +264,6 @@ def accuracy_frame(check: pd.DataFrame) -> pd.DataFrame:
         .correct.agg(["count", "mean"])
         .rename(columns={"count": "paragraphs", "mean": "accuracy"})
     )
-
-
-def germline_check_frames(n: int, labels, target: str = FAMILY_TARGET) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The family scorer on the germlines themselves: every distinct n-residue cut of a human germline
-    V gene (its first allele), its family, the family the scorer puts first and its scores. Returns
-    (check: one row per cut, columns allele, chain, label, predicted, identity to its own family and the
-    labels' scores; accuracy per chain: cuts, share read as their own family, share with `target`'s
-    score above 1/L among cuts of other families)."""
-    names = list(topic_descriptions(labels))
-    cuts = {}
-    for allele, family, chain, residues in germline_v_genes("human"):
-        if len(residues) >= n and family in names:
-            cuts.setdefault(residues[:n], (allele, chain, family))
-    texts = list(cuts)
-    scores = family_scores(texts, names).numpy()
-    own = family_identity(texts, names).numpy()
-    check = pd.DataFrame([dict(zip(("allele", "chain", "label"), v)) for v in cuts.values()])
-    check["predicted"] = np.asarray(names)[scores.argmax(1)]
-    check["own identity"] = own[np.arange(len(texts)), [names.index(k) for k in check.label]]
-    check = check.join(pd.DataFrame(scores, columns=names))
-    others = check[check.label != target]
-    accuracy = (
-        check.assign(correct=check.predicted == check.label)
-        .groupby("chain")
-        .agg(cuts=("correct", "size"), accuracy=("correct", "mean"))
-    )
-    accuracy[f"{target} above 1/L (other families)"] = (others[target] > 1 / len(names)).groupby(others.chain).mean()
-    return check, accuracy
 
 
 def confusion_frame(true_labels, scores: torch.Tensor, labels) -> pd.DataFrame:

@@ -16,14 +16,18 @@ import torch
 import book_tools as bt
 import verdicts as vd
 from glauber_core import (
+    GERMLINE_CONTEXT,
     Conditionals,
     MaskedLMConditionals,
     PottsConditionals,
+    WindowConditionals,
     all_states,
     alpha_from_influence,
     check_count,
     check_tokens,
     exact_mixing_time,
+    influence_and_oscillation,
+    influence_candidates,
     influence_coefficients,
     is_protein,
     mixing_time_bound,
@@ -49,9 +53,10 @@ PL_FLOOR_FACTOR = 16.0
 FULL_VOCABULARY_LIMIT = 32
 # The germline families of the full-vocabulary windows, in order (distinct families, heavy, kappa, lambda).
 WINDOW_FAMILIES = ("IGHV3", "IGKV1", "IGHV1", "IGLV2", "IGHV4", "IGKV3", "IGLV1", "IGHV5")
-# Full-vocabulary windows: contexts of WINDOW_LENGTH residues, free sites from FIRST_FREE_SITE (0-based; CDR1
-# of the germline V genes).
-WINDOW_LENGTH, FIRST_FREE_SITE = 32, 27
+# Full-vocabulary windows: on a protein MLM the whole germline gene (GERMLINE_CONTEXT residues) with k free sites
+# from the start of its IMGT region WINDOW_REGION (each gene's own CDR1, germline_regions); a text model's
+# passages of WINDOW_LENGTH tokens with free sites from FIRST_FREE_SITE.
+WINDOW_LENGTH, FIRST_FREE_SITE, WINDOW_REGION = 32, 27, "cdr1"
 # The '!'-basin of section 5.4: DRIFT_INSIDE of the N sites hold '!'; Table 2's temperatures are missing from
 # our copy of the paper, so DRIFT_TEMPERATURES stand in for them.
 DRIFT_TOKEN, DRIFT_INSIDE, DRIFT_TEMPERATURES = "!", 0.9, (1.0, 2.0)
@@ -118,7 +123,9 @@ def settings(
     """The chapter's settings: the profile's row of SETTINGS, each override that is set (not 0, "" or []) in
     its place, and what follows from them and the model `cond`: `temperatures`, the influence grid with the
     paper's 10 and 11 added (sorted, 3 decimals); `protein` and `passages` (germline V genes for a protein
-    MLM, else BBC News: the paper's MS MARCO is online only); `full`, whether the model is small enough for
+    MLM, else BBC News: the paper's MS MARCO is online only); on a protein MLM the state is the whole gene
+    (`context_length`, GERMLINE_CONTEXT residues) and its first `free` = seq_len residues (FR1) the sites whose
+    influence and margins are read (a text model: `free` 0, every site); `full`, whether the model is small enough for
     full-vocabulary windows, and `full_plan`, their (k, windows, temperatures), `full_windows` windows per k
     (0: the profile's) for k up to `full_k` (0: every k)."""
     base = vars(bt.profile_settings(profile, SETTINGS, **overrides))
@@ -131,6 +138,8 @@ def settings(
     ]
     return SimpleNamespace(
         **base,
+        context_length=GERMLINE_CONTEXT if protein else base["seq_len"],
+        free=base["seq_len"] if protein else 0,
         temperatures=grid,
         protein=protein,
         passages=bt.PASSAGE_NAMES["germline" if protein else "bbc"],
@@ -423,27 +432,52 @@ def theorem8_frame(cond: Conditionals, n: int, basin: torch.Tensor, temperatures
     )
 
 
+def context_influence(cond: Conditionals, contexts, free: int, top_k: int, temperatures):
+    """(influence [T, C, n, n], oscillation) of glauber.influence_and_oscillation on the contexts [C, L]: on all
+    their sites when `free` is 0, else on their first `free` sites read inside each whole context (one
+    WindowConditionals a context, a protein MLM's gene), n = `free`."""
+    contexts = torch.as_tensor(contexts)
+    if not free:
+        candidates = influence_candidates(cond, contexts, top_k)
+        return influence_and_oscillation(cond, contexts, candidates, temperatures)
+    parts = []
+    for context in contexts:
+        window = WindowConditionals(cond, context, torch.arange(free))
+        state = context[:free].unsqueeze(0)
+        parts.append(influence_and_oscillation(window, state, influence_candidates(window, state, top_k), temperatures))
+    return torch.cat([part[0] for part in parts], 1), torch.cat([part[1] for part in parts], 0)
+
+
 def margin_frame(
-    cond: MaskedLMConditionals, seeds: torch.Tensor, ends: torch.Tensor, cold: float, temperatures=(1.0,)
+    cond: MaskedLMConditionals,
+    seeds: torch.Tensor,
+    ends: torch.Tensor,
+    cold: float,
+    temperatures=(1.0,),
+    free: int = 0,
 ) -> pd.DataFrame:
     """Score margins Delta_i(x) (appendix A.1) of seed states and of chain endpoints at temperature `cold`: per
     state Delta_star = min_i Delta_i, the mean margin, the sites with a positive one, whether it is a perfect
     trap (all positive) and, for perfect traps, Theorem 8's bound e^(Delta_star/tau) / (4|V|) on t_mix at each
-    of `temperatures` and `cold` (bound_tau_<tau>)."""
+    of `temperatures` and `cold` (bound_tau_<tau>). With `free` > 0 the margins are those of the first `free`
+    sites, read inside the whole states (a protein MLM's gene), with `context` and `free` columns."""
     states = torch.cat([seeds, ends])
-    gaps = score_gaps(cond, states)
+    free = free or states.shape[1]
+    gaps = score_gaps(cond, states, sites=torch.arange(free))[:, :free]
     size_v = int(cond.allowed.sum())
     delta_min = gaps.amin(1)
     margins = pd.DataFrame(
         {
             "state": [f"seed {k}" for k in range(len(seeds))] + [f"end {k} (tau {cold:g})" for k in range(len(ends))],
-            "text": cond.decode_batch(states),
+            "text": cond.decode_batch(states[:, :free]),
+            "context": states.shape[1],
+            "free": free,
             "delta_star": delta_min.numpy(),
             "mean_gap": gaps.mean(1).numpy(),
             "positive_sites": (gaps > 0).sum(1).numpy(),
         }
     )
-    margins["perfect_trap"] = margins.positive_sites == states.shape[1]
+    margins["perfect_trap"] = margins.positive_sites == free
     for tau in (*temperatures, cold):
         margins[f"bound_tau_{tau:g}"] = np.where(
             margins.perfect_trap, np.exp(delta_min.numpy() / tau) / (4 * size_v), np.nan

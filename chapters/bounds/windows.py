@@ -15,6 +15,7 @@ import torch
 
 import book_tools as bt
 from glauber_core import (
+    GERMLINE_CONTEXT,
     Conditionals,
     MaskedLMConditionals,
     PottsConditionals,
@@ -28,6 +29,7 @@ from glauber_core import (
     conditional_log_probs,
     conditional_probs,
     exact_stationary,
+    germline_regions,
     glauber_kernel,
     is_protein,
     mixing_time_bound,
@@ -40,6 +42,7 @@ from .science import (
     PL_FLOOR_FACTOR,
     WINDOW_FAMILIES,
     WINDOW_LENGTH,
+    WINDOW_REGION,
     coupon_collector_time,
     exact_influence_coefficients,
 )
@@ -147,9 +150,10 @@ def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: flo
 
 
 def window_contexts(cond: MaskedLMConditionals, n: int, count: int, seed: int = 0) -> pd.DataFrame:
-    """`count` contexts [n] for full-vocabulary windows, one row each (label, family, chain, tokens): for a
-    protein model one human germline V gene from each of the first `count` WINDOW_FAMILIES (distinct families),
-    else `count` seed passages (family: their topic)."""
+    """`count` contexts [n] for full-vocabulary windows, one row each (label, family, chain, text, tokens,
+    first: the window's first free site): for a protein model one human germline V gene from each of the first
+    `count` WINDOW_FAMILIES (distinct families), free sites from its own WINDOW_REGION (germline_regions), else
+    `count` seed passages (family: their topic), free sites from FIRST_FREE_SITE."""
     count = check_count(count, "count", 1)
     if is_protein(cond):
         if count > len(WINDOW_FAMILIES):
@@ -157,14 +161,21 @@ def window_contexts(cond: MaskedLMConditionals, n: int, count: int, seed: int = 
         picks = [seed_passages(cond, n, 1, seed=seed, topic=family) for family in WINDOW_FAMILIES[:count]]
         return pd.DataFrame(
             [
-                dict(label=p.genes[0], family=p.families[0], chain=p.chains[0], text=p.texts[0], tokens=p.tokens[0])
+                dict(
+                    label=p.genes[0],
+                    family=p.families[0],
+                    chain=p.chains[0],
+                    text=p.texts[0],
+                    tokens=p.tokens[0],
+                    first=germline_regions(p.genes[0])[WINDOW_REGION][0],
+                )
                 for p in picks
             ]
         )
     seeds = seed_passages(cond, n, count, seed=seed)
     return pd.DataFrame(
         [
-            dict(label=f"passage {k}", family=topic, chain="", text=text, tokens=tokens)
+            dict(label=f"passage {k}", family=topic, chain="", text=text, tokens=tokens, first=FIRST_FREE_SITE)
             for k, (topic, text, tokens) in enumerate(zip(seeds.topics, seeds.texts, seeds.tokens))
         ]
     )
@@ -254,18 +265,19 @@ def full_window_frame(
     contexts: pd.DataFrame,
     k: int,
     temperatures,
-    first_site: int,
     model: str,
     eps: float = 0.25,
 ) -> tuple[pd.DataFrame, list]:
-    """Exact chains on k consecutive free sites from `first_site` of each context (`window_contexts`), over the
+    """Exact chains on k consecutive free sites from each context's `first` site (`window_contexts`), over the
     model's full allowed vocabulary, at each temperature: one tidy row per (context, temperature), with the
-    forwards the window took (cumulative) and the seconds per row; and per context and temperature
-    (label, k, tau, token ids of the window's free sites per state, mu_tau, the model's PL law) for figures."""
+    state's length `context`, its `free` sites, the forwards the window took (cumulative) and the seconds per
+    row; and per context and temperature (label, k, tau, token ids of the window's free sites per state, mu_tau,
+    the model's PL law) for figures."""
     every = cond.allowed.cpu().nonzero().squeeze(1)
-    sites = list(range(first_site, first_site + check_count(k, "k", 1)))
+    k = check_count(k, "k", 1)
     rows, laws = [], []
     for context in contexts.itertuples():
+        sites = list(range(context.first, context.first + k))
         window = WindowConditionals(cond, context.tokens, sites, every)
         for tau in temperatures:
             start = time.perf_counter()
@@ -286,7 +298,9 @@ def full_window_frame(
                     germline=context.label,
                     family=context.family,
                     chain=context.chain,
-                    context=context.text,
+                    sequence=context.text,
+                    context=len(context.tokens),
+                    free=k,
                     sites=f"{sites[0]}-{sites[-1]}",
                     **result,
                     forwards=window.forwards,
@@ -300,12 +314,14 @@ def full_window_frame(
 
 
 def full_windows(cond: MaskedLMConditionals, plan, model: str, seed: int = 0) -> tuple[pd.DataFrame, list]:
-    """`full_window_frame` for each (k, windows, temperatures) of `plan` (settings' full_plan): contexts of
-    WINDOW_LENGTH tokens, free sites from FIRST_FREE_SITE; the rows stacked, the laws concatenated."""
+    """`full_window_frame` for each (k, windows, temperatures) of `plan` (settings' full_plan): a protein MLM's
+    whole germline genes (GERMLINE_CONTEXT residues, free sites from each gene's WINDOW_REGION), else passages of
+    WINDOW_LENGTH tokens (free sites from FIRST_FREE_SITE); the rows stacked, the laws concatenated."""
     parts, laws = [], []
+    length = GERMLINE_CONTEXT if is_protein(cond) else WINDOW_LENGTH
     for k, count, temperatures in plan:
-        contexts = window_contexts(cond, WINDOW_LENGTH, count, seed=seed)
-        part, laws_k = full_window_frame(cond, contexts, k, temperatures, FIRST_FREE_SITE, model)
+        contexts = window_contexts(cond, length, count, seed=seed)
+        part, laws_k = full_window_frame(cond, contexts, k, temperatures, model)
         parts.append(part)
         laws += laws_k
     return pd.concat(parts, ignore_index=True), laws
@@ -362,6 +378,17 @@ def restricted_windows(
             )
         )
     return pd.DataFrame(rows), laws
+
+
+def slowest_window(table: pd.DataFrame, laws: list, temperature: float = 1.0) -> tuple[pd.Series, tuple]:
+    """The exact window that mixes slowest at `temperature` (largest t_mix(1/4) of full_window_frame's rows) and
+    its (token ids per state, mu_tau, PL law): what top_states reads to name the states that compete under mu."""
+    rows = table[table.temperature == temperature]
+    if rows.empty:
+        raise ValueError(f"no exact window at tau = {temperature:g}")
+    row = rows.loc[rows.t_mix.idxmax()]
+    law = next(law for law in laws if law[0] == row.germline and law[1] == row.k and law[2] == temperature)
+    return row, law[3:]
 
 
 def top_states(

@@ -151,6 +151,42 @@ def distance_figure(frame: pd.DataFrame, distance: tuple):
     return fig
 
 
+def cut_versus_gene_figure(frame: pd.DataFrame):
+    """The cut against the whole gene (cut_versus_gene_run's frame): per site, the total variation between the two
+    conditionals (each gene a dot, the mean a line); per gene, the share of its sites where the germline residue
+    is the top prediction, cut vs whole gene. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=[3, 2])
+    shown = frame.assign(position=frame.site + 1)
+    sns.stripplot(data=shown, x="position", y="tv", color="0.6", size=3, jitter=0.2, ax=axes[0])
+    sns.pointplot(data=shown, x="position", y="tv", errorbar=None, color="C0", markers="o", ax=axes[0])
+    axes[0].set(
+        xlabel="site (residue from the gene's start)",
+        ylabel="TV(cut, whole gene)",
+        ylim=(0, 1),
+        title=f"Conditionals: the first {frame.free.iloc[0]} residues alone vs in {frame.context.iloc[0]}",
+    )
+    top = frame.groupby("gene")[["top_cut", "top_gene"]].mean().set_axis(["cut", "whole gene"], axis=1)
+    top = top.reset_index(names="gene").melt("gene", var_name="context")
+    sns.pointplot(data=top, x="context", y="value", hue="gene", legend=False, ax=axes[1])
+    axes[1].set(ylabel="share of sites, germline residue top-1", xlabel="", ylim=(0, 1.02), title="Per gene")
+    fig.suptitle("Cutting a gene changes what the model predicts at the same sites")
+    fig.tight_layout()
+    return fig
+
+
+def cut_versus_gene_text(frame: pd.DataFrame) -> str:
+    """One sentence on cut_versus_gene_run's frame: the mean and largest TV, and the germline top-1 shares."""
+    return (
+        f"Over {frame.gene.nunique()} genes and {frame.free.iloc[0]} sites each, the two conditionals are "
+        f"{frame.tv.mean():.2f} apart in total variation on average (largest {frame.tv.max():.2f}); the "
+        f"germline residue is the top prediction at {frame.top_cut.mean():.0%} of the sites given the cut "
+        f"and at {frame.top_gene.mean():.0%} given the whole gene of {frame.context.iloc[0]} residues."
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Prose for the page: the most incompatible rectangles as text, and the phrases glued as ch1_<name>
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import torch
 
 import book_tools as bt
 from glauber_core import (
+    GERMLINE_CONTEXT,
     CausalLMJoint,
     Conditionals,
     MaskedLMConditionals,
@@ -35,6 +36,7 @@ from glauber_core import (
     check_count,
     check_temperature,
     check_tokens,
+    conditional_probs,
     is_protein,
     load_causal_lm,
     rectangle_delta,
@@ -123,20 +125,25 @@ def causal_control(name: str = "") -> CausalLMJoint:
 def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) -> SimpleNamespace:
     """The chapter's settings at `profile` (SETTINGS; each override that is not 0, "" or None replaces the
     profile's value), the test's `temperature` (section 4 runs at 1), and what follows from them and from the
-    model `cond`: the seed sources of the MLM and of the causal control (`source`, `control_source`), how
-    many distinct seed states the MLM gets (`seeds`), and the setup as the paper's protocol names it
-    (`setup`, for the model-specific claim)."""
+    model `cond`: the seed sources of the MLM and of the causal control (`source`, `control_source`), the
+    state's length `context_length` (a text model: seq_len; a protein MLM: the whole germline gene,
+    GERMLINE_CONTEXT residues) and the rectangles' `free_sites` (the first seq_len: on a protein MLM the FR1
+    sites of the cut the book used before, now read inside the gene), how many distinct seed states the MLM
+    gets (`seeds`), and the setup as the paper's protocol names it (`setup`, for the model-specific claim)."""
     cfg = bt.profile_settings(profile, SETTINGS, **overrides)
     if cfg.passages not in bt.PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {cfg.passages!r}")
     temperature = check_temperature(temperature)
     source, control_source = _seed_source(cond, cfg.passages)
+    context = GERMLINE_CONTEXT if is_protein(cond) else cfg.seq_len
     return SimpleNamespace(
         **vars(cfg),
         temperature=temperature,
         source=source,
         control_source=control_source,
-        seeds=_seed_count(cond, cfg.seq_len, cfg.rectangles),
+        context_length=context,
+        free_sites=torch.arange(cfg.seq_len),
+        seeds=_seed_count(cond, context, cfg.rectangles),
         setup={
             "rectangles": cfg.rectangles,
             "top_k": cfg.top_k,
@@ -148,7 +155,7 @@ def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) 
 
 def _seed_count(cond, n: int, wanted: int) -> int:
     """How many distinct seed states of n tokens a run can have, at most `wanted`: for a protein model the
-    distinct n-residue cuts of the human germline V genes (about 120 at n = 20; rectangles then share seeds,
+    distinct n-residue cuts of the human germline V genes (303 at n = 90; rectangles then share seeds,
     rectangle r on seed r mod P), else `wanted`."""
     if not is_protein(cond):
         return wanted
@@ -253,20 +260,27 @@ def _check_top_k(top_k) -> int:
     return int(top_k)
 
 
-def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0, batch_size: int = 256) -> Rectangles:
+def sample_rectangles(
+    cond, tokens, count: int, top_k: int = 50, seed: int = 0, batch_size: int = 256, sites=None
+) -> Rectangles:
     """`count` random rectangles on the seed passages tokens [P, n] (section 4): rectangle r uses passage
-    r mod P, sites i != j uniform, A' uniform over the top_k allowed tokens at i by proposal_scores at
-    the current state (never the current token), B' likewise at j. One forward per batch of sites."""
+    r mod P, sites i != j uniform over `sites` (distinct indices; all n if None: a protein MLM's free sites
+    inside the whole gene), A' uniform over the top_k allowed tokens at i by proposal_scores at the current
+    state (never the current token), B' likewise at j. One forward per batch of sites."""
     count = check_count(count, "count", 1)
     top_k = _check_top_k(top_k)
     passages = check_tokens(cond, tokens, "tokens").cpu()
-    n = passages.shape[1]
-    if n < 2:
-        raise ValueError(f"a rectangle needs at least 2 sites, got n = {n}")
+    free = torch.arange(passages.shape[1]) if sites is None else torch.as_tensor(sites).long()
+    if len(free) < 2 or len(set(free.tolist())) < len(free) or free.min() < 0 or free.max() >= passages.shape[1]:
+        raise ValueError(
+            f"a rectangle needs at least 2 sites, distinct and in [0, {passages.shape[1]}), got {free.tolist()}"
+        )
+    n = len(free)
     generator = torch.Generator().manual_seed(int(seed))
     passage = torch.arange(count) % len(passages)
     i = torch.randint(n, (count,), generator=generator)
     j = (i + torch.randint(1, n, (count,), generator=generator)) % n
+    i, j = free[i], free[j]
     x = passages[passage]
     sites = torch.stack([i, j], 1)
     current = x.gather(1, sites)
@@ -285,6 +299,49 @@ def sample_rectangles(cond, tokens, count: int, top_k: int = 50, seed: int = 0, 
         chosen.append(top.indices.gather(2, pick.unsqueeze(2)).squeeze(2))
     a_new, b_new = torch.cat(chosen).unbind(1)
     return Rectangles(x, i, j, a_new, b_new, passage)
+
+
+def cut_versus_gene(cond, genes, free: int) -> pd.DataFrame:
+    """What cutting a germline gene does to a protein MLM's conditionals (AntiBERTy was trained on whole
+    variable domains): at each of the first `free` sites of each gene [G, L], the total variation between
+    p(. | the cut, the first `free` residues alone) and p(. | the whole gene), and whether the germline residue
+    is the top prediction in each. One row per (gene, site): gene, site, context, free, tv, top_cut, top_gene."""
+    genes = check_tokens(cond, genes, "genes").cpu()
+    free = check_count(free, "free", 1)
+    if free > genes.shape[1]:
+        raise ValueError(f"free = {free} exceeds the genes' {genes.shape[1]} residues")
+    gene, site = torch.arange(len(genes)).repeat_interleave(free), torch.arange(free).repeat(len(genes))
+    device = getattr(cond, "device", cond.allowed.device)
+    probs = [
+        torch.cat([conditional_probs(cond, x[rows].to(device), site[rows].to(device)).cpu() for rows in batches])
+        for x in (genes[gene, :free], genes[gene])
+        for batches in [torch.arange(len(gene)).split(64)]
+    ]
+    residue = genes[gene, site]
+    rows = torch.arange(len(gene))
+    return pd.DataFrame(
+        {
+            "gene": gene.numpy(),
+            "site": site.numpy(),
+            "context": genes.shape[1],
+            "free": free,
+            "tv": (0.5 * (probs[0] - probs[1]).abs().sum(1)).double().numpy(),
+            "top_cut": (probs[0].argmax(1) == residue).numpy(),
+            "top_gene": (probs[1].argmax(1) == residue).numpy(),
+            "p_germline_cut": probs[0][rows, residue].double().numpy(),
+            "p_germline_gene": probs[1][rows, residue].double().numpy(),
+        }
+    )
+
+
+def cut_versus_gene_run(cond, seeds, cfg, genes: int = 12) -> pd.DataFrame | None:
+    """cut_versus_gene on the first `genes` seed genes (Passages) at the rectangles' `cfg.seq_len` sites, each
+    gene named by its allele, for a protein MLM; a text model has no genes: one sentence, and None."""
+    if not is_protein(cond):
+        print("A text model has no genes to cut: this section is for protein MLMs (e.g. AntiBERTy).")
+        return None
+    frame = cut_versus_gene(cond, seeds.tokens[:genes], cfg.seq_len)
+    return frame.assign(gene=[seeds.genes[g] for g in frame.gene])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,8 +450,10 @@ def rectangle_frame(
     alternatives: int = 3,
     top_k: int = 50,
     seed: int = 0,
+    free: int = 0,
 ) -> pd.DataFrame:
-    """One row per rectangle: passage, i, j, |i - j|, the tokens A, A', B, B', delta and |delta| at
+    """One row per rectangle: passage, the state's length `context` and its `free` sites (0: all; a protein
+    MLM's rectangles lie in the first `free` of a whole gene), i, j, |i - j|, the tokens A, A', B, B', delta and |delta| at
     `temperature` (from the core's `rectangle_delta`, the one code path for every model), the largest
     |score| the batch's delta used (`score_scale`, unscaled) and its unit rounding (`score_eps`), and for
     masked LMs the influence `influence` = max(c(i <- j), c(j <- i)) from `pair_influence` with
@@ -430,6 +489,8 @@ def rectangle_frame(
         {
             "rectangle": rows.numpy(),
             "passage": rectangles.passage.numpy(),
+            "context": rectangles.tokens.shape[1],
+            "free": free or rectangles.tokens.shape[1],
             "i": rectangles.i.numpy(),
             "j": rectangles.j.numpy(),
             "distance": (rectangles.i - rectangles.j).abs().numpy(),

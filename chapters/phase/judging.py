@@ -61,7 +61,7 @@ def claim_rows(
 def _window_scope(cfg) -> str:
     """What a protein MLM's claim row measured, for its quantity text."""
     return (
-        f"; n = free sites in a frozen germline context of {cfg.context_length} residues, d = Hamming share "
+        f"; n = free sites in FR1 of a whole germline gene of {cfg.context_length} residues, d = Hamming share "
         f"of free sites changed"
     )
 

@@ -30,11 +30,11 @@ def model_note_text(cond, cfg) -> str:
         )
     return (
         f"a protein masked LM ({getattr(cond, 'name_or_path', 'protein MLM')}), whose 20 amino acids are all "
-        "proposable. Full-length coupled chains to coalescence do not fit on two CPU cores (about 20 "
-        "chain-steps per second at 24 residues), so every coupling and drift chain here updates only n free "
-        f"sites spread evenly inside a frozen human IMGT germline V gene of {cfg.context_length} residues "
-        f"(the first {cfg.context_length} residues of FR1 onwards), and the number of free sites plays the "
-        "role of the length n. Read 'passage' as 'germline context'. In the coupling grid one chain starts "
+        "proposable. Full-length coupled chains to coalescence do not fit on two CPU cores (about 32 "
+        "chain-steps per second at 96 residues), so every coupling and drift chain here updates only n free "
+        f"sites spread evenly over the first {cfg.window_span} residues (FR1) of a whole human IMGT germline V "
+        f"gene ({cfg.context_length} residues, FR1 to FR3), the rest frozen, and the number of free sites plays "
+        "the role of the length n. Read 'passage' as 'germline context'. In the coupling grid one chain starts "
         "from the germline's own residues at the free sites and the other from uniformly drawn residues. "
         "No sentence embedder applies to a protein: d(x_t, x_0) is the Hamming distance to the start, the "
         "share of free sites whose residue differs from the germline's (0 at the start, at most 1), so "

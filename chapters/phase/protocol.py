@@ -15,6 +15,7 @@ import torch
 
 import book_tools as bt
 from glauber_core import (
+    GERMLINE_CONTEXT,
     Conditionals,
     MaskedLMConditionals,
     TemperedConditionals,
@@ -134,12 +135,14 @@ SETTINGS = {
 
 
 # A protein MLM (AntiBERTy, `glauber_core.is_protein`): full-length coupled chains to coalescence do not fit on two
-# cores (about 20 chain-steps/s at n = 24), so every coupling and drift run uses `n` free sites inside a frozen
-# human germline context of `context_length` residues; the number of free sites plays the role of n, and the
-# distance to the start is the Hamming share of free sites that differ from it (no sentence embedder).
+# cores (about 32 chain-steps/s at 96 residues), so every coupling and drift run moves `n` free sites spread over
+# the first `window_span` residues (FR1: the positions the book used when it cut them out) of a whole human
+# germline V gene of `context_length` residues, every other residue frozen; the number of free sites plays the
+# role of n, and the distance to the start is the Hamming share of free sites that differ from it.
 PROTEIN_SETTINGS = {
     "smoke": dict(
-        context_length=16,
+        context_length=GERMLINE_CONTEXT,
+        window_span=16,
         window_contexts=2,
         grid_lengths=[2, 3],
         grid_temperatures=[1.0, 4.0],
@@ -170,7 +173,8 @@ PROTEIN_SETTINGS = {
         passages="germline",
     ),
     "quick": dict(
-        context_length=24,
+        context_length=GERMLINE_CONTEXT,
+        window_span=24,
         window_contexts=2,
         grid_lengths=[2, 4, 6],
         grid_temperatures=[0.5, 1.0, 2.0, 4.0],
@@ -201,7 +205,8 @@ PROTEIN_SETTINGS = {
         passages="germline",
     ),
     "paper": dict(
-        context_length=24,
+        context_length=GERMLINE_CONTEXT,
+        window_span=24,
         window_contexts=4,
         grid_lengths=[2, 4, 6, 8, 12],
         grid_temperatures=[0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0],
@@ -265,19 +270,21 @@ def crossover_radii() -> list[float]:
     return [float(r) for r in bt.paper_protocol("crossover_fractions")["radius"].split()]
 
 
-def window_sites(context_length: int, free: int) -> torch.Tensor:
-    """`free` sites spread evenly over a context of `context_length` residues, never its two ends:
-    LongTensor[free], the free sites of a frozen-context window."""
+def window_sites(context_length: int, free: int, span: int = 0) -> torch.Tensor:
+    """`free` sites spread evenly over the first `span` residues of a context of `context_length` (0: all of
+    it; a protein MLM's FR1 stretch inside the whole gene), never the span's two ends: LongTensor[free], the free
+    sites of a frozen-context window."""
     context_length, free = check_count(context_length, "context_length", 3), check_count(free, "free", 1)
-    if free > context_length - 2:
-        raise ValueError(f"{free} free sites do not fit inside a context of {context_length} (ends kept)")
-    return torch.linspace(0, context_length - 1, free + 2)[1:-1].round().long()
+    span = min(span or context_length, context_length)
+    if free > span - 2:
+        raise ValueError(f"{free} free sites do not fit inside a span of {span} residues (ends kept)")
+    return torch.linspace(0, span - 1, free + 2)[1:-1].round().long()
 
 
-def window_mask(context_length: int, free: int) -> torch.Tensor:
+def window_mask(context_length: int, free: int, span: int = 0) -> torch.Tensor:
     """`frozen` for glauber.glauber: BoolTensor[context_length], True at every site except the window_sites."""
     mask = torch.ones(context_length, dtype=torch.bool)
-    mask[window_sites(context_length, free)] = False
+    mask[window_sites(context_length, free, span)] = False
     return mask
 
 
@@ -338,15 +345,17 @@ def window_coupling_grid(
     *,
     seed: int = 0,
     progress: bool = True,
+    span: int = 0,
 ) -> pd.DataFrame:
-    """Fig. 2 on a protein MLM: coupling times with `free` free sites (window_sites) inside each frozen context
-    (contexts [C, n], germline V genes). Per context, `pairs` pairs: one chain starts from the germline's own
+    """Fig. 2 on a protein MLM: coupling times with `free` free sites (window_sites over the first `span`
+    residues) inside each frozen context (contexts [C, L], whole germline V genes). Per context, `pairs` pairs: one chain starts from the germline's own
     residues at the free sites, the other from uniformly drawn residues (seeded); all temperatures share one
     batch (coupling_grid on WindowConditionals, seed + c). Columns as coupling_grid, with n = `free` (the number
-    of free sites plays the role of n), `pair` numbered across contexts, `context` and `context_length`."""
+    of free sites plays the role of n), `pair` numbered across contexts, `gene` (the context's index) and
+    `context` (its residues)."""
     contexts = check_tokens(cond, contexts, "contexts")
     pairs = check_count(pairs, "pairs", 1)
-    sites = window_sites(contexts.shape[1], free)
+    sites = window_sites(contexts.shape[1], free, span)
     allowed = cond.allowed.cpu().nonzero().squeeze(1)
     generator, frames = torch.Generator().manual_seed(seed), []
     for c, context in enumerate(contexts):
@@ -354,7 +363,7 @@ def window_coupling_grid(
         x0 = context[sites].repeat(pairs, 1)
         y0 = allowed[torch.randint(len(allowed), (pairs, len(sites)), generator=generator)]
         frame = coupling_grid(window, x0, y0, temperatures, max_steps, seed=seed + c, progress=progress)
-        frames.append(frame.assign(pair=frame.pair + c * pairs, context=c, context_length=contexts.shape[1]))
+        frames.append(frame.assign(pair=frame.pair + c * pairs, gene=c, context=contexts.shape[1], free=len(sites)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -370,7 +379,15 @@ def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
             )
         contexts = seed_passages(cond, cfg.context_length, cfg.window_contexts, seed=seed, passages=cfg.passages)
         return window_coupling_grid(
-            cond, contexts.tokens, n, cfg.grid_temperatures, per_context, cfg.budget, seed=seed, progress=False
+            cond,
+            contexts.tokens,
+            n,
+            cfg.grid_temperatures,
+            per_context,
+            cfg.budget,
+            seed=seed,
+            progress=False,
+            span=cfg.window_span,
         )
     starts = seed_passages(cond, n, 2 * cfg.pairs, seed=seed, passages=cfg.passages)
     return coupling_grid(
@@ -430,7 +447,7 @@ def drift_starts(cond, n: int, cfg, seed: int = 0, count: int = 0):
     count = count or cfg.drift_chains
     if is_protein(cond):
         starts = seed_passages(cond, cfg.context_length, count, seed=seed, passages=cfg.passages)
-        return starts, window_mask(cfg.context_length, n)
+        return starts, window_mask(cfg.context_length, n, cfg.window_span)
     return seed_passages(cond, n, count, seed=seed, passages=cfg.passages), 0
 
 

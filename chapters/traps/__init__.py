@@ -65,6 +65,7 @@ from .protocol import (
     site_embeddings,
     start_distances,
     state_vectors,
+    with_context,
 )
 from .science import (
     TRAP_COLUMNS,
@@ -107,6 +108,7 @@ __all__ = [
     "site_embeddings",
     "start_distances",
     "state_vectors",
+    "with_context",
     # science
     "TRAP_COLUMNS",
     "cold_frame",

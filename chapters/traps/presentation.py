@@ -77,8 +77,8 @@ def distance_text(cond, embedder_name: str = "all-MiniLM-L6-v2") -> dict:
                 "paper's, unchanged; a drift below the threshold means the chain stays, on average, within "
                 "that share of its sites of where the window began"
             ),
-            "seeds": "human IMGT germline V genes (heavy, kappa and lambda, from `anarci`) cut to their "
-            "first n residues from the start of framework 1",
+            "seeds": "whole human IMGT germline V genes (heavy, kappa and lambda, from `anarci`; their first "
+            "90 residues from the start of framework 1), of which the first n (FR1) move",
         }
     return {
         "distance": (f"distances are cosine distances between {embedder_name} sentence embeddings (eq. B.1)"),
@@ -205,7 +205,7 @@ def germline_text(gaps: pd.DataFrame | None, run_seeds=()) -> dict:
         }
     seeds, perfect = len(gaps), int(gaps.perfect.sum())
     sites = int(gaps.negative_sites.sum())
-    n = len(gaps.gaps.iloc[0])
+    n = int(gaps.free.iloc[0])
     one = int((gaps.negative_sites == 1).sum())
     phrases = {
         "germline": (
@@ -232,7 +232,7 @@ def germline_family_view(gaps: pd.DataFrame | None):
     """Per germline family (chain order, then family), then every seed: how many seeds, how many are perfect
     traps (k of m, with a 95% Wilson interval from five seeds on), the sites with a negative gap (all, and the
     mean per seed) and the median min gap Delta*, as a reading table (its data also keeps chain, perfect share
-    and the number of sites). None for a text model (no germline)."""
+    and the number of sites). None for a text model (no germline). Reads germline_gaps' frame or its CSV."""
     if gaps is None:
         return None
 
@@ -245,7 +245,7 @@ def germline_family_view(gaps: pd.DataFrame | None):
             "perfect traps": share_text(perfect, seeds),
             "perfect share": perfect / seeds,
             "sites with Δ_i < 0": int(group.negative_sites.sum()),
-            "of sites": int(seeds * len(group.gaps.iloc[0])),
+            "of sites": int(seeds * group.free.iloc[0]),
             "per seed": float(group.negative_sites.mean()),
             "median Δ*": float(group.min_gap.median()),
         }

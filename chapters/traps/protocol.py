@@ -12,6 +12,7 @@ import torch
 
 from book_tools import PASSAGE_NAMES, paper_claim, paper_number, paper_protocol, parse_pairs, profile_settings
 from glauber_core import (
+    GERMLINE_CONTEXT,
     Conditionals,
     TemperedConditionals,
     Trajectory,
@@ -86,7 +87,8 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     run (a multiple of the record spacing: appendix C.3 reads its cold chains after a start-up, e.g. steps 1k to
     10k at tau = 0.01), and the spacing that records both it and the cold run's end (cold_record); and the seed
     passages for `cond` (seed_source: a protein model takes germline V genes; names from
-    book_tools.PASSAGE_NAMES)."""
+    book_tools.PASSAGE_NAMES). On a protein MLM a chain's state is the whole gene (`context_length`, GERMLINE_CONTEXT
+    residues) and only its first `free` = seq_len sites (FR1) move; a text model has `free` 0 (every site)."""
     cfg = profile_settings(profile, SETTINGS, **overrides)
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
@@ -95,9 +97,12 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
     cold = max(record, min(cfg.cold_steps, steps) // record * record)
     burn_in = max(record, cold // 4 // record * record)
+    protein = is_protein(cond)
     return SimpleNamespace(
         **vars(cfg)
         | dict(
+            context_length=GERMLINE_CONTEXT if protein else cfg.seq_len,
+            free=cfg.seq_len if protein else 0,
             steps=steps,
             window=max(record, round(window / record) * record),
             cold_steps=cold,
@@ -149,11 +154,13 @@ def seed_source(cond, passages: str) -> str:
 
 
 def chains_at_temperatures(
-    cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0, record_every: int = 1
+    cond: Conditionals, x0, temperatures, steps: int, *, seed: int = 0, record_every: int = 1, free: int = 0
 ) -> dict:
     """{tau: Trajectory} of glauber(cond, x0, steps, tau, seed=seed) at every tau, run as one batch: the
     chains of each temperature keep the per-chain seeds (chain_seeds(seed, B)) of a run of their own, so each
-    trajectory is that run's, token for token, while one forward per step serves every temperature."""
+    trajectory is that run's, token for token, while one forward per step serves every temperature. With
+    `free` > 0 only the first `free` sites move (a protein MLM's window in its whole gene) and each trajectory
+    records that window, tokens [B, R, free]: the model calls put it back in context (with_context)."""
     taus = check_temperature(temperatures, many=True)
     if len(set(taus)) < len(taus):
         raise ValueError(f"temperatures must be distinct (one run each), got {temperatures!r}")
@@ -167,12 +174,14 @@ def chains_at_temperatures(
         seed=chain_seeds(seed, batch) * len(taus),
         record_every=record_every,
         progress=False,
+        frozen=torch.arange(x.shape[1]) >= free if free else 0,
     )
+    window = slice(0, free or x.shape[1])
 
     def rows(t: int, tau: float) -> Trajectory:
         part = slice(t * batch, (t + 1) * batch)
         return Trajectory(
-            run.tokens[part],
+            run.tokens[part, :, window],
             run.steps,
             run.sites[part],
             run.old_tokens[part],
@@ -182,6 +191,17 @@ def chains_at_temperatures(
         )
 
     return {tau: rows(t, tau) for t, tau in enumerate(taus)}
+
+
+def with_context(states, contexts) -> torch.Tensor:
+    """The model's states [B, L]: each row's context [B, L] with its first n sites set to the window's state
+    [B, n] (chains_at_temperatures' `free`); the states themselves when n = L (a text model)."""
+    states, contexts = torch.as_tensor(states).long(), torch.as_tensor(contexts).long()
+    if states.dim() != 2 or contexts.shape[0] != states.shape[0] or contexts.shape[1] < states.shape[1]:
+        raise ValueError(f"states [B, n] need contexts [B, L >= n], got {tuple(states.shape)}, {tuple(contexts.shape)}")
+    full = contexts.clone()
+    full[:, : states.shape[1]] = states
+    return full
 
 
 def site_embeddings(tokens) -> torch.Tensor:
@@ -248,16 +268,21 @@ def germline_seeds(cond, n: int, region: str = "fr1") -> pd.DataFrame:
     return frame[[len(t) == n and bool(allowed[t].all()) for t in frame.tokens]].reset_index(drop=True)
 
 
-def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataFrame:
-    """Score gaps Delta_i(x) on the germlines themselves (one batched glauber.score_gaps call): per seed its gaps,
-    mean and min gap, negative_sites (sites whose residue is not the model's argmax) and perfect (every
-    residue the argmax, Delta* > 0: a perfect trap in the sense of appendix A.1)."""
+def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256, free: int = 0) -> pd.DataFrame:
+    """Score gaps Delta_i(x) on the germlines themselves (one batched glauber.score_gaps call) at their first
+    `free` sites (0: all), read inside the whole seed: per seed its gaps, mean and min gap, negative_sites
+    (sites whose residue is not the model's argmax) and perfect (every residue the argmax, Delta* > 0: a perfect
+    trap in the sense of appendix A.1), with `context` (residues in the state) and `free`."""
     if not isinstance(seeds, pd.DataFrame) or not {"tokens", "family", "chain"} <= set(seeds):
         raise ValueError("seeds must be the DataFrame of germline_seeds (tokens, family, chain)")
     if seeds.empty:
         raise ValueError("no germline seed to measure")
-    gaps = score_gaps(cond, torch.tensor(seeds.tokens.tolist()), max_rows=max_rows)
+    tokens = torch.tensor(seeds.tokens.tolist())
+    free = free or tokens.shape[1]
+    gaps = score_gaps(cond, tokens, max_rows=max_rows, sites=torch.arange(free))[:, :free]
     return seeds.drop(columns="tokens").assign(
+        context=tokens.shape[1],
+        free=free,
         gaps=gaps.tolist(),
         mean_gap=gaps.mean(1).numpy(),
         min_gap=gaps.amin(1).numpy(),
@@ -267,9 +292,10 @@ def germline_gaps(cond, seeds: pd.DataFrame, *, max_rows: int = 256) -> pd.DataF
 
 
 def germline_section(cond, n: int) -> pd.DataFrame | None:
-    """The germline gaps of a protein model (appendix A.1's gaps on the seeds themselves): germline_gaps on every
-    distinct germline cut to n residues, one row per seed. A text model has no germline: one sentence, and None."""
+    """The germline gaps of a protein model (appendix A.1's gaps on the seeds themselves): germline_gaps at the
+    first n sites (FR1) of every distinct whole germline gene (GERMLINE_CONTEXT residues), one row per seed. A text
+    model has no germline: one sentence, and None."""
     if not is_protein(cond):
         print("A text model has no germline seeds: this section is for protein models (e.g. AntiBERTy).")
         return None
-    return germline_gaps(cond, germline_seeds(cond, n))
+    return germline_gaps(cond, germline_seeds(cond, GERMLINE_CONTEXT), free=n)

@@ -14,7 +14,7 @@ import torch
 from glauber_core import Conditionals, Trajectory, check_count, conditional_probs, score_gaps
 from verdicts import bootstrap_ci, poisson_interval, share_intervals, spearman_difference_ci
 
-from .protocol import state_vectors
+from .protocol import state_vectors, with_context
 
 # --------------------------------------------------------------------------------------------
 # The drift and the trap detector (appendix A.1)
@@ -147,18 +147,28 @@ def held_states(trajectory: Trajectory, traps: pd.DataFrame) -> torch.Tensor:
 
 
 def trap_catalogue(
-    cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *, max_rows: int = 256
+    cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *, max_rows: int = 256, contexts=None
 ) -> pd.DataFrame:
     """Table 4 of appendix A.1: each trap with its held state, score gaps Delta_i(x) and class.
 
     Adds: state (token ids), text, gaps (per site), mean_gap, min_gap (Delta*), weakest_site, kind
     ("perfect": every token the argmax, Delta* > 0; else "approximate"), temperature, and for perfect
     traps Theorem 8's bound e^(Delta*/tau) / (4 |V|) on t_mix(1/4), |V| = the number of allowed tokens.
-    Gaps of all sites of all held states come from one batched score_gaps call.
+    Gaps of all sites of all held states come from one batched score_gaps call. `contexts` [B, L]: each chain's
+    whole state when the trajectory records a window of its first n sites (a protein MLM's gene; with_context).
     """
     states = held_states(trajectory, traps)
     n = trajectory.tokens.shape[2]
-    gaps = score_gaps(cond, states, max_rows=max_rows) if len(states) else torch.empty(0, n, dtype=torch.float64)
+    full = (
+        states
+        if contexts is None or not len(states)
+        else with_context(states, torch.as_tensor(contexts)[torch.tensor(traps.chain.tolist(), dtype=torch.long)])
+    )
+    gaps = (
+        score_gaps(cond, full, max_rows=max_rows, sites=torch.arange(n))[:, :n]
+        if len(states)
+        else torch.empty(0, n, dtype=torch.float64)
+    )
     tau = trajectory.temperature
     min_gap = gaps.amin(1) if len(states) else torch.empty(0, dtype=torch.float64)
     perfect = min_gap > 0
@@ -294,20 +304,22 @@ def departure_counts(trajectory: Trajectory, traps: pd.DataFrame, states, gaps) 
     return pd.DataFrame(rows, columns=["departures", "departures_at_weakest"], dtype=int)
 
 
-def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float) -> np.ndarray:
+def kernel_weakest_share(cond: Conditionals, states, gaps, temperature: float, contexts=None) -> np.ndarray:
     """Per held state x*: the share of the Glauber kernel's exit probability that falls on its weakest-gap sites,
     sum_{i weakest} (1 - p_tau(x*_i | x*_-i)) / sum_i (1 - p_tau(x*_i | x*_-i)) (NaN where x* cannot be left).
     Every departure follows this law, so it is the share of all departures at a weakest site in expectation;
-    escape_weakest_site sets the FINAL escapes (the departures the chain did not undo) against it."""
+    escape_weakest_site sets the FINAL escapes (the departures the chain did not undo) against it. `contexts`
+    [T, L]: each state's whole sequence when the states are a window of its first n sites (with_context)."""
     states = torch.as_tensor(states).long()
     if states.dim() != 2 or len(states) == 0:
         return np.empty(0)
     gaps = torch.as_tensor(gaps).double().reshape(states.shape)
     batch, n = states.shape
+    full = states if contexts is None else with_context(states, contexts)
     rows, sites = torch.arange(batch).repeat_interleave(n), torch.arange(n).repeat(batch)
     stay = torch.cat(
         [
-            conditional_probs(cond, states[rows[k : k + 256]], sites[k : k + 256], temperature)
+            conditional_probs(cond, full[rows[k : k + 256]], sites[k : k + 256], temperature)
             .double()
             .cpu()
             .gather(1, states[rows[k : k + 256], sites[k : k + 256]].unsqueeze(1))
@@ -490,16 +502,22 @@ def null_durations(
 # --------------------------------------------------------------------------------------------
 
 
-def trap_frame(cond: Conditionals, runs: dict, found: dict) -> pd.DataFrame:
+def trap_frame(cond: Conditionals, runs: dict, found: dict, contexts=None) -> pd.DataFrame:
     """Every temperature's catalogue joined with its escape events, its departures from the held states and
-    the kernel's share of exit probability at the weakest sites, one row per trap (index `trap`)."""
+    the kernel's share of exit probability at the weakest sites, one row per trap (index `trap`). `contexts`
+    [B, L]: each chain's whole state when the runs record a window (trap_catalogue)."""
     tables = []
     for tau, catalogue in found.items():
         run = runs[tau][0]
         states, gaps = catalogue.state.tolist(), catalogue.gaps.tolist()
         events = escape_events(run, catalogue, states, gaps)
         moves = departure_counts(run, catalogue, states, gaps)
-        share = kernel_weakest_share(cond, states, gaps, tau) if len(catalogue) else np.empty(0)
+        context = (
+            None
+            if contexts is None
+            else torch.as_tensor(contexts)[torch.tensor(catalogue.chain.tolist(), dtype=torch.long)]
+        )
+        share = kernel_weakest_share(cond, states, gaps, tau, context) if len(catalogue) else np.empty(0)
         tables.append(catalogue.join(events).join(moves).assign(kernel_share=share))
     traps = pd.concat(tables, ignore_index=True).rename_axis("trap").reset_index()
     return traps.astype(

@@ -9,11 +9,19 @@ makes every label alike (the claims about politics fail: the null is exact); a f
 below chance (they fail the other way); a field on food, no seed topic's label, draws every chain off its seed
 (seed_topic_loss holds); a strong ferromagnetic coupling keeps each chain's majority colour, its seed's (it fails).
 From there on the chapter's own statistics and rules run at the quick profile's chains, steps and scoring interval.
+
+germline_reversion (a protein model's basin) runs on independent-site Potts chains of the protein quick profile's
+size (90 sites, its germlines, substitution counts, temperatures and steps): a random germline colouring with a field
+on each site's germline colour, framework sites from real human V genes' IMGT regions. A site the chain has updated
+was redrawn from its field alone, so a visited mutated site is back with probability p_g and a visited unmutated one
+has left with probability 1 - p_g, p_g = e^(h/tau) / (e^(h/tau) + q - 1): the claim holds where p_g > 1/2 at every
+temperature, and fails at p_g = 1/2 (two colours, no field: the null exactly) and below it.
 """
 
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -95,6 +103,47 @@ def _case(claim: str, kind: str, truth: str, strength: float = 1.0):
     return (claim, name, truth, "04_basins", lambda seed: chapter_verdicts(kind, strength, seed)[claim])
 
 
+def reversion_model(colours: int, field: float, germline: torch.Tensor, weak: float | None = None):
+    """Independent sites (no coupling) with `colours` colours and a field `field` on each site's germline colour
+    (negative: on the other colours, the mutant's side); with `weak`, every fifth site's field is `weak` instead
+    (sites the germline barely holds, as a model holds some framework positions loosely)."""
+    strength = torch.full((len(germline),), float(field))
+    if weak is not None:
+        strength[4::5] = weak
+    fields = torch.zeros(len(germline), colours)
+    fields[torch.arange(len(germline)), germline] = strength
+    return glauber.PottsConditionals(torch.zeros(len(germline), len(germline)), fields, colours)
+
+
+@functools.cache
+def reversion_verdict(colours: int, field: float, seed: int, weak: float | None = None) -> str:
+    """germline_reversion through the chapter's own functions at the protein quick profile's sizes: a random
+    germline colouring shared by the profile's germlines (each with the framework sites of a human V gene drawn
+    at random), framework substitutions, one Glauber run per temperature, reversion_frame and reversion_verdict."""
+    cfg = ch.settings("quick", SimpleNamespace(protein=True))
+    generator = torch.Generator().manual_seed(seed)
+    germline = torch.randint(colours, (cfg.seq_len,), generator=generator)
+    cond = reversion_model(colours, field, germline, weak)
+    genes = [a for a, *_ in glauber.germline_v_genes()]
+    alleles = [genes[k] for k in np.random.default_rng(seed).choice(len(genes), cfg.n_seeds, replace=False)]
+    framework = ch.framework_sites(alleles, cfg.seq_len)
+    starts = ch.mutate_framework(
+        cond, germline.repeat(cfg.n_seeds, 1), framework, cfg.substitutions, genes=alleles, seed=seed
+    )
+    runs = {
+        tau: glauber.glauber(
+            cond, starts.tokens, cfg.steps, tau, seed=seed, record_every=cfg.record_every, progress=False
+        )
+        for tau in cfg.temperatures
+    }
+    return ch.reversion_verdict(ch.reversion_frame(starts, runs))["verdict"]
+
+
+def _reversion_case(name: str, colours: int, field: float, truth: str, weak: float | None = None):
+    """One germline_reversion case: reversion_verdict on reversion_model(colours, field, weak)."""
+    return ("germline_reversion", name, truth, "04_basins", lambda seed: reversion_verdict(colours, field, seed, weak))
+
+
 # The politics claims hold in a politics well (a shallow and a deep one: the power at each depth), fail where no
 # label is favoured (the null, exactly) and where politics is repelled; the seed topics are lost in a food well
 # (three depths), kept by a sticky chain, and neither in basin-free text (the null).
@@ -117,5 +166,15 @@ CASES = cases(
         _case("seed_topic_loss", "food well", "holds", 3.0),
         _case("seed_topic_loss", "no well", "fails"),
         _case("seed_topic_loss", "sticky", "fails"),
+        # germline reversion: p_g above 1/2 at every temperature (a shallow and a deep two-colour well; with twenty
+        # colours, a deep well on four sites in five and a weak one on the fifth: mean 2 p_g - 1 of 0.45 to 0.71, and
+        # a spread at tau = 0.5, where a uniformly deep well would put every chain at 1, a zero-width interval), exactly
+        # 1/2 (the null), and below it (the mutant's side, twenty uniform colours)
+        _reversion_case("two colours, germline field 1", 2, 1.0, "holds"),
+        _reversion_case("two colours, germline field 2", 2, 2.0, "holds"),
+        _reversion_case("twenty colours, germline field 10, 1 at every fifth site", 20, 10.0, "holds", weak=1.0),
+        _reversion_case("two colours, no field", 2, 0.0, "fails"),
+        _reversion_case("two colours, mutant field 1", 2, -1.0, "fails"),
+        _reversion_case("twenty colours, no field", 20, 0.0, "fails"),
     ],
 )
