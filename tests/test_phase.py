@@ -556,8 +556,8 @@ def test_crossover_needs_every_length_and_radius():
 
 
 def alpha_frame(seed_values, visited_values, tau=2.5):
-    rows = [dict(temperature=tau, states="seed passages", context=c, alpha=a) for c, a in enumerate(seed_values)]
-    rows += [dict(temperature=tau, states="visited", context=c, alpha=a) for c, a in enumerate(visited_values)]
+    rows = [dict(temperature=tau, states="seed passages", passage=c, alpha=a) for c, a in enumerate(seed_values)]
+    rows += [dict(temperature=tau, states="visited", passage=c, alpha=a) for c, a in enumerate(visited_values)]
     return pd.DataFrame(rows)
 
 
@@ -584,7 +584,7 @@ def test_criterion_threshold_is_the_hottest_temperature_where_some_seed_reaches_
         + [alpha_frame([0.5, 0.9], [0.1, 0.1], tau=8.0), alpha_frame([3.0, 3.0], [3.0, 3.0], tau=1.0)],
         ignore_index=True,
     )
-    assert ch.criterion_threshold(alpha) == 4.0  # context 1 reaches 1 at tau = 4
+    assert ch.criterion_threshold(alpha) == 4.0  # passage 1 reaches 1 at tau = 4
     assert math.isnan(ch.criterion_threshold(alpha_frame([0.5], [2.0])))  # visited states do not count
 
 

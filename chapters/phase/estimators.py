@@ -529,7 +529,7 @@ def context_alpha(
 ) -> pd.DataFrame:
     """The influence sum alpha per context (chapter 2's estimator, a lower bound from the top-k candidates)
     on the seed passages at every temperature of `visited` and on the states visited at each temperature:
-    visited[tau] LongTensor[C, n], context c paired with seed c. Columns temperature, states, context, alpha.
+    visited[tau] LongTensor[C, n], its row c started from seed passage c. Columns temperature, states, passage, alpha.
     With `frozen` (a protein MLM's window_mask), alpha is that of the window chain: c_ij over its free sites
     only, each context's frozen sites held (WindowConditionals, one context at a time). The seed passages are also
     scored at `seed_temperatures` (criterion_threshold's grid: every temperature comes from the same scores)."""
@@ -550,7 +550,7 @@ def context_alpha(
             )
         for tau, per_tau in zip(temps, influence):
             rows += [
-                dict(temperature=tau, states=kind, context=c, alpha=a)
+                dict(temperature=tau, states=kind, passage=c, alpha=a)
                 for c, a in enumerate(alpha_from_influence(per_tau).tolist())
             ]
     return pd.DataFrame(rows)
@@ -573,5 +573,5 @@ def _window_influence(window, state, top_k: int, temps) -> torch.Tensor:
 def alpha_pairs(alpha: pd.DataFrame, tau: float) -> pd.DataFrame:
     """The per-context alpha on the seed passages and on the visited states at temperature tau, paired by
     context (visited chain c started from seed passage c), same candidates and contexts on both sides."""
-    at = alpha[alpha.temperature == tau].pivot(index="context", columns="states", values="alpha")
+    at = alpha[alpha.temperature == tau].pivot(index="passage", columns="states", values="alpha")
     return at.dropna() if {"seed passages", "visited"} <= set(at.columns) else at.iloc[:0]
