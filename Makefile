@@ -54,7 +54,8 @@ check-book: setup
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 	$(BIN)/python tools/check_book.py _build/html --screenshots _build/screenshots
 
-# Core unit tests plus every notebook at the `smoke` profile (nbmake). The notebooks' CSVs go to
+# Core unit tests plus every notebook at the `smoke` profile (nbmake); the calibrations (tests marked `calibration`)
+# are `make test-calibration`, which CI runs beside it, so that this suite stays within 6 minutes of pytest. The notebooks' CSVs go to
 # _build/test-results/, so that smoke runs never replace the numbers the book shows (results/). The tests run as a
 # new user would: HOME, the user cache and matplotlib's config point at an empty folder, so a dependency's
 # first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
@@ -66,7 +67,8 @@ TEST_ENV := HOME=$(TEST_HOME) XDG_CACHE_HOME=$(TEST_HOME)/.cache MPLCONFIGDIR=$(
 	GLAUBER_PROFILE=smoke GLAUBER_RESULTS=$(CURDIR)/_build/test-results HF_HUB_OFFLINE=1
 test: setup
 	rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME)
-	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
+	$(TEST_ENV) OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 \
+		-m "not calibration and not quick_profile and not any_model"
 
 # tests/ without nbmake, in a fresh test home; the targets below add the marker expression to select
 PYTEST_TESTS = rm -rf _build/test-results $(TEST_HOME) && mkdir -p $(TEST_HOME) && $(TEST_ENV) OMP_NUM_THREADS=1 \
