@@ -54,8 +54,9 @@ check-book: setup
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 	$(BIN)/python tools/check_book.py _build/html --screenshots _build/screenshots
 
-# Core unit tests plus every notebook at the `smoke` profile (nbmake); the calibrations (tests marked `calibration`)
-# are `make test-calibration`, which CI runs beside it, so that this suite stays within 6 minutes of pytest. The notebooks' CSVs go to
+# Core unit tests plus every notebook at the `smoke` profile (nbmake); the calibrations (tests marked
+# `calibration`) are `make test-calibration`, which CI runs beside it, so that this suite stays within 6 minutes of
+# pytest (the marker expression repeats addopts' own, which a command-line -m replaces). The notebooks' CSVs go to
 # _build/test-results/, so that smoke runs never replace the numbers the book shows (results/). The tests run as a
 # new user would: HOME, the user cache and matplotlib's config point at an empty folder, so a dependency's
 # first-run effect (a daily notice, a font cache, a stamp) shows up here rather than on a reader's machine.
