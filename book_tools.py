@@ -27,7 +27,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import DEFAULT_MODEL_DIR, MaskedLMConditionals, bbc_articles, load_mlm
+from glauber_core import (
+    DEFAULT_MODEL_DIR,
+    MaskedLMConditionals,
+    bbc_articles,
+    germline_regions,
+    germline_v_genes,
+    is_protein,
+    load_mlm,
+)
 from profiles import PROFILES, profile_settings  # noqa: F401 (defined once there, re-exported)
 
 # The judging lives in verdicts.py; the names below are what the chapters and pages use through book_tools.
@@ -897,6 +905,7 @@ class ChapterRun:
         self.model = model_label(model)
         self.prefix = glue_prefix(notebook)
         self._cond = None
+        self._state: dict = {}
         set_book_style()
         glue_paper(notebook)
 
@@ -912,9 +921,26 @@ class ChapterRun:
         """The run's results folder: results/<notebook>/ (or under $GLAUBER_RESULTS)."""
         return results_dir(self.notebook)
 
+    def state(self, context: int, free: int) -> None:
+        """Name the run's protein state, `context` residues of which `free` move, for `save` to stamp."""
+        self._state = dict(context=int(context), free=int(free))
+
     def save(self, frame: pd.DataFrame, name: str, index: bool = False) -> pd.DataFrame:
         """Write `frame` to <out>/<name>.csv with `model` (kept when the frame has one: a reference chain's
-        name) and `profile` columns; returns the frame as written."""
+        name) and `profile` columns; returns the frame as written. On a protein model every table of its states
+        says what the state was: a table without `context` (residues in the state) and `free` (free sites) columns
+        gets the run's (`state`), a table with its own `n` taking n as its free sites. Rows of other models (a
+        table's control and reference chains, by their own `model`) are left empty, a table of none left as it is."""
+        ours = frame["model"].eq(self.model) if "model" in frame.columns else pd.Series(True, index=frame.index)
+        if self._state and ours.any() and is_protein(self.cond):
+            stamp = {**self._state, **({"free": frame["n"]} if "n" in frame.columns else {})}
+            frame = frame.assign(
+                **{
+                    column: pd.Series(stamp[column], index=frame.index).where(ours)
+                    for column in ("context", "free")
+                    if column not in frame
+                }
+            )
         frame = frame if "model" in frame.columns else frame.assign(model=self.model)
         frame = frame.assign(profile=self.profile)
         frame.to_csv(self.out / f"{name}.csv", index=index)
@@ -1081,6 +1107,23 @@ def fill_mask_table(fills: pd.DataFrame):
 # A pretrained MLM: AntiBERTy (tools/across_models.py --set antiberty writes results/antiberty/,
 # book/antiberty.ipynb reads it)
 # --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def fr1_length() -> int:
+    """The residues of the shortest FR1 among the human germline V genes (IMGT positions 1-26, 25 or 26 residues)."""
+    return min(germline_regions(allele)["fr1"][1] for allele, *_ in germline_v_genes("human"))
+
+
+def fr1_window(n: int, name: str = "seq_len") -> int:
+    """n, checked as a protein chapter's free sites: the first n residues of a whole gene, which the chapters
+    call FR1, so at most fr1_length(); raises ValueError naming the parameter and the limit otherwise."""
+    if not 1 <= n <= fr1_length():
+        raise ValueError(
+            f"{name} = {n}: on a protein model the free sites are the first {name} residues of each gene, its FR1, "
+            f"which has {fr1_length()} residues in the shortest human V gene; give {name} from 1 to {fr1_length()}"
+        )
+    return n
 
 
 def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -39,7 +39,10 @@
 # residues so that every gene has the same length (all 417 human V genes have at least 91; the cut
 # drops at most the last 10 residues of FR3). A chapter's $n$ is its number of **free sites**, a
 # window in a named IMGT region (FR1 by default: the sites the book used to cut out alone; CDR1 for
-# the exact windows), every other residue frozen. Every table of protein states below carries
+# the exact windows), every other residue frozen. An FR1 window ends where the shortest human FR1
+# does (25 residues): a chapter asked for more free sites refuses, rather than let them run into
+# CDR1 under an FR1 label. CDR1 and CDR2 are compared with the framework in chapter 4's rates of
+# change; no chapter runs an exact window in CDR2. Every table of protein states carries
 # `context` (residues in the state) and `free` (free sites). Where a chapter needs English (the
 # sentence embedder, the topic scorer, the '!' basin), its page says what replaces it (the Hamming
 # distance to the start, germline reversion) or skips that step.
@@ -186,7 +189,8 @@ if ran:
 # Chapter 5 measures the score gaps $\Delta_i(x)$ (appendix A.1) at the first residues (FR1) of
 # every distinct human germline gene, read in the whole gene: a germline is a perfect trap there
 # when its residue is the model's first choice at every one of those sites. On 12-residue cuts the
-# book found 9 perfect traps among 96 germlines.
+# book found 9 perfect traps among 96 germlines. The chapter's chains run at $\tau = 1$ alone, the
+# temperature its trap claims are judged at (a whole gene's step costs about four text steps).
 
 # %%
 if ran:

@@ -67,6 +67,7 @@ cfg = ch.settings(
     top_k=top_k,
     passages=passages,
 )
+run.state(cfg.context_length, cfg.free)  # a protein table's state
 bt.settings_view(cfg)
 
 # %% [markdown]

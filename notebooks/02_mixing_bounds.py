@@ -89,6 +89,7 @@ cfg = ch.settings(
     full_windows=full_windows,
     full_k=full_k,
 )
+run.state(cfg.context_length, cfg.free)  # a protein table's state
 bt.settings_view(cfg)
 
 # %% [markdown]

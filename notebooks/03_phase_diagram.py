@@ -85,6 +85,8 @@ cfg = ch.settings(
     passages=passages,
 )
 embedder = None if cfg.protein else glauber.load_embedder()
+if cfg.protein:  # a protein table's state: the gene, alpha-hat's free sites
+    run.state(cfg.context_length, cfg.alpha_length)
 bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
@@ -588,7 +590,8 @@ ch.scaling_view(scaling)
 
 # %% tags=["remove-input"]
 run.save(hits, "hitting_times")
-run.save(scaling, "scaling_fits");
+lengths = " ".join(str(n) for n in sorted(at_tau.n.unique()))
+run.save(scaling.assign(n=lengths), "scaling_fits");
 
 # %%
 ch.hitting_figure(hits, scaling, cfg);
@@ -753,7 +756,7 @@ run.glue(
 
 # %%
 regime_taus = [0.01, 0.1, 1.0, 10.0, 100.0]
-start = glauber.seed_passages(cond, ch.PAPER_SEED_LENGTH, 1, seed=seed).tokens
+start, frozen = ch.regime_start(cond, cfg, seed=seed)
 regimes, _ = ch.multi_temperature_glauber(
     cond,
     start,
@@ -762,14 +765,15 @@ regimes, _ = ch.multi_temperature_glauber(
     seed=seed,
     record_every=max(1, cfg.regime_steps // 4),
     progress=False,
+    frozen=frozen,
 )
-excerpts = ch.chain_excerpts(
-    cond, regimes, [f"tau = {t:g}" for t in regime_taus], count=3
-)
+labels = [f"tau = {t:g}" for t in regime_taus]
+excerpts = ch.chain_excerpts(cond, regimes, labels, count=3, frozen=frozen)
 ch.regimes_view(excerpts)
 
 # %% tags=["remove-input"]
-run.save(excerpts, "regimes", index=True);
+free_sites = cfg.large if cfg.protein else ch.PAPER_SEED_LENGTH
+run.save(excerpts.assign(n=free_sites), "regimes", index=True);
 
 # %% [markdown]
 # The paper's examples show three regimes: at $\tau = 0.01$ and 0.1 the

@@ -89,6 +89,7 @@ cfg = ch.settings(
 )
 # a protein model has no sentence embedder: Hamming distance (None) instead
 embedder = None if glauber.is_protein(cond) else glauber.load_embedder()
+run.state(cfg.context_length, cfg.free)  # a protein table's state
 bt.settings_view(cfg)
 
 # %% tags=["remove-input"]
@@ -119,7 +120,8 @@ ch.profiles_view(cond)
 # runs are short: traps need the `paper` profile's chains. On a protein model
 # (`-p model antiberty`) each chain's state is a whole germline V gene (its first 90 residues,
 # FR1 to FR3), only its first $n$ residues (FR1) move, every gap and every Hamming distance is read on
-# those $n$ sites with the gene around them, and the profiles stay the same.
+# those $n$ sites with the gene around them, and the profiles stay the same except that the chains
+# run at $\tau = 1$ alone, the temperature judged (a whole gene's step costs about four text steps).
 #
 # ## What we test, and how we judge it
 #

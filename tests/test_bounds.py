@@ -519,7 +519,7 @@ def test_settings_per_profile_with_overrides_and_the_paper_temperatures():
 def test_influence_frame_lists_every_off_diagonal_estimate_in_order():
     influence = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     frame = ch.influence_frame(influence, [0.5, 2.0])
-    assert list(frame.columns) == ["temperature", "context", "i", "j", "c_ij"] and len(frame) == 2 * 3 * 4 * 3
+    assert list(frame.columns) == ["temperature", "passage", "i", "j", "c_ij"] and len(frame) == 2 * 3 * 4 * 3
     expected = [
         (tau, c, i, j, influence[t, c, i, j].item())
         for t, tau in enumerate([0.5, 2.0])

@@ -127,7 +127,8 @@ def settings(
     (`context_length`, GERMLINE_CONTEXT residues) and its first `free` = seq_len residues (FR1) the sites whose
     influence and margins are read (a text model: `free` 0, every site); `full`, whether the model is small enough for
     full-vocabulary windows, and `full_plan`, their (k, windows, temperatures), `full_windows` windows per k
-    (0: the profile's) for k up to `full_k` (0: every k)."""
+    (0: the profile's) for k up to `full_k` (0: every k). Raises ValueError when a protein MLM's seq_len reaches
+    past FR1 (bt.fr1_window)."""
     base = vars(bt.profile_settings(profile, SETTINGS, **overrides))
     protein = is_protein(cond)
     grid = np.unique(np.r_[base.pop("temperatures"), PAPER_TEMPERATURES].astype(float)).round(3)
@@ -139,7 +140,7 @@ def settings(
     return SimpleNamespace(
         **base,
         context_length=GERMLINE_CONTEXT if protein else base["seq_len"],
-        free=base["seq_len"] if protein else 0,
+        free=bt.fr1_window(base["seq_len"]) if protein else 0,
         temperatures=grid,
         protein=protein,
         passages=bt.PASSAGE_NAMES["germline" if protein else "bbc"],
@@ -376,14 +377,15 @@ def drift_frame(drift: torch.Tensor, temperatures) -> pd.DataFrame:
 
 
 def influence_frame(influence: torch.Tensor, temperatures) -> pd.DataFrame:
-    """Every off-diagonal estimate of influence [T, C, n, n] as a tidy table: temperature, context, i, j, c_ij."""
+    """Every off-diagonal estimate of influence [T, C, n, n] as a tidy table: temperature, passage (the index of
+    the context the estimate was read in), i, j, c_ij."""
     count, contexts, n, _ = influence.shape
     t, c, i, j = np.meshgrid(np.arange(count), np.arange(contexts), np.arange(n), np.arange(n), indexing="ij")
     off = (i != j).reshape(-1)
     return pd.DataFrame(
         {
             "temperature": np.asarray(temperatures, dtype=float)[t.reshape(-1)[off]],
-            "context": c.reshape(-1)[off],
+            "passage": c.reshape(-1)[off],
             "i": i.reshape(-1)[off],
             "j": j.reshape(-1)[off],
             "c_ij": influence.double().reshape(-1).numpy()[off],

@@ -128,20 +128,26 @@ def settings(profile: str, cond=None, *, temperature: float = 1.0, **overrides) 
     model `cond`: the seed sources of the MLM and of the causal control (`source`, `control_source`), the
     state's length `context_length` (a text model: seq_len; a protein MLM: the whole germline gene,
     GERMLINE_CONTEXT residues) and the rectangles' `free_sites` (the first seq_len: on a protein MLM the FR1
-    sites of the cut the book used before, now read inside the gene), how many distinct seed states the MLM
-    gets (`seeds`), and the setup as the paper's protocol names it (`setup`, for the model-specific claim)."""
+    sites of the cut the book used before, now read inside the gene; `free`, their number there, 0 on a text
+    model: every site), how many distinct seed states the MLM
+    gets (`seeds`), and the setup as the paper's protocol names it (`setup`, for the model-specific claim).
+    Raises ValueError when a protein MLM's seq_len reaches past FR1 (bt.fr1_window)."""
     cfg = bt.profile_settings(profile, SETTINGS, **overrides)
     if cfg.passages not in bt.PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(bt.PASSAGE_NAMES)}, got {cfg.passages!r}")
     temperature = check_temperature(temperature)
     source, control_source = _seed_source(cond, cfg.passages)
-    context = GERMLINE_CONTEXT if is_protein(cond) else cfg.seq_len
+    protein = is_protein(cond)
+    context = GERMLINE_CONTEXT if protein else cfg.seq_len
+    if protein:
+        bt.fr1_window(cfg.seq_len)
     return SimpleNamespace(
         **vars(cfg),
         temperature=temperature,
         source=source,
         control_source=control_source,
         context_length=context,
+        free=cfg.seq_len if protein else 0,
         free_sites=torch.arange(cfg.seq_len),
         seeds=_seed_count(cond, context, cfg.rectangles),
         setup={

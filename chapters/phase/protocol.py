@@ -248,12 +248,15 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
     ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
     `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b).
-    Raises ValueError when `alpha_length` is not a grid length (alpha-hat and the boundary must share a chain)."""
+    Raises ValueError when `alpha_length` is not a grid length (alpha-hat and the boundary must share a chain), or
+    when a protein MLM's window_span reaches past FR1 (bt.fr1_window)."""
     protein = is_protein(cond)
     cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
     lengths = sorted(cfg.grid_lengths)
     if cfg.alpha_length not in lengths:
         raise ValueError(f"alpha_length = {cfg.alpha_length} must be one of the grid lengths {lengths}")
+    if protein:
+        bt.fr1_window(cfg.window_span, "window_span")
     return SimpleNamespace(
         **vars(cfg),
         protein=protein,
@@ -451,6 +454,16 @@ def drift_starts(cond, n: int, cfg, seed: int = 0, count: int = 0):
     return seed_passages(cond, n, count, seed=seed, passages=cfg.passages), 0
 
 
+def regime_start(cond, cfg, seed: int = 0):
+    """(x0 [1, L], frozen) of appendix C.3's regime chains: a text model's held-out passage of PAPER_SEED_LENGTH
+    tokens, every site free; a protein MLM's whole germline gene with the grid's largest number of free sites
+    (drift_starts)."""
+    if is_protein(cond):
+        starts, frozen = drift_starts(cond, cfg.large, cfg, seed=seed, count=1)
+        return starts.tokens, frozen
+    return seed_passages(cond, PAPER_SEED_LENGTH, 1, seed=seed).tokens, 0
+
+
 def ceiling_distances(cond, embedder, n: int, pairs: int, *, seed: int = 0, passages: str = "bbc") -> torch.Tensor:
     """Fig. 3a's ceiling: d(a, b) = 1 - cos(phi(a), phi(b)) between `pairs` pairs of unrelated passages of n tokens
     (2 * pairs distinct held-out passages, decoded as the chains' states are), FloatTensor[pairs]: what a chain
@@ -485,12 +498,17 @@ def drift_distances(cond, embedder, trajectory: Trajectory, frozen=0) -> torch.T
     return trajectory_distances(cond, embedder, trajectory)
 
 
-def chain_excerpts(cond: MaskedLMConditionals, trajectory: Trajectory, labels, count: int = 4) -> pd.DataFrame:
-    """Text of each chain of a trajectory at `count` evenly spaced records: one column per chain (labels)."""
+def chain_excerpts(
+    cond: MaskedLMConditionals, trajectory: Trajectory, labels, count: int = 4, frozen=0
+) -> pd.DataFrame:
+    """Text of each chain of a trajectory at `count` evenly spaced records: one column per chain (labels). With
+    a `frozen` mask (a protein MLM's window in its whole gene) the text ends one residue after the last free site."""
     if len(labels) != trajectory.tokens.shape[0]:
         raise ValueError(f"need one label per chain ({trajectory.tokens.shape[0]}), got {len(labels)}")
     picks = np.unique(np.linspace(0, len(trajectory.steps) - 1, check_count(count, "count", 1)).round().astype(int))
+    free = (~torch.as_tensor(frozen, dtype=torch.bool)).nonzero()
+    end = int(free.max()) + 2 if torch.is_tensor(frozen) and len(free) else None
     return pd.DataFrame(
-        {label: cond.decode_batch(trajectory.tokens[b, picks]) for b, label in enumerate(labels)},
+        {label: cond.decode_batch(trajectory.tokens[b, picks, :end]) for b, label in enumerate(labels)},
         index=[f"step {int(trajectory.steps[k])}" for k in picks],
     )

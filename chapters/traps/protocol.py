@@ -10,7 +10,15 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
-from book_tools import PASSAGE_NAMES, paper_claim, paper_number, paper_protocol, parse_pairs, profile_settings
+from book_tools import (
+    PASSAGE_NAMES,
+    fr1_window,
+    paper_claim,
+    paper_number,
+    paper_protocol,
+    parse_pairs,
+    profile_settings,
+)
 from glauber_core import (
     GERMLINE_CONTEXT,
     Conditionals,
@@ -88,8 +96,14 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     10k at tau = 0.01), and the spacing that records both it and the cold run's end (cold_record); and the seed
     passages for `cond` (seed_source: a protein model takes germline V genes; names from
     book_tools.PASSAGE_NAMES). On a protein MLM a chain's state is the whole gene (`context_length`, GERMLINE_CONTEXT
-    residues) and only its first `free` = seq_len sites (FR1) move; a text model has `free` 0 (every site)."""
+    residues), only its first `free` = seq_len sites (FR1) move, and the chains run at the paper's tau alone unless
+    `temperatures` is given (the traps judged are its; a whole-gene step costs about four text steps); a text
+    model has `free` 0 (every site). Raises
+    ValueError when a protein MLM's seq_len reaches past FR1 (fr1_window)."""
     cfg = profile_settings(profile, SETTINGS, **overrides)
+    protein = is_protein(cond)
+    if protein and not overrides.get("temperatures"):
+        cfg.temperatures = [PAPER_TAU]  # a whole gene's step costs about 4 text steps: the judged tau alone
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
     record = cfg.record_every
@@ -97,12 +111,11 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     window = getattr(cfg, "window", 0) or 15 * cfg.seq_len
     cold = max(record, min(cfg.cold_steps, steps) // record * record)
     burn_in = max(record, cold // 4 // record * record)
-    protein = is_protein(cond)
     return SimpleNamespace(
         **vars(cfg)
         | dict(
             context_length=GERMLINE_CONTEXT if protein else cfg.seq_len,
-            free=cfg.seq_len if protein else 0,
+            free=fr1_window(cfg.seq_len) if protein else 0,
             steps=steps,
             window=max(record, round(window / record) * record),
             cold_steps=cold,
