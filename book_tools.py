@@ -930,17 +930,16 @@ class ChapterRun:
         name) and `profile` columns; returns the frame as written. On a protein model every table of its states
         says what the state was: a table without `context` (residues in the state) and `free` (free sites) columns
         gets the run's (`state`), a table with its own `n` taking n as its free sites. Rows of other models (a
-        table's control and reference chains, by their own `model`) are left empty, a table of none left as it is."""
-        ours = frame["model"].eq(self.model) if "model" in frame.columns else pd.Series(True, index=frame.index)
-        if self._state and ours.any() and is_protein(self.cond):
+        table's control and reference chains, by their own `model`) are left empty, a table of only other models'
+        rows left as it is."""
+        mine = "model" not in frame.columns
+        ours = pd.Series(True, index=frame.index) if mine else frame["model"].eq(self.model)
+        if self._state and (mine or ours.any()) and is_protein(self.cond):
             stamp = {**self._state, **({"free": frame["n"]} if "n" in frame.columns else {})}
-            frame = frame.assign(
-                **{
-                    column: pd.Series(stamp[column], index=frame.index).where(ours)
-                    for column in ("context", "free")
-                    if column not in frame
-                }
-            )
+            for column in ("context", "free"):
+                if column not in frame:  # object where rows are left empty: integers stay integers
+                    value = pd.Series(stamp[column], index=frame.index)
+                    frame = frame.assign(**{column: value if ours.all() else value.astype(object).where(ours)})
         frame = frame if "model" in frame.columns else frame.assign(model=self.model)
         frame = frame.assign(profile=self.profile)
         frame.to_csv(self.out / f"{name}.csv", index=index)
@@ -1120,7 +1119,7 @@ def fr1_window(n: int, name: str = "seq_len") -> int:
     call FR1, so at most fr1_length(); raises ValueError naming the parameter and the limit otherwise."""
     if not 1 <= n <= fr1_length():
         raise ValueError(
-            f"{name} = {n}: on a protein model the free sites are the first {name} residues of each gene, its FR1, "
+            f"{name} = {n}: on a protein model the free sites lie within the first {name} residues of each gene, its FR1, "
             f"which has {fr1_length()} residues in the shortest human V gene; give {name} from 1 to {fr1_length()}"
         )
     return n

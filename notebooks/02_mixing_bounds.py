@@ -524,7 +524,9 @@ top_states = ch.top_states(cond, *window_laws[0])
 bt.reading_table(top_states)
 
 # %% tags=["remove-input"]
-run.save(top_states, "window_top_states");
+first = windows_table.iloc[0]  # a full window's state: the whole gene, k free
+state = dict(context=first.context, free=first.free) if cfg.full else {}
+run.save(top_states.assign(**state), "window_top_states");
 
 # %% [markdown]
 # The same comparison on Potts chains, where we can dial the

@@ -590,8 +590,8 @@ ch.scaling_view(scaling)
 
 # %% tags=["remove-input"]
 run.save(hits, "hitting_times")
-lengths = " ".join(str(n) for n in sorted(at_tau.n.unique()))
-run.save(scaling.assign(n=lengths), "scaling_fits");
+fitted = scaling.assign(n=" ".join(map(str, cfg.drift_lengths)))
+run.save(fitted if cfg.protein else scaling, "scaling_fits");
 
 # %%
 ch.hitting_figure(hits, scaling, cfg);
@@ -752,7 +752,10 @@ run.glue(
 # ## 5. Temperature regimes (appendix C.3)
 #
 # One start, five temperatures from $\tau = 0.01$ to $\tau = 100$, and a
-# few recorded states of each chain.
+# few recorded states of each chain. On a protein model the start is a
+# whole germline gene whose free sites are the grid's largest $n$, spread
+# over its FR1 window, and the table shows the gene up to one residue
+# after the last free site.
 
 # %%
 regime_taus = [0.01, 0.1, 1.0, 10.0, 100.0]
@@ -772,8 +775,8 @@ excerpts = ch.chain_excerpts(cond, regimes, labels, count=3, frozen=frozen)
 ch.regimes_view(excerpts)
 
 # %% tags=["remove-input"]
-free_sites = cfg.large if cfg.protein else ch.PAPER_SEED_LENGTH
-run.save(excerpts.assign(n=free_sites), "regimes", index=True);
+shown = excerpts.assign(n=cfg.large) if cfg.protein else excerpts
+run.save(shown, "regimes", index=True);
 
 # %% [markdown]
 # The paper's examples show three regimes: at $\tau = 0.01$ and 0.1 the

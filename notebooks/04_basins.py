@@ -627,7 +627,10 @@ if not cfg.protein:
 #   share of its unmutated framework sites no longer at theirs, both over
 #   the sites the chain has drawn at least once (a site never drawn keeps
 #   its residue whatever the model prefers; the chain picks sites without
-#   looking at them, so leaving those out biases neither share).
+#   looking at them, so leaving those out biases neither share). Both
+#   shares are read in the framework, where the substitutions are drawn:
+#   CDR residues change more by nature, and counting them among the sites
+#   that left would tilt the comparison towards "differs".
 # - **Rule** (`germline_reversion`). Null: reverting is no more likely than
 #   drifting away, a mean difference of 0. At each temperature, a t
 #   interval over the chains. *Reproduced* when every temperature's

@@ -127,8 +127,8 @@ ch.profiles_view(cond)
 #
 # The rules are fixed here, before the run. The paper states its trap claims at $\tau = 1$
 # (Table 4), so **each is judged on the $\tau = 1$ traps only**; the colder
-# $\tau$ = {glue:text}`ch5_colder_taus` of the smaller profiles gets its own labelled rows in the
-# tables below, never a verdict. Each rule has a null that the run must exclude to count as
+# $\tau$ = {glue:text}`ch5_colder_taus` of the smaller profiles (on a text model) gets its own
+# labelled rows in the tables below, never a verdict. Each rule has a null that the run must exclude to count as
 # **reproduced**; it **differs** when the run excludes what the paper says, and it is
 # **inconclusive** otherwise, saying what would decide it (how many traps, or how much larger a
 # run). Every rule is calibrated on chains whose answer is known by mathematics
@@ -475,8 +475,7 @@ run.glue(ch.run_text(traps, summaries, median_drift, rows, cfg))
 #
 # - At $\tau$ = {glue:text}`ch5_hot_tau` the median drift is {glue:text}`ch5_hot_drift` against the
 #   threshold, and the detector finds {glue:text}`ch5_hot_traps` (perfect:
-#   {glue:text}`ch5_hot_perfect`); at $\tau$ = {glue:text}`ch5_cold_tau`, {glue:text}`ch5_cold_traps`
-#   (perfect: {glue:text}`ch5_cold_perfect`). Only the $\tau$ = {glue:text}`ch5_paper_tau` traps
+#   {glue:text}`ch5_hot_perfect`){glue:text}`ch5_colder_traps`. Only the $\tau$ = {glue:text}`ch5_paper_tau` traps
 #   ({glue:text}`ch5_paper_tau_traps`) are judged.
 # - Both kinds of trap: *{glue:text}`ch5_trap_split_verdict`*; approximate traps outlasting the
 #   detector's null: *{glue:text}`ch5_approximate_trap_duration_verdict`*.

@@ -49,6 +49,7 @@ def test_every_protein_chapter_refuses_free_sites_past_fr1(antiberty):
 
 def test_chapter_5_runs_the_judged_temperature_alone_on_a_protein_model(antiberty):
     assert ch5.settings("quick", antiberty).temperatures == [ch5.PAPER_TAU]
+    assert ch5.settings("quick", antiberty, temperatures=[]).temperatures == [ch5.PAPER_TAU]  # the notebook's default
     assert ch5.settings("quick", antiberty, temperatures=[1.0, 0.5]).temperatures == [1.0, 0.5]
     assert ch5.settings("quick").temperatures == ch5.SETTINGS["quick"]["temperatures"]
 
@@ -71,14 +72,10 @@ def test_a_protein_run_stamps_its_state_on_tables_without_one(antiberty, tmp_pat
     assert "context" not in reference and "free" not in reference
     mixed = run.save(pd.DataFrame({"x": [1, 2], "model": ["antiberty", "Potts"]}), "table")
     assert mixed.context.tolist()[0] == 90 and mixed.free.isna().tolist() == [False, True]
-
-
-def test_a_text_run_stamps_nothing(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
-    run = bt.ChapterRun("01_incompatibility", "smoke")
-    run._cond = tiny_bert
-    run.state(20, 0)
-    assert list(run.save(pd.DataFrame({"x": [1]}), "plain").columns) == ["x", "model", "profile"]
+    written = (tmp_path / "01_incompatibility" / "table.csv").read_text().splitlines()
+    assert written[1].endswith(",90,12,smoke") and written[2].endswith(",,,smoke")  # integers, then empty
+    empty = run.save(pd.DataFrame({"x": []}), "empty")
+    assert {"context", "free"} <= set(empty.columns) and empty.empty
 
 
 def test_regime_chains_run_in_a_whole_gene_and_show_the_window(antiberty):

@@ -309,3 +309,11 @@ def test_seed_record_text_counts_flips_and_opposed_verdicts():
     text = bt.seed_record_text(seeds)
     assert "Across 3 seeds" in text and "2 of 2 general rows changed, 1 of them between reproduced and differs" in text
     assert "the 1 rows that are *other setup*" in text and "did not run the same code" in text
+
+
+def test_a_text_run_stamps_nothing(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
+    run = bt.ChapterRun("01_incompatibility", "smoke")
+    run._cond = tiny_bert
+    run.state(20, 0)
+    assert list(run.save(pd.DataFrame({"x": [1]}), "plain").columns) == ["x", "model", "profile"]

@@ -440,18 +440,23 @@ def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: lis
 
 
 def _temperature_text(summaries: dict, median_drift: dict) -> dict:
-    """The first ("hot") and last ("cold") temperature of the run: its drift, traps and perfect traps."""
+    """The run's first ("hot") temperature: its drift, traps and perfect traps; `colder_traps`, the same clause for its
+    last temperature, or nothing when the run has one (the paper profile, a protein model)."""
     taus = list(summaries)
-    phrases = {}
-    for tag, tau in (("hot", taus[0]), ("cold", taus[-1])):
-        s = summaries[tau]
-        phrases |= {
-            f"{tag}_tau": f"{tau:g}",
-            f"{tag}_drift": f"{median_drift[tau]:.2f}",
-            f"{tag}_traps": _traps_text(s),
-            f"{tag}_perfect": f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none",
-        }
-    return phrases
+
+    def perfect(s: dict) -> str:
+        return f"{s['perfect']} ({s['perfect_share']:.0%})" if s["count"] else "none"
+
+    hot, cold = summaries[taus[0]], summaries[taus[-1]]
+    return {
+        "hot_tau": f"{taus[0]:g}",
+        "hot_drift": f"{median_drift[taus[0]]:.2f}",
+        "hot_traps": _traps_text(hot),
+        "hot_perfect": perfect(hot),
+        "colder_traps": f"; at τ = {taus[-1]:g}, {_traps_text(cold)} (perfect: {perfect(cold)})"
+        if len(taus) > 1
+        else "",
+    }
 
 
 def _traps_text(summary: dict) -> str:

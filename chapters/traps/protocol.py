@@ -32,6 +32,7 @@ from glauber_core import (
     is_protein,
     score_gaps,
 )
+from profiles import _unset
 
 # --------------------------------------------------------------------------------------------
 # The profiles and the settings they give
@@ -102,7 +103,7 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     ValueError when a protein MLM's seq_len reaches past FR1 (fr1_window)."""
     cfg = profile_settings(profile, SETTINGS, **overrides)
     protein = is_protein(cond)
-    if protein and not overrides.get("temperatures"):
+    if protein and _unset(overrides.get("temperatures")):
         cfg.temperatures = [PAPER_TAU]  # a whole gene's step costs about 4 text steps: the judged tau alone
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
