@@ -140,7 +140,7 @@ benchmark: setup
 across-models: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py
 
-# Every chapter on AntiBERTy, a protein MLM pretrained by others, in whole germline genes (99 min on 2 cores). Writes
+# Every chapter on AntiBERTy, a protein MLM pretrained by others, in whole germline genes (69 min on 2 cores). Writes
 # results/antiberty/ (committed; the book's "A pretrained MLM: AntiBERTy" page reads it and names this command).
 antiberty: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/across_models.py --set antiberty

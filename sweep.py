@@ -294,7 +294,7 @@ def merge_tables(out: Path, stem: str, names: list[str], rows: dict[str, dict[st
     """DIR/merged/<table>.csv: each table's rows from every done cell, with `cell` and the parameters as columns.
 
     <table> is the CSV's path inside the cell folder, less the notebook's own results folder. A parameter that
-    is also a column of the table is added as <name>_param."""
+    is also a column of the table is added as <name>_param. Every field is copied as written (text)."""
     import pandas as pd
 
     tables: dict[Path, list] = {}
@@ -307,8 +307,8 @@ def merge_tables(out: Path, stem: str, names: list[str], rows: dict[str, dict[st
             table = path.relative_to(folder)
             if len(table.parts) > 1 and table.parts[0] == stem:
                 table = Path(*table.parts[1:])
-            try:
-                frame = pd.read_csv(path)
+            try:  # every field as written: read as a number, a commit like 30e5489 became inf
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False)
             except pd.errors.EmptyDataError:
                 continue
             front = {(f"{key}_param" if key in frame.columns else key): value for key, value in labels.items()}

@@ -52,7 +52,7 @@
 # model's full vocabulary, which no English MLM allows.
 #
 # The runs take longer than the quick book can afford, so this page reads the committed results
-# of `make antiberty` (99 minutes on 2 cores, 64 of them chapter 5's) and names the runs below
+# of `make antiberty` (69 minutes on 2 idle cores, 37 of them chapter 5's) and names the runs below
 # (after a change to one chapter's code, `python tools/across_models.py --set antiberty --chapters <chapter>` reruns
 # that chapter alone; each chapter's row names the command that made it).
 

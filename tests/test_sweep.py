@@ -172,6 +172,17 @@ def test_merged_tables_carry_cell_and_parameters_and_skip_failed_cells(tmp_path)
     assert pd.read_csv(tmp_path / "merged" / "extra.csv").values.tolist() == [["seed=0", 0, 5], ["seed=1", 1, 5]]
 
 
+def test_merged_tables_keep_each_field_as_written(tmp_path):
+    # a commit of digits around one "e" (30e5489) read as a number became inf in merged claims
+    folder = tmp_path / "seed=0"
+    folder.mkdir()
+    (folder / "claims.csv").write_text("commit,ours,note\n30e5489,0.10,\n1e3,2,NaN\n")
+    rows = {"seed=0": {"cell": "seed=0", "seed": "0", "status": "done", "seconds": "1", "error": ""}}
+    sweep.merge_tables(tmp_path, "nb", ["seed"], rows)
+    text = (tmp_path / "merged" / "claims.csv").read_text().splitlines()
+    assert text == ["cell,seed,commit,ours,note", "seed=0,0,30e5489,0.10,", "seed=0,0,1e3,2,NaN"]
+
+
 @pytest.mark.parametrize(
     "args, problem",
     [

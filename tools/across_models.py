@@ -1,15 +1,15 @@
 """Regenerate the results of the book's "Across models" and "A pretrained MLM: AntiBERTy" pages, through sweep.py.
 
     .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 18 min on 2 cores)
-    .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (99 min on 2 cores)
+    .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (69 min on 2 cores)
     .venv/bin/python tools/across_models.py --profile smoke
     .venv/bin/python tools/across_models.py --set antiberty --chapters 03_phase_diagram   # one chapter again
 
 `--set family` (the default) runs chapters 1, 2 and 4 on every bundled model into results/across_models/;
 `--set antiberty` runs every chapter on AntiBERTy (a protein MLM pretrained by others, offline from the
 `antiberty` wheel) into results/antiberty/, each chapter with the sizes of `ANTIBERTY` (its quick profile with
-a few overrides; at another profile the overrides are not applied). In whole genes it took 99 minutes on 2 cores
-(2026-12-03), chapter 5's 2,000 steps 64 of them: over the 75 the run is meant to fit.
+a few overrides; at another profile the overrides are not applied). In whole genes it took 69 minutes on 2 idle cores
+(2026-12-04), chapter 5's 2,000 steps at tau = 1 37 of them, within the 75 the run is meant to fit.
 
 For each chapter of the set this runs
 
@@ -48,7 +48,7 @@ KEPT = {
     "04_basins": ("claims", "table3"),
 }
 # AntiBERTy: the tables its page reads (each chapter's with `context`, the residues of the whole gene, and `free`),
-# and per chapter the papermill parameters that size its quick run (99 minutes in all on 2 cores, chapter 5 64 of
+# and per chapter the papermill parameters that size its quick run (69 minutes in all on 2 idle cores, chapter 5 37 of
 # them; other profiles run as they are)
 ANTIBERTY = {
     "01_incompatibility": (("claims", "checks", "table1", "rectangles", "cut_versus_gene"), {}),
