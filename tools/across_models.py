@@ -1,7 +1,7 @@
 """Regenerate the results of the book's "Across models" and "A pretrained MLM: AntiBERTy" pages, through sweep.py.
 
     .venv/bin/python tools/across_models.py            # what `make across-models` runs (about 18 min on 2 cores)
-    .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (69 min on 2 cores)
+    .venv/bin/python tools/across_models.py --set antiberty   # what `make antiberty` runs (69 min on 2 idle cores)
     .venv/bin/python tools/across_models.py --profile smoke
     .venv/bin/python tools/across_models.py --set antiberty --chapters 03_phase_diagram   # one chapter again
 
@@ -9,7 +9,7 @@
 `--set antiberty` runs every chapter on AntiBERTy (a protein MLM pretrained by others, offline from the
 `antiberty` wheel) into results/antiberty/, each chapter with the sizes of `ANTIBERTY` (its quick profile with
 a few overrides; at another profile the overrides are not applied). In whole genes it took 69 minutes on 2 idle cores
-(2026-12-04), chapter 5's 2,000 steps at tau = 1 37 of them, within the 75 the run is meant to fit.
+(2026-12-04), 37 of them chapter 5's (2,000 steps at tau = 1): within the 75 the run is meant to fit.
 
 For each chapter of the set this runs
 
