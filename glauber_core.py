@@ -446,8 +446,9 @@ def glauber(
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and resamples it from
     p_{theta,tau}(. | x_{-i}); all chains share one batched forward pass. A chain's draws depend only on its seed
-    and the step, so on CPU its trajectory does not depend on the rest of the batch (on CUDA, kernels chosen per
-    batch size can change low-order bits of the scores, and so rarely a draw). scan="systematic" is a different
+    and the step, and a masked LM scores each row on fixed-shape blocks (``MaskedLMConditionals.block_size``), so
+    its trajectory is token for token the same whatever else is in the batch, on CPU and CUDA alike, for one
+    block size, device and thread count. scan="systematic" is a different
     kernel from P_tau, with the same stationary law only for compatible conditionals. With ``checkpoint``, progress
     is saved every ``checkpoint_every`` steps and a rerun resumes from it (also with a larger ``steps``), ending
     token-for-token identical to an uninterrupted run.
@@ -758,6 +759,7 @@ def _stationary_from_kernel(kernel: torch.Tensor) -> torch.Tensor:
 DEFAULT_MODEL_DIR = REPO_ROOT / "models" / "minilm-l4-bbc-mlm"
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  #: The 20 residues of a protein MLM's vocabulary (one-letter codes).
 _BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert")  # BERT's layers; all but BERT offset positions by pad
+BLOCK_SIZES = {"cpu": 16, "cuda": 256}  #: Default rows per model call by device type (``MaskedLMConditionals``).
 _UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 
 
@@ -875,18 +877,28 @@ class MaskedLMConditionals(_HuggingFaceModel):
     each sequence, in fp32, and so does a BERT-style last layer (``_masked_row_hidden``). On CUDA the encoder runs
     under bf16 autocast unless ``autocast`` is set False (advisable for rectangle tests, whose delta sums 8 scores).
 
+    The model sees fixed-shape blocks of ``block_size`` rows (the last one padded with copies of its last row), so a
+    row's scores are bit for bit the same however many rows share the call and whatever they hold: the kernels a
+    library picks by batch shape otherwise move a row's last bits, and a chain's draw near a CDF boundary with them.
+    This holds for one ``block_size``, device, thread count and library build; a larger block is faster for large
+    batches, a smaller one for small batches (``BLOCK_SIZES`` holds the defaults).
+
     Args:
         model: A transformers masked-LM model; it is put in eval mode on ``device``.
         tokenizer: Its tokenizer, with a mask token.
         device: A torch device or its name; CUDA when available if None, else CPU.
         name_or_path: The model's name in messages and checkpoints; the model's own ``name_or_path`` if None.
+        block_size: Rows per model call, >= 1; ``BLOCK_SIZES`` by device type if None.
 
     Raises:
-        ValueError: If the tokenizer has no mask token.
+        ValueError: If the tokenizer has no mask token or ``block_size`` is not an integer >= 1.
     """
 
-    def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None):
+    def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None, block_size: int | None = None):
         super().__init__(model, tokenizer, device, name_or_path)
+        self.block_size = check_count(
+            BLOCK_SIZES.get(self.device.type, 16) if block_size is None else block_size, "block_size", 1
+        )
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
@@ -926,18 +938,30 @@ class MaskedLMConditionals(_HuggingFaceModel):
         """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         check_tokens(self, tokens)
+        blocks = [
+            self._block_scores(tokens[start : start + self.block_size], positions[start : start + self.block_size])
+            for start in range(0, len(tokens), self.block_size)
+        ]
+        return torch.cat(blocks)
+
+    def _block_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Scores [b, V] of at most ``block_size`` rows, computed on exactly ``block_size`` rows (padded)."""
+        rows_given, pad = len(tokens), self.block_size - len(tokens)
+        if pad:
+            tokens = torch.cat([tokens, tokens[-1:].expand(pad, -1)])
+            positions = torch.cat([positions, positions[-1:].expand(pad)])
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
         with torch.inference_mode():
             with torch.autocast("cuda", torch.bfloat16, enabled=self.autocast and self.device.type == "cuda"):
                 if self._head is None:
-                    return self.model(input_ids=ids).logits[rows, cols].float()
+                    return self.model(input_ids=ids).logits[rows, cols].float()[:rows_given]
                 hidden = (
                     _masked_row_hidden(self.model, ids, rows, cols)
                     if self._site_only_last_layer
                     else self.model.base_model(input_ids=ids)[0][rows, cols]
                 )
-            return self._head(self.model, hidden.float())
+            return self._head(self.model, hidden.float())[:rows_given]
 
 
 def _max_positions(config, tokenizer) -> int:
