@@ -101,13 +101,12 @@ HTML(bt.operating_characteristics_html(table))
 # %% tags=["remove-input"]
 rates = bt.rule_rates(table)
 display(Markdown(bt.power_labels_text(rates)))
+lowest = {
+    "power_holds": "lowest power, claim holds",
+    "power_fails": "lowest power, claim fails",
+}
 bt.reading_table(
-    rates[["claim", "power_holds", "power_fails", "labels"]].rename(
-        columns={
-            "power_holds": "lowest power, claim holds",
-            "power_fails": "lowest power, claim fails",
-        }
-    ),
-    {"lowest power, claim holds": "{:.0%}", "lowest power, claim fails": "{:.0%}"},
+    rates[["claim", *lowest, "labels"]].rename(columns=lowest),
+    dict.fromkeys(lowest.values(), "{:.0%}"),
     missing="no case",
 )
