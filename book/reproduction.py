@@ -69,6 +69,13 @@ else:
 # page](antiberty) give the general claims one verdict per model.
 
 # %% [markdown]
+# Under a verdict, a rule's label says how far its power reaches at this size, measured on
+# known-answer chains ({doc}`trust`) and computed from that table by these rules:
+
+# %% tags=["remove-input"]
+Markdown(bt.power_labels_text(rates))
+
+# %% [markdown]
 # ## The paper's claims
 #
 # One row per claim of the paper's tables and figures, in the order of the paper.

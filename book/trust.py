@@ -32,8 +32,8 @@
 # where the claim holds and one where it fails. A **wrong decision** is *differs* where the claim
 # holds or *reproduced* where it fails; *inconclusive* is never wrong, only weak. Each rule is built
 # to err at most 5% of the time at this size; the check is an observed wrong share of at most 10%.
-# The **power** is the share of seeds decided correctly; a rule that decides under 20% of the cases
-# where its claim holds is labelled *cannot decide at this size* on the reproduction page.
+# The **power** is the share of seeds decided correctly. Each rule's labels, shown here and on the
+# reproduction page, follow from this table by the rules stated under *Power, rule by rule* below.
 #
 # This page refuses a stale table: each case's row names the code version it was made at (the
 # chapter's code version and the case's own module), and the page fails if any differs from today's.
@@ -45,7 +45,7 @@ import sys, subprocess; _ = "google.colab" in sys.modules and not subprocess.cal
 # %% tags=["remove-input"]
 import sys
 
-from IPython.display import HTML, Markdown
+from IPython.display import HTML, Markdown, display
 
 import book_tools as bt
 
@@ -90,3 +90,23 @@ bt.operating_characteristics_figure(table)
 
 # %% tags=["remove-input"]
 HTML(bt.operating_characteristics_html(table))
+
+# %% [markdown]
+# ## Power, rule by rule
+#
+# Each rule's lowest power over its cases where the claim holds and where it fails, and the labels
+# these earn. The labels are computed from the table above (`book_tools.power_labels`), so they
+# follow it when `make calibrate` reruns:
+
+# %% tags=["remove-input"]
+rates = bt.rule_rates(table)
+display(Markdown(bt.power_labels_text(rates)))
+lowest = {
+    "power_holds": "lowest power, claim holds",
+    "power_fails": "lowest power, claim fails",
+}
+bt.reading_table(
+    rates[["claim", *lowest, "labels"]].rename(columns=lowest),
+    dict.fromkeys(lowest.values(), "{:.0%}"),
+    missing="no case",
+)

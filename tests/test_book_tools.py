@@ -257,12 +257,15 @@ def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
 
 
 def characteristics():
-    """make calibrate's summary for two claims: one rule that errs in 2 of 50 seeds and decides 90% of true
-    cases, one that never errs and decides 10% of them."""
+    """make calibrate's summary for three claims: one rule that errs in 2 of 50 seeds and decides 90% of true
+    cases, one that never errs and decides 10% of them, and one that decides 50% where its claim holds and never
+    where it fails."""
     rows = [
         ("nlogn_fit", "holds case", "holds", 50, 45, 2, 3, 2, 0.90),
         ("nlogn_fit", "fails case", "fails", 50, 0, 48, 2, 0, 0.96),
         ("trap_split", "holds case", "holds", 50, 5, 0, 45, 0, 0.10),
+        ("distance_saturates", "holds case", "holds", 50, 25, 0, 25, 0, 0.50),
+        ("distance_saturates", "fails case", "fails", 50, 0, 0, 50, 0, 0.0),
     ]
     frame = pd.DataFrame(
         rows, columns=["claim", "case", "truth", "seeds", "reproduced", "differs", "inconclusive", "wrong", "power"]
@@ -271,19 +274,25 @@ def characteristics():
     return frame.assign(wrong_share=frame.wrong / frame.seeds, wrong_low=low, wrong_high=high, code="x")
 
 
-def test_rule_rates_name_the_worst_case_and_flag_a_rule_that_cannot_decide(tmp_path, monkeypatch):
+def test_rule_rates_name_the_worst_case_and_label_each_rule_from_its_powers(tmp_path, monkeypatch):
     rates = bt.rule_rates(characteristics()).set_index("claim")
-    assert (
-        "wrong in 2 of 50 seeds" in rates.loc["nlogn_fit", "rates"] and "decides 90%" in rates.loc["nlogn_fit", "rates"]
-    )
-    assert rates.cannot_decide.to_dict() == {"nlogn_fit": False, "trap_split": True}
+    text = rates.loc["nlogn_fit", "rates"]
+    assert "wrong in 2 of 50 seeds" in text and "decides 90%" in text and "decides 96%" in text
+    assert rates.labels.to_dict() == {
+        "nlogn_fit": "",
+        "trap_split": bt.CANNOT_DECIDE,
+        "distance_saturates": f"{bt.LOW_POWER}; {bt.CANNOT_FAIL}",
+    }
+    assert math.isnan(rates.loc["trap_split", "power_fails"]) and rates.loc["distance_saturates", "power_holds"] == 0.5
+    note = bt.power_labels_text(rates.reset_index())
+    assert all(label in note for label in bt.POWER_LABELS) and "`distance_saturates`" in note
     monkeypatch.setenv("GLAUBER_RESULTS", str(tmp_path))
     bt.write_claims([bt.claim_row("trap_split", "q", 0.5, "0.5", R, "why")], "05_traps", "tiny", "smoke")
     table = bt.reproduction_table(
         bt.read_paper_claims(), bt.read_claims(tmp_path), "paper", bt.rule_rates(characteristics())
     )
     row = table.set_index("claim").loc["trap_split"]
-    assert row.cannot_decide and "decides 10%" in row.rates
+    assert row.labels == bt.CANNOT_DECIDE and "decides 10%" in row.rates
     page = bt.claims_html(table)
     assert page.count(bt.CANNOT_DECIDE) == 1 and "wrong in 2 of 50 seeds" in page
     assert "<td>trap_split</td>" in bt.operating_characteristics_html(characteristics())

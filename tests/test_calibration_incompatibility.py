@@ -1,13 +1,15 @@
 """Calibration of chapter 1's rules on ground truth: the chapter's own estimators (the functions its notebook
 calls, at a small size) on chains whose answer is known by mathematics, through the judging module's rules.
 
-incompatibility_detected: compatible conditionals (symmetric Potts, an explicit three-body joint read through
-the masked-LM branch, a random causal LM's joint) must give "differs" (no rectangle above the floor: zero is the
-answer); incompatible ones (asymmetric Potts, the same joint with a non-symmetric perturbation, a random-weight
-MLM) "reproduced". influence_amplifies_delta: Potts chains whose asymmetry J_ji - J_ij grows with the coupling
-(reproduced), falls as it grows (differs), or is constant, so that |delta| is independent of the influence by
-construction (inconclusive: rho = 0 is the null, and the paper's own shared-summand measure is shown to be
-positive there by construction).
+incompatibility_detected: compatible conditionals must give "differs" (no rectangle above the floor: zero is the
+answer), incompatible ones "reproduced". make calibrate's cases (tools/calibration/incompatibility.py, 50 seeds)
+are Potts chains: symmetric against asymmetric, and an fp32-scored one whose largest true |delta| is just above
+or just below its fp32 floor. Single draws here add an explicit three-body joint read through the masked-LM
+branch (untilted: differs; with a one-sided tilt: reproduced), a random causal LM's joint (differs) and a
+random-weight MLM (reproduced). influence_amplifies_delta: Potts chains whose asymmetry J_ji - J_ij grows with
+the coupling (reproduced), falls as it grows (differs), or is constant, so that |delta| is independent of the
+influence by construction (inconclusive: rho = 0 is the null, and the paper's own shared-summand measure is
+shown to be positive there by construction).
 """
 
 import sys
@@ -15,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+import book_tools as bt
+import glauber_core as glauber
 import verdicts as vd
 from chapters import incompatibility as ch
 from chapters.incompatibility import judging
@@ -132,6 +136,32 @@ def test_detected_verdict_is_the_same_at_every_temperature():
             floor = ch.rounding_floor(cond, rectangles, frame, temperature)
             summary = ch.incompatibility_summary(frame, floor["floor"], resamples=100)
             assert judging._detected_verdict(summary)[0] == expected, (name, temperature)
+
+
+def test_floor_chain_puts_the_largest_true_delta_where_it_says_and_the_rule_decides_at_the_floor():
+    for factor, expected in ((1.1, vd.REPRODUCED), (0.9, vd.DIFFERS)):
+        cond, rectangles, _ = calibrate.floor_chain(0, factor)
+        (verdict, reason), summary, floor = calibrate.detected(cond, rectangles, 3, 200)
+        exact = glauber.PottsConditionals(cond.coupling, cond.field, q=3)  # the same chain scored in fp64
+        true = glauber.rectangle_delta(exact, *rectangles.args()).abs()
+        assert abs(float(true.max()) / floor["floor"] - factor) < 0.01  # the fp32 floor of the tilted chain itself
+        assert floor["unit_rounding"] == torch.finfo(torch.float32).eps
+        measured = torch.tensor(ch.rectangle_frame(cond, rectangles, top_k=3).abs_delta.to_numpy())
+        assert float((measured - true).abs().max()) < 0.01 * floor["floor"]  # fp32 rounding: far below the floor
+        assert verdict == expected, reason
+
+
+# Kinds of known-answer chain a calibration text may name; each one named must be among the claim's cases.
+CHAIN_KINDS = ("Potts", "fp32", "joint", "three-body", "BERT", "MLM", "causal", "Curie-Weiss", "independent sites")
+
+
+def test_the_calibration_texts_name_only_chains_among_the_cases():
+    claims = bt.read_paper_claims().set_index("claim")
+    for claim in {case.claim for case in calibrate.CASES}:
+        names = " ".join(case.name for case in calibrate.CASES if case.claim == claim).lower()
+        text = claims.loc[claim, "calibration"].lower()
+        missing = [kind for kind in CHAIN_KINDS if kind.lower() in text and kind.lower() not in names]
+        assert not missing, (claim, missing)
 
 
 # ---------------------------------------------------------------------------------------------

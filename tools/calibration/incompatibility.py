@@ -1,4 +1,7 @@
-"""Chapter 1's general claims on known-answer chains at the quick profile's sizes (make calibrate)."""
+"""Chapter 1's general claims on known-answer chains at the quick profile's sizes (make calibrate): Potts chains
+only. incompatibility_detected: asymmetric against symmetric coupling, and a Potts chain scored in fp32 (as a masked
+LM is) whose largest true |delta| lies just above or just below the fp32 rounding floor the chapter computes for
+it; influence_amplifies_delta: asymmetry that grows with the coupling, falls as it grows, or is constant."""
 
 from __future__ import annotations
 
@@ -28,6 +31,44 @@ def _detected_verdict(seed: int, name: str) -> str:
     cond = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[name]
     rectangles = ch1.random_rectangles(cond, cfg.seq_len, cfg.rectangles, seed=seed)
     return detected(cond, rectangles, 3, cfg.resamples)[0][0]
+
+
+class Float32Potts(glauber.PottsConditionals):
+    """A Potts chain whose scores are summed in fp32, as a masked LM's come: the chapter's rounding floor for it is
+    the fp32 one (8 (n + 1) u S with u = 2^-23), and its true delta that of the fp64 Potts chain with the same
+    (fp32-stored) coupling and field."""
+
+    def __init__(self, coupling, field, q: int):
+        super().__init__(torch.as_tensor(coupling).float().double(), torch.as_tensor(field).float().double(), q=q)
+
+    def log_scores(self, tokens, positions):
+        colours = torch.nn.functional.one_hot(tokens, self.vocab_size).float()
+        return torch.einsum("bn,bnq->bq", self.coupling[positions].float(), colours) + self.field[positions].float()
+
+
+def floor_chain(seed: int, factor: float):
+    """A Float32Potts chain on the quick profile's n sites and 3 colours (potts_references' symmetric coupling
+    and field, plus a times a random antisymmetric sign pattern) with its quick rectangles: a is set so that the
+    largest true |delta| over the rectangles (a times that of the sign pattern alone, delta being linear in the
+    coupling) is `factor` times the fp32 floor of the untilted chain. Returns (chain, rectangles, a)."""
+    cfg = ch1.settings("quick")
+    base = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[ch1.SYMMETRIC]
+    g = torch.Generator().manual_seed(seed)
+    sigma = torch.triu(torch.where(torch.rand(cfg.seq_len, cfg.seq_len, generator=g) < 0.5, -1.0, 1.0).double(), 1)
+    sigma = sigma - sigma.T
+    rectangles = ch1.random_rectangles(base, cfg.seq_len, cfg.rectangles, seed=seed)
+    untilted = Float32Potts(base.coupling, base.field, q=3)
+    floor = ch1.rounding_floor(untilted, rectangles, ch1.rectangle_frame(untilted, rectangles, top_k=3))["floor"]
+    unit = glauber.rectangle_delta(glauber.PottsConditionals(sigma, q=3), *rectangles.args()).abs().max()
+    a = factor * floor / float(unit)
+    return Float32Potts(base.coupling + a * sigma, base.field, q=3), rectangles, a
+
+
+def _floor_verdict(seed: int, factor: float) -> str:
+    """Chapter 1's rectangle test on floor_chain(seed, factor): detected above the floor (holds) when factor > 1,
+    nothing to detect above it (fails) when factor < 1."""
+    cond, rectangles, _ = floor_chain(seed, factor)
+    return detected(cond, rectangles, 3, ch1.settings("quick").resamples)[0][0]
 
 
 def influence_chain(kind, n=8, q=4, seed=0):
@@ -74,6 +115,10 @@ CASES = cases(
          lambda seed: _detected_verdict(seed, "Potts, asymmetric J")),
         ("incompatibility_detected", "symmetric Potts, 20 sites, 3 colours", "fails", "01_incompatibility",
          lambda seed: _detected_verdict(seed, "Potts, symmetric J")),
+        ("incompatibility_detected", "fp32 Potts, largest true |delta| 1.1 x its fp32 floor", "holds",
+         "01_incompatibility", lambda seed: _floor_verdict(seed, 1.1)),
+        ("incompatibility_detected", "fp32 Potts, largest true |delta| 0.9 x its fp32 floor", "fails",
+         "01_incompatibility", lambda seed: _floor_verdict(seed, 0.9)),
         ("influence_amplifies_delta", "Potts, asymmetry grows with the coupling", "holds", "01_incompatibility",
          lambda seed: _influence_verdict(seed, "scales")),
         ("influence_amplifies_delta", "Potts, asymmetry falls as the coupling grows", "fails", "01_incompatibility",
