@@ -758,9 +758,15 @@ def rule_recurrence(target_share, control_share, chance_above) -> dict:
 # A metastable trap outlasts what the detector gives a chain without collective persistence by more than this
 # factor (fixed before any run; the null chain's ratio is 1 in expectation, so "differs" is reachable).
 DURATION_FACTOR = 2.0
-# A cold chain "stays" when, after its burn-in, it moves less than this share of what the warm chain from the same
-# start moves over the same steps (fixed before any run; a temperature-blind chain moves as far: ratio 1).
+# A cold chain "stays" when its distance from the start (eq. B.1) is less than this share of the warm chain's from the
+# same start after as many steps (fixed before any run; a temperature-blind chain, or one that falls from a random
+# start to its favourites, lies as far: ratio 1).
 COLD_FACTOR = 0.5
+# Two scores closer than this (nats) are a tie: a score gap Delta_i is called negative (or positive) only beyond it.
+# Fixed before any run: fp32 scores of size ~10 carry rounding of ~1e-5 relative after a transformer's layers (~1e-4
+# nats; the last bits also change with the batch's shape); 1e-3 nats is ten times that and far below the smallest
+# gap the paper names (0.39), so only a gap the scores cannot sign is a tie.
+TIE_TOLERANCE = 1e-3
 
 
 def poisson_interval(count: int, level: float = 0.95) -> tuple[float, float]:
@@ -803,16 +809,23 @@ def spearman_difference_ci(
     return float(rank_correlation(x, y)), float(rank_correlation(x, z)), float(low), float(high)
 
 
-def rule_trap_split(kinds) -> tuple[str, str]:
-    """trap_split (A.1, Table 4): perfect and approximate traps both occur (`kinds`: one "perfect" or "approximate"
-    per detected trap), by rule_both_kinds (null: one kind absent), saying when the run has too few traps for an
-    absent kind to reach differs."""
-    kinds = list(kinds)
-    perfect, count = sum(k == "perfect" for k in kinds), len(kinds)
+def rule_trap_split(min_gaps, tolerance: float = TIE_TOLERANCE) -> tuple[str, str]:
+    """trap_split (A.1, Table 4): perfect and approximate traps both occur. `min_gaps`: Delta* of each distinct held
+    state (a state that one chain re-enters is one case, not one per detection); a state is perfect when Delta* >
+    `tolerance`, approximate when Delta* < -`tolerance` (a gap negative beyond a tie), and tied otherwise (its sign
+    is within the scores' noise: neither kind, left out of the split and named in the reason). By rule_both_kinds
+    (null: one kind absent), saying when the run has too few states for an absent kind to reach differs."""
+    gaps = np.asarray(min_gaps, dtype=float).reshape(-1)
+    if np.isnan(gaps).any() or not (finite(tolerance) and tolerance >= 0):
+        raise ValueError(f"need finite minimum gaps and a tolerance >= 0, got {gaps} and {tolerance!r}")
+    perfect, approximate = int((gaps > tolerance).sum()), int((gaps < -tolerance).sum())
+    count, tied = perfect + approximate, len(gaps) - perfect - approximate
     verdict, reason = rule_both_kinds(perfect, count)
     needed = cases_to_rule_out(0.1)  # rule_both_kinds' default rare share
     if verdict == INCONCLUSIVE and 0 < count < needed:
-        reason += f"; with {count} < {needed} traps an absent kind cannot reach differs"
+        reason += f"; with {count} < {needed} held states an absent kind cannot reach differs"
+    if tied:
+        reason += f"; {tied} tied held state(s) (|Δ*| <= {tolerance:g} nats) left out"
     return verdict, reason
 
 
@@ -886,19 +899,22 @@ def rule_escapes_at_weakest(hits: int, tries: int, chance: float) -> tuple[str, 
     return verdict, reason, low, high
 
 
-def rule_cold_moves_less(moved, warm_moved, factor: float = COLD_FACTOR) -> tuple[str, str, float, float, float]:
-    """cold_chains_stay (C.3), one cold temperature: per chain, how far the cold chain moved after its burn-in
-    (`moved`) against how far the warm chain from the same start moved over the same steps (`warm_moved`).
-    The paper says the cold chain stays: mean(moved) < factor * mean(warm_moved). Null: mean(moved) = factor *
-    mean(warm_moved); judged on the
-    paired excess moved - factor * warm_moved by rule_paired_mean (Student's t interval): reproduced when it
-    lies below 0, differs at or above it. (verdict, reason, mean excess, low, high)."""
-    moved, warm_moved = np.asarray(moved, dtype=float).reshape(-1), np.asarray(warm_moved, dtype=float).reshape(-1)
-    if moved.shape != warm_moved.shape:
-        raise ValueError(f"moved and warm_moved must pair chain for chain, got {moved.shape} and {warm_moved.shape}")
-    if len(moved) < 2:
-        return INCONCLUSIVE, f"{len(moved)} chain(s): too few for an interval; 2 or more decide it", *(math.nan,) * 3
-    return rule_paired_mean(moved - factor * warm_moved, 0.0, "below", missing="no chain has a distance")
+def rule_cold_stays_near(distance, warm_distance, factor: float = COLD_FACTOR) -> tuple[str, str, float, float, float]:
+    """cold_chains_stay (C.3), one cold temperature at one step: per chain, the cold chain's distance from its start
+    d(x_t, x_0) (eq. B.1, `distance`) against the warm chain's from the same start at the same step
+    (`warm_distance`). The paper says the cold chain stays near its start: mean(distance) < factor *
+    mean(warm_distance). Null: equality; judged on the paired excess distance - factor * warm_distance by
+    rule_paired_mean (Student's t interval): reproduced when it lies below 0, differs at or above it. A chain that
+    falls far from its start and then freezes does not stay. (verdict, reason, mean excess, low, high)."""
+    distance = np.asarray(distance, dtype=float).reshape(-1)
+    warm_distance = np.asarray(warm_distance, dtype=float).reshape(-1)
+    if distance.shape != warm_distance.shape:
+        raise ValueError(
+            f"distance and warm_distance must pair chain for chain, got {distance.shape} and {warm_distance.shape}"
+        )
+    if len(distance) < 2:
+        return INCONCLUSIVE, f"{len(distance)} chain(s): too few for an interval; 2 or more decide it", *(math.nan,) * 3
+    return rule_paired_mean(distance - factor * warm_distance, 0.0, "below", missing="no chain has a distance")
 
 
 def rule_not_run(why: str) -> tuple[str, str]:

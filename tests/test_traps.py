@@ -479,6 +479,7 @@ def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
         {
             "trap": range(count),
             "chain": range(count),
+            "state": [[k, 0, 0] for k in range(count)],
             "temperature": temperature,
             "kind": kinds,
             "duration": durations,
@@ -496,21 +497,23 @@ def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
     )
 
 
-def cold_table(warm_moved, moved: dict) -> pd.DataFrame:
-    """A cold_frame with given movements after the burn-in (the distances from the start set to the same)."""
+def cold_table(warm_distance, distance: dict) -> pd.DataFrame:
+    """A cold_frame with given distances from the start, the same at the burn-in and at the end (so moved 0)."""
     return pd.concat(
         [
             pd.DataFrame(
                 dict(
                     temperature=tau,
-                    chain=range(len(m)),
-                    distance=m,
-                    moved=m,
-                    warm_distance=warm_moved,
-                    warm_moved=warm_moved,
+                    chain=range(len(d)),
+                    burn_in_distance=d,
+                    distance=d,
+                    moved=0.0,
+                    warm_burn_in_distance=warm_distance,
+                    warm_distance=warm_distance,
+                    warm_moved=warm_distance,
                 )
             )  # fmt: skip
-            for tau, m in moved.items()
+            for tau, d in distance.items()
         ],
         ignore_index=True,
     )
@@ -553,13 +556,14 @@ def test_claim_rows_judge_the_papers_temperature_only():
     assert verdicts["trap_split"] == bt.REPRODUCED
     assert verdicts["approximate_trap_duration"] == bt.REPRODUCED  # about 3.4 times the null's durations
     assert verdicts["escape_weakest_site"] == bt.REPRODUCED  # 11 of 12 final escapes against the kernel's 1/3
-    cold_row = claims.loc["cold_chains_stay"]  # the deciding temperature (largest upper end) with its interval
-    assert "τ = 0.1" in cold_row.quantity and cold_row.high < 0 and cold_row.low < cold_row.ours
+    cold_row = claims.loc["cold_chains_stay"]  # the deciding part (largest upper end) with its interval
+    assert "τ = 0.1, burn-in" in cold_row.quantity and cold_row.high < 0 and cold_row.low < cold_row.ours
+    assert cold_row.setup == "τ = 0.1, τ = 0.01"
     assert (
         "(-" not in claims.loc["mean_gap_correlation", "ours_text"]
         or "- (" in claims.loc["mean_gap_correlation", "ours_text"]
     )
-    assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both moved far less than half the warm chains
+    assert verdicts["cold_chains_stay"] == bt.REPRODUCED  # both far nearer their start than half the warm chains
     assert verdicts["trap_count"] == bt.OTHER_SETUP and verdicts["delta_star_below_lnv"] == bt.OTHER_SETUP
     assert claims.loc["trap_split", "setup"] == "τ = 1"
     # the same claims where the run says otherwise
@@ -727,18 +731,58 @@ def test_chains_at_temperatures_reject_bad_temperature_lists(temperatures):
         )
 
 
-def test_cold_frame_measures_the_movement_after_the_burn_in_and_from_the_start():
-    """Hamming vectors of known states: the cold chain jumps during its burn-in, then stays; the warm one moves
-    after it. movement reads the Hamming share between two recorded steps."""
+def test_cold_frame_measures_the_distance_from_the_start_at_the_burn_in_and_the_end():
+    """Hamming vectors of known states: the cold chain falls 2 of 4 sites from its start during its burn-in, then
+    freezes; the warm one lies 1 of 4 off at the burn-in and 4 of 4 at the end."""
     steps = torch.tensor([0, 5, 10])
     cold_states = torch.tensor([[[0, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0]]])  # moves 2 of 4 by step 5, then stays
     warm_states = torch.tensor([[[0, 0, 0, 0], [0, 0, 0, 1], [1, 1, 1, 1]]])  # 1 of 4 by step 5, 3 more after it
     warm = (ch.hamming_vectors(warm_states), steps)
     frame = ch.cold_frame(warm, {0.1: (ch.hamming_vectors(cold_states), steps)}, burn_in=5, end=10)
     row = frame.iloc[0]
-    assert (row.distance, row.moved, row.warm_distance, row.warm_moved) == pytest.approx((0.5, 0.0, 1.0, 0.75))
+    assert (row.burn_in_distance, row.distance, row.moved) == pytest.approx((0.5, 0.5, 0.0))
+    assert (row.warm_burn_in_distance, row.warm_distance, row.warm_moved) == pytest.approx((0.25, 1.0, 0.75))
     with pytest.raises(ValueError, match="recorded steps"):
         ch.movement(warm[0], steps, 3, 10)
+
+
+def test_cold_row_judges_the_distance_from_the_start_not_the_freezing():
+    """Chains that fall far from their start during the burn-in and then freeze (moved 0) lie 0.75 from it against
+    the warm chains' 0.8: not near their start, whatever they do after; chains at their start (0) stay. Both steps
+    are parts: a cold chain near its start at the end but not at the burn-in does not stay."""
+    warm = [0.8, 0.75, 0.85, 0.8]
+    fell = cold_table(warm, {0.1: [0.75, 0.7, 0.8, 0.75], 0.01: [0.75, 0.8, 0.7, 0.75]})
+    assert (fell.moved == 0).all() and ch.cold_row(fell)["verdict"] == bt.DIFFERS
+    stayed = cold_table(warm, {0.1: [0.0, 0.1, 0.05, 0.0], 0.01: [0.0, 0.0, 0.02, 0.01]})
+    row = ch.cold_row(stayed)
+    assert row["verdict"] == bt.REPRODUCED and row["reason"].count("reproduced") >= 4  # 2 temperatures x 2 steps
+    away = stayed.assign(burn_in_distance=np.where(stayed.temperature == 0.1, 0.7, stayed.burn_in_distance))
+    parts = {(p["tau"], p["point"]): p["verdict"] for p in ch.cold_parts(away)}
+    assert parts == {(0.1, "burn-in"): bt.DIFFERS, (0.1, "end"): bt.REPRODUCED, (0.01, "burn-in"): bt.REPRODUCED,
+                     (0.01, "end"): bt.REPRODUCED}  # fmt: skip
+    assert ch.cold_row(away)["verdict"] == bt.DIFFERS
+    view = ch.cold_view(stayed, 1.0).data
+    assert view["read at"].tolist() == ["burn-in", "end"] * 2 and view.verdict.eq(bt.REPRODUCED).all()
+
+
+def test_split_row_counts_distinct_held_states_and_ties_as_neither_kind():
+    """AntiBERTy's pattern: one chain re-enters one held state three times (Δ* = -0.065) and holds its twin once
+    (+0.065); 4 other chains hold perfect states, one of them twice. Distinct held states: 5 perfect (the twin among
+    them), 1 approximate; a Δ* within the tie tolerance is neither kind."""
+    traps = constructed_traps(["perfect"] * 9, [300] * 9, [True] * 9).assign(
+        chain=[0, 0, 0, 0, 1, 2, 3, 4, 4],
+        state=[[1, 0, 0], [2, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0], [5, 0, 0], [5, 0, 0]],
+        min_gap=[-0.065, 0.065, -0.065, -0.065, 2.0, 2.0, 2.0, 1.0, 1.0],
+    )
+    distinct = ch.distinct_held_states(traps)
+    assert distinct.trap.tolist() == [0, 1, 4, 5, 6, 7] and distinct.entries.tolist() == [3, 1, 1, 1, 1, 2]
+    row = ch.split_row(traps, "τ = 1")
+    assert row["verdict"] == bt.REPRODUCED and row["ours"] == pytest.approx(5 / 6)
+    assert row["ours_text"] == "5 perfect, 1 approximate of 6 distinct held states (9 traps)"
+    tied = traps.assign(min_gap=traps.min_gap.where(traps.chain != 0, ch.TIE_TOLERANCE / 2 * np.sign(traps.min_gap)))
+    row = ch.split_row(tied, "τ = 1")
+    assert row["verdict"] == bt.INCONCLUSIVE and "2 tied" in row["ours_text"] and "tied held state" in row["reason"]
+    assert ch.distinct_held_states(traps.head(0)).empty
 
 
 def test_theorem8_row_counts_traps_whose_bound_is_below_one_step():

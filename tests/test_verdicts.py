@@ -371,18 +371,32 @@ def test_spearman_difference_is_the_two_rank_correlations_apart():
 
 
 @pytest.mark.parametrize(
-    "kinds, expected",
+    "min_gaps, expected",
     [
-        (["perfect", "approximate"], vd.REPRODUCED),
-        (["perfect"] * 40, vd.DIFFERS),  # enough traps for an absent kind's share to fall under 10%
-        (["perfect"] * 16, vd.INCONCLUSIVE),  # too few: says how many would decide
+        ([1.0, -1.0], vd.REPRODUCED),
+        ([1.0] * 40, vd.DIFFERS),  # enough held states for an absent kind's share to fall under 10%
+        ([1.0] * 16, vd.INCONCLUSIVE),  # too few: says how many would decide
         ([], vd.INCONCLUSIVE),
     ],
 )
-def test_trap_split_rule_reaches_every_outcome(kinds, expected):
-    verdict, reason = vd.rule_trap_split(kinds)
+def test_trap_split_rule_reaches_every_outcome(min_gaps, expected):
+    verdict, reason = vd.rule_trap_split(min_gaps)
     assert verdict == expected
-    assert ("cannot reach differs" in reason) == (expected == vd.INCONCLUSIVE and len(kinds) > 0)
+    assert ("cannot reach differs" in reason) == (expected == vd.INCONCLUSIVE and len(min_gaps) > 0)
+
+
+def test_trap_split_rule_calls_a_gap_negative_only_beyond_the_tie_tolerance():
+    """A Delta* within TIE_TOLERANCE of 0 is a tie: neither kind, left out of the split and named in the reason."""
+    tol = vd.TIE_TOLERANCE
+    assert tol == 1e-3
+    verdict, reason = vd.rule_trap_split([1.0, -tol / 2])  # one perfect, one tie: no approximate state
+    assert verdict == vd.INCONCLUSIVE and "1 tied" in reason and "no approximate case among 1" in reason
+    assert vd.rule_trap_split([1.0, -2 * tol])[0] == vd.REPRODUCED  # negative beyond the tolerance
+    assert vd.rule_trap_split([tol / 2, -1.0])[0] == vd.INCONCLUSIVE  # a tie is not perfect either
+    assert vd.rule_trap_split([1.0] * 40 + [0.0] * 5)[0] == vd.DIFFERS  # ties do not count as approximate
+    assert vd.rule_trap_split([1.0, -0.0005], tolerance=1e-4)[0] == vd.REPRODUCED  # the tolerance is the rule's
+    with pytest.raises(ValueError, match="finite minimum gaps"):
+        vd.rule_trap_split([1.0, math.nan])
 
 
 def test_outlasts_null_rule_reaches_every_outcome_and_needs_room_to_differ():
@@ -416,15 +430,15 @@ def test_escapes_at_weakest_rule_reaches_every_outcome():
     assert vd.rule_escapes_at_weakest(0, 0, math.nan)[0] == vd.INCONCLUSIVE
 
 
-def test_cold_moves_less_rule_reaches_every_outcome():
+def test_cold_stays_near_rule_reaches_every_outcome():
     warm = np.array([0.6, 0.7, 0.5, 0.65, 0.55])
-    assert vd.rule_cold_moves_less(np.zeros(5), warm)[0] == vd.REPRODUCED  # stays: excess -warm / 2
-    assert vd.rule_cold_moves_less(warm, warm)[0] == vd.DIFFERS  # moves as far as warm
-    assert vd.rule_cold_moves_less(warm / 2 + [0.1, -0.1, 0.1, -0.1, 0.0], warm)[0] == vd.INCONCLUSIVE
-    assert vd.rule_cold_moves_less(np.full(5, 0.5), np.ones(5))[0] == vd.INCONCLUSIVE  # zero width
-    assert vd.rule_cold_moves_less([0.1], [0.5])[0] == vd.INCONCLUSIVE
+    assert vd.rule_cold_stays_near(np.zeros(5), warm)[0] == vd.REPRODUCED  # at its start: excess -warm / 2
+    assert vd.rule_cold_stays_near(warm, warm)[0] == vd.DIFFERS  # as far from its start as warm (fell, or moves)
+    assert vd.rule_cold_stays_near(warm / 2 + [0.1, -0.1, 0.1, -0.1, 0.0], warm)[0] == vd.INCONCLUSIVE
+    assert vd.rule_cold_stays_near(np.full(5, 0.5), np.ones(5))[0] == vd.INCONCLUSIVE  # zero width
+    assert vd.rule_cold_stays_near([0.1], [0.5])[0] == vd.INCONCLUSIVE
     with pytest.raises(ValueError, match="pair chain for chain"):
-        vd.rule_cold_moves_less([0.1, 0.2], [0.5])
+        vd.rule_cold_stays_near([0.1, 0.2], [0.5])
 
 
 def test_deciding_part_prefers_differs_then_undecided_then_the_largest_upper_end():
@@ -444,7 +458,7 @@ def test_zero_width_is_judged_up_to_rounding_and_the_rare_share_count_is_wilsons
     assert vd.cases_to_rule_out(0.1) == 35
     assert vd.share_intervals([0], [35])[1][0] < 0.1 < vd.share_intervals([0], [34])[1][0]
     assert vd.rule_both_kinds(35, 35)[0] == vd.DIFFERS and vd.rule_both_kinds(34, 34)[0] == vd.INCONCLUSIVE
-    verdict, reason = vd.rule_trap_split(["perfect"] * 36)
+    verdict, reason = vd.rule_trap_split([1.0] * 36)
     assert verdict == vd.DIFFERS and "cannot reach differs" not in reason
 
 

@@ -2,7 +2,7 @@
 
 Glauber chains on a masked LM fall into stretches where the text stops moving; appendix A.1 flags them by a rolling
 embedding drift, classes each held state as a perfect or an approximate trap by its score gaps, and C.2-C.3 follow
-how traps end and how far cold chains move after a burn-in. The package splits that by concern:
+how traps end and how far cold chains lie from their start against warm ones. The package splits that by concern:
 
 - `protocol`: the profiles (`SETTINGS`, `settings`), the chains at every temperature in one batch, the recorded
   states as vectors, and a protein model's germline seeds with their gaps;
@@ -20,6 +20,7 @@ name below.
 from .judging import (
     COLD_FACTOR,
     DURATION_FACTOR,
+    TIE_TOLERANCE,
     TRAP_CLAIMS,
     claim_rows,
     cold_parts,
@@ -73,6 +74,7 @@ from .science import (
     departure_counts,
     detect_traps,
     distance_at,
+    distinct_held_states,
     escape_events,
     held_states,
     kernel_chance,
@@ -115,6 +117,7 @@ __all__ = [
     "departure_counts",
     "detect_traps",
     "distance_at",
+    "distinct_held_states",
     "escape_events",
     "held_states",
     "kernel_chance",
@@ -133,6 +136,7 @@ __all__ = [
     # judging
     "COLD_FACTOR",
     "DURATION_FACTOR",
+    "TIE_TOLERANCE",
     "TRAP_CLAIMS",
     "claim_rows",
     "cold_parts",

@@ -14,9 +14,10 @@ from book_tools import claim_row, interval_text, model_specific_row, share_text
 from verdicts import (
     COLD_FACTOR,
     DURATION_FACTOR,
+    TIE_TOLERANCE,
     deciding_part,
     finite,
-    rule_cold_moves_less,
+    rule_cold_stays_near,
     rule_escapes_at_weakest,
     rule_every_part,
     rule_mean_gap_tracks_duration,
@@ -27,7 +28,7 @@ from verdicts import (
 )
 
 from .protocol import PAPER_TAU
-from .science import trap_summary
+from .science import distinct_held_states, trap_summary
 
 TRAP_CLAIMS = ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site")
 
@@ -46,26 +47,34 @@ def final_escapes(traps: pd.DataFrame) -> tuple[int, int, float]:
     return (int(escaped.at_weakest.sum()), len(escaped), chance) if len(escaped) else (0, 0, chance)
 
 
+COLD_POINTS = (("burn_in_distance", "burn-in"), ("distance", "end"))  # where C.3's distance is read
+
+
 def cold_parts(cold: pd.DataFrame) -> list[dict]:
-    """cold_chains_stay per cold temperature (C.3): rule_cold_moves_less on the chains' movement after the burn-in
-    against the warm chains' from the same starts; each part with its means, the paired excess and its interval."""
+    """cold_chains_stay per cold temperature and step (C.3): rule_cold_stays_near on the chains' distance from
+    their start (eq. B.1) at the end of the burn-in and at the end of the run, against the warm chains' from the same
+    starts at the same steps (C.3 reads its cold chains over a stretch, e.g. steps 1k to 10k: near the start at both
+    ends); each part with its means, the paired excess and its interval, and the cold chains' movement after the
+    burn-in (shown, not judged)."""
     parts = []
     for tau, group in cold.groupby("temperature", sort=False):
-        verdict, reason, excess, low, high = rule_cold_moves_less(group.moved, group.warm_moved)
-        parts.append(
-            dict(
-                tau=float(tau),
-                chains=len(group),
-                distance=float(group.distance.mean()),
-                moved=float(group.moved.mean()),
-                warm_moved=float(group.warm_moved.mean()),
-                excess=excess,
-                low=low,
-                high=high,
-                verdict=verdict,
-                reason=f"τ={tau:g}: {reason}",
+        for column, point in COLD_POINTS:
+            verdict, reason, excess, low, high = rule_cold_stays_near(group[column], group[f"warm_{column}"])
+            parts.append(
+                dict(
+                    tau=float(tau),
+                    point=point,
+                    chains=len(group),
+                    distance=float(group[column].mean()),
+                    warm_distance=float(group[f"warm_{column}"].mean()),
+                    moved=float(group.moved.mean()),
+                    excess=excess,
+                    low=low,
+                    high=high,
+                    verdict=verdict,
+                    reason=f"τ={tau:g} at the {point}: {reason}",
+                )
             )
-        )
     return parts
 
 
@@ -122,18 +131,25 @@ def _not_run_rows(at: str) -> list[dict]:
 
 
 def split_row(here: pd.DataFrame, at: str) -> dict:
-    """trap_split on one temperature's traps (rule_trap_split)."""
-    count, perfect = len(here), int((here.kind == "perfect").sum()) if len(here) else 0
-    verdict, reason = rule_trap_split(here.kind if len(here) else [])
+    """trap_split on one temperature's traps (rule_trap_split): the distinct held states of each chain
+    (distinct_held_states: a state re-entered by the same chain counts once), each classed by its Δ* against the
+    tie tolerance."""
+    states = distinct_held_states(here) if len(here) else here
+    gaps = states.min_gap.to_numpy(float) if len(states) else np.empty(0)
+    verdict, reason = rule_trap_split(gaps)
+    perfect, approximate = int((gaps > TIE_TOLERANCE).sum()), int((gaps < -TIE_TOLERANCE).sum())
+    tied = len(gaps) - perfect - approximate
     text = (
-        f"{perfect} perfect, {count - perfect} approximate of {_count_text(count, 'trap')}"
-        if count
+        f"{perfect} perfect, {approximate} approximate"
+        + (f", {tied} tied" if tied else "")
+        + f" of {_count_text(len(gaps), 'distinct held state')} ({_count_text(len(here), 'trap')})"
+        if len(here)
         else "no trap was detected"
     )
     return claim_row(
         "trap_split",
-        "perfect / all traps",
-        perfect / count if count else math.nan,
+        f"perfect / (perfect + approximate) distinct held states (Δ* beyond ±{TIE_TOLERANCE:g} nats)",
+        perfect / (perfect + approximate) if perfect + approximate else math.nan,
         text,
         verdict,
         f"at {at}: {reason}",
@@ -223,12 +239,14 @@ def weakest_row(here: pd.DataFrame, at: str) -> dict:
 
 
 def cold_row(cold: pd.DataFrame) -> dict:
-    """cold_chains_stay (C.3): cold_parts combined by rule_every_part (the claim holds at every cold temperature),
-    shown at its deciding temperature (deciding_part) with that temperature's paired excess and interval."""
+    """cold_chains_stay (C.3): cold_parts combined by rule_every_part (the claim holds at every cold temperature, at
+    the burn-in and at the end), shown at its deciding part (deciding_part) with that part's paired excess and
+    interval."""
     parts = cold_parts(cold)
-    verdict, reason = rule_every_part([p["verdict"] for p in parts], [f"τ={p['tau']:g}" for p in parts])
+    names = [f"τ={p['tau']:g} {p['point']}" for p in parts]
+    verdict, reason = rule_every_part([p["verdict"] for p in parts], names)
     text = "; ".join(
-        f"τ={p['tau']:g}: moved {p['moved']:.3f} vs warm {p['warm_moved']:.3f}, excess "
+        f"τ={p['tau']:g} at the {p['point']}: {p['distance']:.3f} vs warm {p['warm_distance']:.3f}, excess "
         + interval_text(p["excess"], p["low"], p["high"], digits=3, signed=True, missing=f"{p['chains']} chain(s)")
         for p in parts
     )
@@ -236,13 +254,13 @@ def cold_row(cold: pd.DataFrame) -> dict:
     reasons = "; ".join(p["reason"] for p in parts)
     return claim_row(
         "cold_chains_stay",
-        f"movement after the burn-in minus {COLD_FACTOR:g} × the warm chain's from the same start, at the deciding "
-        "cold temperature" + (f" (τ = {worst['tau']:g})" if parts else ""),
+        f"distance from the start (eq. B.1) minus {COLD_FACTOR:g} × the warm chain's from the same start, at the "
+        "deciding cold temperature and step" + (f" (τ = {worst['tau']:g}, {worst['point']})" if parts else ""),
         worst["excess"],
         text or "no cold run",
         verdict,
         f"{reason}; {reasons}" if parts else reason,
-        ", ".join(f"τ = {p['tau']:g}" for p in parts) or "—",
+        ", ".join(dict.fromkeys(f"τ = {p['tau']:g}" for p in parts)) or "—",
         low=worst["low"],
         high=worst["high"],
         null=0.0,

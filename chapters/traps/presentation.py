@@ -12,14 +12,14 @@ import pandas as pd
 from book_tools import interval_text, paper_claim, paper_number, parse_pairs, reading_table, share_text
 from glauber_core import is_protein
 
-from .judging import COLD_FACTOR, DURATION_FACTOR, _count_text, cold_parts, final_escapes
+from .judging import COLD_FACTOR, DURATION_FACTOR, TIE_TOLERANCE, _count_text, cold_parts, final_escapes
 from .protocol import COLD_PROTOCOL, PAPER_TAU, SETTINGS, TABLE4, settings
 from .science import kernel_chance, weakest_site_chance, window_drift
 
 
 def setup_text(cfg, cond) -> dict:
     """Sentences for the chapter's opening: the paper's Table 4 protocol, C.3's cold chains, the vocabulary
-    size and ln(4|V|)."""
+    size, ln(4|V|) and trap_split's tie tolerance."""
     vocab = int(cond.allowed.sum())
     return {
         "table4": f"{int(TABLE4['chains'])} chains of {int(TABLE4['steps']):,} steps at τ = {TABLE4['tau']}, "
@@ -27,6 +27,7 @@ def setup_text(cfg, cond) -> dict:
         "paper_cold_steps": f"{int(COLD_PROTOCOL['steps']):,}",
         "vocab": f"{vocab:,}",
         "log_4v": f"{math.log(4 * vocab):.1f}",
+        "tie_tolerance": f"{TIE_TOLERANCE:g}",
         "cold_steps": f"{cfg.cold_steps:,}",
         "burn_in": f"{cfg.burn_in:,}",
         "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none",
@@ -220,8 +221,8 @@ def germline_text(gaps: pd.DataFrame | None, run_seeds=()) -> dict:
         f" On this protein model the run's {len(mine)} seeds have a negative gap at "
         f"{mine.negative_sites.sum() / (len(mine) * n):.0%} of their sites (germline section). A visit to such a "
         "site keeps the germline residue with probability at most e^(Δ_i/τ) (Δ_i < 0; e^-50 for Δ_i = -5 at "
-        "τ = 0.1), so a cold chain leaves its start at those sites by construction: its distance from a germline "
-        "says how far the seed lies from the states the cold chain settles in, not that it keeps moving."
+        "τ = 0.1), so a cold chain leaves its start at those sites by construction, and the judged distance from "
+        "the start counts them: a chain that falls from its seed to the model's favourites does not stay near it."
         if len(mine)
         else ""
     )
@@ -389,27 +390,31 @@ def weakest_view(traps: pd.DataFrame):
 
 
 def cold_view(cold: pd.DataFrame, warm_tau: float):
-    """Appendix C.3 as a reading table, per cold temperature (cold_parts): the judged comparison (the mean movement
-    after the burn-in, cold and warm, their paired excess with its 95% t interval and the part verdict), then the
-    mean distance from the start at the run's end beside the paper's (BERT: model-specific, shown, not judged)."""
+    """Appendix C.3 as a reading table, per cold temperature and step (cold_parts): the judged comparison (the mean
+    distance from the start, eq. B.1, cold and warm, their paired excess with its 95% t interval and the part
+    verdict), the paper's distance at the end (BERT: model-specific, shown, not judged) and the cold chains' movement
+    after the burn-in (shown, not judged: a chain that falls from its start and then freezes moves 0)."""
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
-    warm = f"warm moved (τ = {warm_tau:g})"
+    warm = f"warm distance (τ = {warm_tau:g})"
     rows = [
         {
             "τ": p["tau"],
+            "read at": p["point"],
             "chains": p["chains"],
-            "moved after burn-in": p["moved"],
-            warm: p["warm_moved"],
+            "distance from start": p["distance"],
+            warm: p["warm_distance"],
             f"excess over {COLD_FACTOR:g} × warm [95%]": interval_text(
                 p["excess"], p["low"], p["high"], digits=3, signed=True, missing="too few chains"
             ),
             "verdict": p["verdict"],
-            "distance from start": p["distance"],
-            "paper's distance (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—"),
+            "paper's distance (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—")
+            if p["point"] == "end"
+            else "—",
+            "moved after burn-in": p["moved"] if p["point"] == "end" else math.nan,
         }
         for p in cold_parts(cold)
     ]
-    formats = {"τ": "{:g}", "moved after burn-in": "{:.3f}", warm: "{:.3f}", "distance from start": "{:.3f}"}
+    formats = {"τ": "{:g}", "distance from start": "{:.3f}", warm: "{:.3f}", "moved after burn-in": "{:.3f}"}
     return reading_table(pd.DataFrame(rows), formats)
 
 

@@ -146,6 +146,22 @@ def held_states(trajectory: Trajectory, traps: pd.DataFrame) -> torch.Tensor:
     return torch.stack(held) if held else torch.empty(0, trajectory.tokens.shape[2], dtype=torch.long)
 
 
+def distinct_held_states(traps: pd.DataFrame) -> pd.DataFrame:
+    """One row per distinct held state of each chain at each temperature (appendix A.1 counts trap states): a state
+    the same chain re-enters (detected again after an escape) keeps its first trap's row, with `entries`, how many
+    traps held it. `traps`: the catalogue (trap_frame or trap_catalogue: chain, state, temperature)."""
+    if not isinstance(traps, pd.DataFrame) or not {"chain", "state"} <= set(traps.columns):
+        raise ValueError("traps must be the DataFrame of trap_catalogue (columns chain, state)")
+    if traps.empty:
+        return traps.assign(entries=pd.Series(dtype=int))
+    temperature = traps.get("temperature", 0.0)
+    key = pd.DataFrame(
+        {"t": temperature, "c": traps.chain, "s": [",".join(map(str, s)) for s in traps.state]}, index=traps.index
+    )
+    first, entries = ~key.duplicated(), key.groupby(["t", "c", "s"], sort=False).t.transform("size")
+    return traps[first].assign(entries=entries[first].astype(int))
+
+
 def trap_catalogue(
     cond: Conditionals, trajectory: Trajectory, traps: pd.DataFrame, *, max_rows: int = 256, contexts=None
 ) -> pd.DataFrame:
@@ -423,23 +439,24 @@ def distance_at(vectors, steps, step: int) -> torch.Tensor:
 
 
 def cold_frame(warm, cold: dict, burn_in: int, end: int) -> pd.DataFrame:
-    """Appendix C.3's comparison, one row per (cold temperature, chain): distance, the cold chain's distance from
-    its start at step `end` (the number the paper reports); moved, how far it moved from its burn-in (step
-    `burn_in`) to `end`; and warm_distance, warm_moved, the same for the warm chain from the same start over the
+    """Appendix C.3's comparison, one row per (cold temperature, chain): the cold chain's distance from its start
+    (eq. B.1) at the end of its burn-in (burn_in_distance, step `burn_in`) and at step `end` (distance), and moved,
+    how far it moved from its burn-in to `end` (shown, not judged: a chain that falls and then freezes moves 0);
+    warm_burn_in_distance, warm_distance and warm_moved, the same for the warm chain from the same start over the
     same steps. warm: (vectors, steps) of the warm run; cold: {tau: (vectors, steps)} (unit vectors, state_vectors)."""
     warm_vectors, warm_steps = warm
-    columns = ["temperature", "chain", "distance", "moved", "warm_distance", "warm_moved"]
-    warm_distance, warm_moved = (movement(warm_vectors, warm_steps, s, end) for s in (warm_steps[0], burn_in))
+    names = ["burn_in_distance", "distance", "moved"]
+    columns = ["temperature", "chain", *names, *(f"warm_{name}" for name in names)]
+
+    def distances(vectors, steps) -> list:
+        return [movement(vectors, steps, a, b) for a, b in ((steps[0], burn_in), (steps[0], end), (burn_in, end))]
+
+    warm_values = distances(warm_vectors, warm_steps)
     frames = []
     for tau, (vectors, steps) in cold.items():
         if len(vectors) != len(warm_vectors):
             raise ValueError(f"cold run tau={tau} has {len(vectors)} chains, the warm run {len(warm_vectors)}")
-        values = (
-            movement(vectors, steps, steps[0], end),
-            movement(vectors, steps, burn_in, end),
-            warm_distance,
-            warm_moved,
-        )
+        values = distances(vectors, steps) + warm_values
         frames.append(
             pd.DataFrame(
                 {"temperature": float(tau), "chain": np.arange(len(vectors))}

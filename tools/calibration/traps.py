@@ -1,8 +1,9 @@
 """Chapter 5's general claims on known-answer chains at the quick profile's sizes (make calibrate): each case runs
 the chapter's own estimators (detect_traps, trap_catalogue, trap_frame, null_durations, cold_frame) on Hamming
 vectors (state_vectors without an embedder, as on a protein model) and its row functions, whose verdicts come from
-verdicts.py's chapter-5 rules. Chains start from random states, not from a ground state (the book starts from
-text)."""
+verdicts.py's chapter-5 rules. The trap chains start from random states; the cold chains from the model's favourites
+(as text mostly holds its model's first choices) where the claim holds, and from random states (a chain that falls
+to its favourites and freezes, far from its start) where it fails."""
 
 from __future__ import annotations
 
@@ -52,34 +53,67 @@ def mean_field_potts(n: int, colours: int, total: float) -> glauber.PottsConditi
 
 
 # --------------------------------------------------------------------------------------------
-# cold_chains_stay (C.3): the movement after the burn-in, cold against warm
+# cold_chains_stay (C.3): the distance from the start at the burn-in and at the end, cold against warm
 # --------------------------------------------------------------------------------------------
 
 
-def cold_verdict(cond, seed: int) -> str:
-    """The notebook's cold comparison at the quick sizes: the warm (tau = 1) and cold chains from the same random
-    starts, cold_frame on Hamming vectors, cold_row's verdict."""
+def favourite_starts(cond: glauber.PottsConditionals, chains: int, off: int = 0, seed: int = 0) -> torch.Tensor:
+    """`chains` copies of the state that holds each site's favourite colour (the argmax of its field: the model's
+    first choice everywhere, as the text a model was trained on mostly is), each with `off` random sites set to a
+    random other colour (a text the model would change at `off` places)."""
+    generator = torch.Generator().manual_seed(seed)
+    n, colours = cond.field.shape
+    x0 = cond.field.argmax(1).repeat(chains, 1)
+    for chain in range(chains):
+        sites = torch.randperm(n, generator=generator)[:off]
+        x0[chain, sites] = (x0[chain, sites] + torch.randint(1, colours, (off,), generator=generator)) % colours
+    return x0
+
+
+def well_starts(chains: int, n: int, colours: int, seed: int) -> torch.Tensor:
+    """`chains` states with every site the same colour (a well of mean_field_potts), the colour drawn per chain."""
+    return random_starts(chains, 1, colours, seed).repeat(1, n)
+
+
+def cold_verdict(cond, seed: int, x0=None) -> str:
+    """The notebook's cold comparison at the quick sizes: the warm (tau = 1) and cold chains from the same starts
+    (`x0`, else uniformly random ones), cold_frame on Hamming vectors, cold_row's verdict."""
     taus = [QUICK.temperatures[0], *QUICK.cold_temperatures]
-    x0 = random_starts(CHAINS, N, cond.vocab_size, seed)
+    x0 = random_starts(CHAINS, N, cond.vocab_size, seed) if x0 is None else x0
     runs = ch.chains_at_temperatures(cond, x0, taus, QUICK.cold_steps, seed=seed, record_every=QUICK.cold_record)
     vectors = {tau: (ch.state_vectors(cond, None, run), run.steps) for tau, run in runs.items()}
     cold = ch.cold_frame(vectors.pop(taus[0]), vectors, QUICK.burn_in, QUICK.cold_steps)
     return ch.cold_row(cold)["verdict"]
 
 
+def at_favourites(cond, seed: int, off: int = 0) -> str:
+    """cold_verdict from the favourite state with `off` sites changed (favourite_starts)."""
+    return cold_verdict(cond, seed, favourite_starts(cond, CHAINS, off, seed))
+
+
+# Expected distances (Hamming share): from the favourites, cold chains keep them (0, or off / N) while warm ones lie
+# at the share of sites off their favourite (about 0.3 for gaps 1-3, 0.7 for gap 0.3; a cold chain at tau 0.1 with
+# gap 0.3 about 0.13). From uniformly random starts, every chain, cold or warm, ends (and lies at its burn-in) at
+# 1 - 1/q of its start's sites on independent sites, about 2/3 on mean-field Potts: a ratio of 1, over the factor.
 CASES = cases(
     __file__,
     [
-        ("cold_chains_stay", "independent sites, each favourite ahead by 1-3, random starts", "holds", "05_traps",
+        ("cold_chains_stay", "independent sites, favourite ahead by 1-3, starts at the favourites", "holds",
+         "05_traps", lambda seed: at_favourites(favourites(N, 4, seed), seed)),
+        ("cold_chains_stay", "independent sites, favourite ahead by 1-3, starts one site off the favourites",
+         "holds", "05_traps", lambda seed: at_favourites(favourites(N, 4, seed), seed, off=1)),
+        ("cold_chains_stay", "weak favourites (gap 0.3) from the favourites: at tau 0.1 a fifth of the warm distance",
+         "holds", "05_traps", lambda seed: at_favourites(favourites(N, 4, seed, 0.3, 0.3), seed)),
+        ("cold_chains_stay", "mean-field Potts (3 wells, coupling 2), starts in a well", "holds", "05_traps",
+         lambda seed: cold_verdict(mean_field_potts(N, 3, 2.0), seed, well_starts(CHAINS, N, 3, seed))),
+        ("cold_chains_stay", "falls, then freezes: favourites ahead by 1-3, random starts", "fails", "05_traps",
          lambda seed: cold_verdict(favourites(N, 4, seed), seed)),
-        ("cold_chains_stay", "weak favourites (gap 0.3): at tau 0.1 about a third of the warm movement", "holds",
-         "05_traps", lambda seed: cold_verdict(favourites(N, 4, seed, 0.3, 0.3), seed)),
-        ("cold_chains_stay", "mean-field Potts (3 wells, coupling 2), random starts", "holds", "05_traps",
+        ("cold_chains_stay", "falls, then freezes: mean-field Potts (3 wells), random starts", "fails", "05_traps",
          lambda seed: cold_verdict(mean_field_potts(N, 3, 2.0), seed)),
         ("cold_chains_stay", "uniform conditionals (temperature-blind)", "fails", "05_traps",
          lambda seed: cold_verdict(independent_sites(torch.zeros(N, 4)), seed)),
-        ("cold_chains_stay", "two tied favourites at every site", "fails", "05_traps",
-         lambda seed: cold_verdict(tied_favourites(N, 4), seed)),
+        ("cold_chains_stay", "two tied favourites at every site, starts at one of them", "fails", "05_traps",
+         lambda seed: cold_verdict(tied_favourites(N, 4), seed, torch.zeros(CHAINS, N, dtype=torch.long))),
     ],
 )  # fmt: skip
 
@@ -133,28 +167,36 @@ def free_last_site(field: float) -> glauber.PottsConditionals:
 
 
 class LockedWells:
-    """Binary sites 0..n-2 in two wells locked by a strong mean-field coupling (J = 30: a chain stays in the well
-    its start's majority picks); the last site follows site 0 with gap 30, except, with `free_in_well_1`, in well
-    1, where it has no field (gap 0: a tie, not the unique argmax). So every held state in well 0 is a perfect trap
-    and, with `free_in_well_1`, every one in well 1 an approximate trap."""
+    """Binary sites 0..n-3 in two wells locked by a strong mean-field coupling (J = 30: a chain stays in the well its
+    start's majority picks); the last two sites i, k follow site 0 with gap 30, except, with `rotor_in_well_1`, in
+    well 1, where they chase each other: s_i(a) = 30 [a = 1 - x_k], s_k(a) = 30 [a = x_i], so each of their four
+    states has one of the two at gap -30. So every held state in well 0 is a perfect trap and, with the rotor, every
+    one in well 1 an approximate trap (Delta* = -30, far beyond the tie tolerance)."""
 
-    def __init__(self, n: int, free_in_well_1: bool, coupling: float = 30.0):
-        self.wells, self.free, self.coupling = TwoWells(n, n - 1, coupling), free_in_well_1, coupling
+    def __init__(self, n: int, rotor_in_well_1: bool, coupling: float = 30.0):
+        self.wells, self.rotor, self.coupling = TwoWells(n, n - 2, coupling), rotor_in_well_1, coupling
         self.vocab_size, self.max_sites, self.protein = 2, n, False
         self.allowed, self.device = torch.ones(2, dtype=torch.bool), torch.device("cpu")
-        self.name_or_path = f"locked-wells(n={n}, free={free_in_well_1})"
+        self.name_or_path = f"locked-wells(n={n}, rotor={rotor_in_well_1})"
 
     def log_scores(self, tokens, positions):
-        follow = torch.nn.functional.one_hot(tokens[:, 0], 2).double() * self.coupling
-        if self.free:
-            follow = follow * (tokens[:, :1] == 0)
-        last = positions == tokens.shape[1] - 1
-        return torch.where(last[:, None], follow, self.wells.log_scores(tokens, positions))
+        n = tokens.shape[1]
+        rotor = torch.where(positions == n - 2, 1 - tokens[:, -1], tokens[:, -2])  # the rotor's favourites
+        target = torch.where((tokens[:, 0] == 1) & self.rotor, rotor, tokens[:, 0])
+        pair = torch.nn.functional.one_hot(target, 2).double() * self.coupling
+        return torch.where((positions >= n - 2)[:, None], pair, self.wells.log_scores(tokens, positions))
 
 
-def split_verdict(seed: int, free_in_well_1: bool) -> str:
+def split_verdict(seed: int, rotor_in_well_1: bool) -> str:
     """trap_split at the quick sizes (split_row on trap_run's traps) on LockedWells."""
-    return ch.split_row(trap_run(LockedWells(N, free_in_well_1), seed, null=False)[0], AT)["verdict"]
+    return ch.split_row(trap_run(LockedWells(N, rotor_in_well_1), seed, null=False)[0], AT)["verdict"]
+
+
+def reentry_verdict(seed: int) -> str:
+    """trap_split at the quick sizes on Gate(2.5, 8): two perfect wells (all 0, all 1) that chains leave through the
+    gate and come back to, so a chain re-enters its held states; split_row counts each once. The other sites at gap 8
+    (not 4): a site off its well (gap -8) is undone at its next visit (p 0.9997), so no held state has one."""
+    return ch.split_row(trap_run(Gate(2.5, [8.0] * (N - 1)), seed, null=False)[0], AT)["verdict"]
 
 
 def duration_verdict(cond, seed: int) -> str:
@@ -166,10 +208,12 @@ def duration_verdict(cond, seed: int) -> str:
 CASES += cases(
     __file__,
     [
-        ("trap_split", "two locked wells, one perfect and one with a free site (approximate)", "holds",
+        ("trap_split", "two locked wells, one perfect and one with a rotor pair (approximate, Δ* = -30)", "holds",
          "05_traps", lambda seed: split_verdict(seed, True)),
         ("trap_split", "two locked wells, every held state perfect", "fails", "05_traps",
          lambda seed: split_verdict(seed, False)),
+        ("trap_split", "re-entries: gated wells, every held state perfect, re-entered after escapes", "fails",
+         "05_traps", reentry_verdict),
         ("approximate_trap_duration", "two wells (11 sites, J = 3.5) and a free site", "holds", "05_traps",
          lambda seed: duration_verdict(TwoWells(N, N - 1, 3.5), seed)),
         ("approximate_trap_duration", "independent sites (field 2) and a free site: no collective persistence",
