@@ -313,6 +313,15 @@ def test_scaling_fits_pick_the_true_form(form, law):
     assert exponent["claimed_low"] < exponent["claimed_high"] < 1.4  # n (log n + c), c in [0, 1], over n = 8..64
 
 
+def test_growth_exponent_interval_ends_do_not_hang_on_a_few_draws():
+    n = np.repeat([8, 12, 16, 24], 16)
+    times = n * (np.log(n) + 0.58) * np.random.default_rng(1).gamma(8, 1 / 8, len(n))
+    highs = [ch.growth_exponent(n, times, seed=s)["high"] for s in range(20)]
+    few = [ch.growth_exponent(n, times, n_boot=200, seed=s)["high"] for s in range(20)]
+    assert np.std(highs) < 0.7 * np.std(few)  # 2,000 draws: the 2.5% tail is not the 5th draw of 200
+    assert ch.scaling_fits(n, times, n_boot=20).attrs["exponent"] == ch.growth_exponent(n, times)  # its own draws
+
+
 def test_scaling_fits_need_three_finite_medians():
     table = ch.scaling_fits([8, 8, 16, 16, 32, 32], [5, -1, 9, 9, -1, -1])
     assert table.C.isna().all() and not table.best_aic.any() and (table.lengths == 2).all()
@@ -518,12 +527,18 @@ def test_saturation_trend_needs_three_lengths_and_a_positive_median_for_the_expo
     assert math.isnan(zero["exponent"]) and zero["slope"] > 0
 
 
-def crossover_table(hits_by_tau, chains=10, n=8):
-    peaks, temps = [], []
+STEPS = torch.arange(0, 44, 4)  # records every 4 steps up to 40
+
+
+def crossover_table(hits_by_tau, chains=10, n=8, when=None):
+    """Distance traces [B, len(STEPS)] that step from 0.1 to 0.9 at step `when[tau]` (40: the last record) for
+    the first `hits` chains at each tau and stay at 0.1 for the rest, with their rows."""
+    traces, temps = [], []
     for tau, hits in hits_by_tau.items():
-        peaks += [0.9] * hits + [0.1] * (chains - hits)
+        at = (when or {}).get(tau, 40)
+        traces += [torch.where(at <= STEPS, 0.9, 0.1)] * hits + [torch.full((len(STEPS),), 0.1)] * (chains - hits)
         temps += [tau] * chains
-    return np.array(peaks), pd.DataFrame({"temperature": temps, "n": n})
+    return torch.stack(traces).double(), pd.DataFrame({"temperature": temps, "n": n})
 
 
 @pytest.mark.parametrize(
@@ -536,8 +551,8 @@ def crossover_table(hits_by_tau, chains=10, n=8):
     ],
 )
 def test_crossover_rule_reaches_each_outcome(hits, verdict):
-    peaks, rows = crossover_table(hits)
-    rise = ch.rise_with_temperature(peaks, rows, [0.7])
+    traces, rows = crossover_table(hits)
+    rise = ch.rise_with_temperature(traces, STEPS, rows, [0.7])
     assert rise.reached.iloc[0] == " ".join(f"{k}/10" for k in hits.values())
     row = judging._crossover_row(rise)
     assert row["verdict"] == verdict and "n=8 R=0.7" in row["reason"]
@@ -546,13 +561,37 @@ def test_crossover_rule_reaches_each_outcome(hits, verdict):
 def test_crossover_needs_every_length_and_radius():
     rising, _ = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
     falling, _ = crossover_table({0.3: 10, 1.0: 5, 2.5: 1})
-    peaks = np.r_[rising, falling]
+    traces = torch.cat([rising, falling])
     rows = pd.DataFrame({"temperature": [0.3] * 10 + [1.0] * 10 + [2.5] * 10, "n": 8})
     rows = pd.concat([rows, rows.assign(n=16)], ignore_index=True)
-    rise = ch.rise_with_temperature(peaks, rows, [0.7])
+    rise = ch.rise_with_temperature(traces, STEPS, rows, [0.7])
     assert judging._crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
     assert judging._crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
     assert "1 of 2 parts rise" in ch.rise_text(rise) and "n = 16, R = 0.7" in ch.rise_text(rise)
+
+
+def test_crossover_reads_a_ceiling_share_where_half_the_chains_had_arrived():
+    # every chain reaches R by the last record (10/10 at every tau: a ceiling with slope 0), hot chains at step 4,
+    # warm at 12, cold at 36; 15 of the 30 had arrived by step 12, where the shares are 0, 10 and 10 of 10
+    traces, rows = crossover_table({0.3: 10, 1.0: 10, 2.5: 10}, when={0.3: 36, 1.0: 12, 2.5: 4})
+    rise = ch.rise_with_temperature(traces, STEPS, rows, [0.7])
+    assert rise.cutoff.tolist() == [12] and rise.reached.tolist() == ["0/10 10/10 10/10"]
+    assert judging._crossover_row(rise)["verdict"] == bt.REPRODUCED
+    assert "by step 12" in judging._crossover_row(rise)["ours_text"]
+    backwards, _ = crossover_table({0.3: 10, 1.0: 10, 2.5: 10}, when={0.3: 4, 1.0: 12, 2.5: 36})
+    assert judging._crossover_row(ch.rise_with_temperature(backwards, STEPS, rows, [0.7]))["verdict"] == bt.DIFFERS
+    at_end = ch.rise_with_temperature(traces[:, -1:].expand(-1, 2).clone(), STEPS[[0, -1]], rows, [0.7])
+    assert at_end.reached.tolist() == ["10/10 10/10 10/10"]  # read at the run's end: the ceiling
+
+
+def test_crossover_cutoff_is_the_run_end_below_half_and_blind_to_temperature():
+    traces, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10}, when={1.0: 8, 2.5: 20})  # 14 of 30 ever arrive
+    assert ch.rise_with_temperature(traces, STEPS, rows, [0.7]).cutoff.tolist() == [40]
+    traces, rows = crossover_table({0.3: 10, 1.0: 10, 2.5: 10}, when={0.3: 36, 1.0: 12, 2.5: 4})
+    shuffled = rows.assign(temperature=rows.temperature.sample(frac=1, random_state=0).to_numpy())
+    assert ch.rise_with_temperature(traces, STEPS, shuffled, [0.7]).cutoff.tolist() == [12]
+    with pytest.raises(ValueError, match="distances"):
+        ch.rise_with_temperature(traces[:, 0], STEPS, rows, [0.7])
 
 
 def alpha_frame(seed_values, visited_values, tau=2.5):
@@ -743,7 +782,7 @@ def claims_inputs(cfg):
     n = np.repeat([8, 12, 16], 4)
     times = 2 * n * np.log(n) * np.exp(np.random.default_rng(0).normal(0, 0.02, len(n)))
     hits = pd.DataFrame({"n": n, "temperature": cfg.hit_tau, "hitting_time": times})
-    peaks, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
+    traces, rows = crossover_table({0.3: 0, 1.0: 4, 2.5: 10})
     return dict(
         fits=fits,
         scaled=scaled,
@@ -754,7 +793,7 @@ def claims_inputs(cfg):
         trend=ch.saturation_trend(n, 0.2 * np.log(n), n_boot=20),
         ceiling=ceiling_table(1.0),
         saturation_steps=40,
-        rise=ch.rise_with_temperature(peaks, rows, [0.7]),
+        rise=ch.rise_with_temperature(traces, STEPS, rows, [0.7]),
         alpha=alpha_frame([1.2, 1.3, 1.1], [0.5, 0.6, 0.55]),
     )
 

@@ -271,10 +271,14 @@ def _medians(groups) -> np.ndarray:
     return np.stack([np.quantile(g, 0.5, axis=-1, method="inverted_cdf") for g in groups], -1)
 
 
-def growth_exponent(n, times, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> dict:
+EXPONENT_RESAMPLES = 2000  # growth_exponent's draws: a 95% interval's ends are its 2.5% tails, the 5th draw of 200
+
+
+def growth_exponent(n, times, n_boot: int = EXPONENT_RESAMPLES, seed: int = 0, level: float = 0.95) -> dict:
     """Fig. 3b's judged number: the exponent beta of a power law c n^beta fitted (least squares on logs) to the mean
     hitting time per length, with a percentile interval from a bootstrap over chains within each length
-    (verdicts.group_bootstrap), beside the exponents the claimed form n (log n + c), c in [0, 1], shows over the same
+    (verdicts.group_bootstrap, `n_boot` draws: with 200 the ends are single draws whose noise made the interval miss
+    n H_n's exponent too often), beside the exponents the claimed form n (log n + c), c in [0, 1], shows over the same
     lengths (claimed_low at c = 1, claimed_high at c = 0; form_exponent; n H_n, the coupon collector's mean, has
     c near 0.58). The mean, not the median: times of a few steps are integers, and a median of them sits on the
     smallest possible value at short lengths, which bends the fitted exponent. A length where some chain never hit
@@ -316,7 +320,7 @@ def scaling_fits(
     percentile interval from a bootstrap over chains within each length (verdicts.group_bootstrap), the residual sum
     of squares, AIC and the leave-one-length-out error in log T. Chains that never hit count as infinite; a length
     whose median is infinite is left out (all NaN with fewer than 3 lengths). attrs: "medians" (n, median_time,
-    used) and "exponent", the judged growth_exponent of the same times."""
+    used) and "exponent", the judged growth_exponent of the same times (its own EXPONENT_RESAMPLES draws)."""
     n, times = np.asarray(n, dtype=float), np.asarray(times, dtype=float)
     if n.shape != times.shape or n.ndim != 1 or (n < 2).any():
         raise ValueError("n and times must be equal-length 1-d arrays with every n >= 2")
@@ -332,7 +336,7 @@ def scaling_fits(
         | {"aic": math.nan, "loo_mse_log": math.nan, "lengths": int(keep.sum()), "best_aic": False}
     )
     table.attrs["medians"] = pd.DataFrame({"n": lengths, "median_time": med, "used": keep})
-    table.attrs["exponent"] = growth_exponent(n, np.where(np.isfinite(times), times, -1), n_boot, seed, level)
+    table.attrs["exponent"] = growth_exponent(n, np.where(np.isfinite(times), times, -1), seed=seed, level=level)
     if keep.sum() < 3:  # too few lengths hit within the budget to fit a form: an all-NaN table
         return table
     boot = vd.group_bootstrap([g for g, k in zip(groups, keep) if k], _medians, n_boot, seed)
@@ -443,27 +447,35 @@ def threshold_shares(distances, rows: pd.DataFrame, radii=(0.4, 0.7, 1.0), level
 
 
 def rise_with_temperature(
-    peaks, rows: pd.DataFrame, radii, draws: int = 2000, seed: int = 0, level: float = 0.95
+    distances, steps, rows: pd.DataFrame, radii, draws: int = 2000, seed: int = 0, level: float = 0.95
 ) -> pd.DataFrame:
-    """Fig. 7 per (n, radius): does the share of chains whose distance reached the radius rise with tau?
-    One row per length (column n of `rows`, if any) and radius: the chains and hits per temperature, the
-    least-squares slope of the share against tau, and its interval from Jeffreys posterior draws of each
-    temperature's share (Beta(k + 1/2, m - k + 1/2), honest at 0 of m and m of m: a cell at the ceiling or
-    the floor at every temperature gets an interval around 0). peaks [B] (or traces [B, R], maxed over R)."""
-    peaks = torch.as_tensor(peaks)
-    peaks = np.asarray(peaks.max(1).values if peaks.dim() == 2 else peaks, dtype=float)
-    if len(peaks) != len(rows) or "temperature" not in rows:
+    """Fig. 7 per (n, radius): does the share of chains that reached the radius rise with tau? The share is read at
+    the part's `cutoff`, the earliest recorded step by which half of its chains, every temperature pooled, had
+    reached the radius (hitting_times; the last record when fewer than half ever did). A share read later heads for
+    1 at every temperature, a ceiling that no slope separates, while the order of the hitting times stays; the
+    cutoff ignores which chain ran at which temperature, so it favours no direction. One row per length (column n of
+    `rows`, if any) and radius: the cutoff, the chains and hits per temperature, the least-squares slope of the share
+    against tau, and its interval from Jeffreys posterior draws of each temperature's share (Beta(k + 1/2,
+    m - k + 1/2), honest at 0 of m and m of m: a cell at the ceiling or the floor at every temperature gets an
+    interval around 0). distances [B, R]: d(x_t, x_0) of each chain at the recorded steps [R]."""
+    distances, steps = torch.as_tensor(distances), torch.as_tensor(steps)
+    if distances.dim() != 2 or len(distances) != len(rows) or "temperature" not in rows:
         raise ValueError(
-            f"need one peak per row of a table with a temperature column, got {len(peaks)} and {len(rows)}"
+            f"need distances [B, R] with one row per chain of a table with a temperature column, got "
+            f"{tuple(distances.shape)} and {len(rows)} rows"
         )
     lengths = rows.n.to_numpy() if "n" in rows else np.zeros(len(rows))
+    temperatures = rows.temperature.to_numpy()
     rng, out = np.random.default_rng(seed), []
     for n in np.unique(lengths):
         in_n = lengths == n
-        taus = np.unique(rows.temperature[in_n])
-        chains = np.array([(in_n & (rows.temperature == t).to_numpy()).sum() for t in taus])
+        taus = np.unique(temperatures[in_n])
+        chains = np.array([(temperatures[in_n] == t).sum() for t in taus])
         for radius in radii:
-            hits = np.array([(peaks[in_n & (rows.temperature == t).to_numpy()] >= radius).sum() for t in taus])
+            times = hitting_times(distances[torch.as_tensor(in_n)], steps, radius).double().numpy()
+            times[times < 0] = math.inf
+            cutoff = min(float(np.quantile(times, 0.5, method="inverted_cdf")), float(steps.max()))
+            hits = np.array([(times[temperatures[in_n] == t] <= cutoff).sum() for t in taus])
             if len(taus) < 2:
                 slope, low, high = math.nan, math.nan, math.nan
             else:
@@ -476,6 +488,7 @@ def rise_with_temperature(
                 {
                     "n": n,
                     "radius": radius,
+                    "cutoff": int(cutoff),
                     "temperatures": " ".join(f"{t:g}" for t in taus),
                     "reached": " ".join(f"{k}/{m}" for k, m in zip(hits, chains)),
                     "slope": slope,

@@ -301,7 +301,8 @@ def _saturation_text(ceiling: pd.DataFrame, trend: dict) -> str:
 
 def _crossover_row(rise: pd.DataFrame) -> dict:
     """crossover_fractions (general, Fig. 7): the share of chains reaching d >= R rises with tau at every
-    n and threshold. Per (n, R) part, vd.rule_trend on the slope of the share against tau (null: no rise);
+    n and threshold. Per (n, R) part, vd.rule_trend on the slope against tau of the share read at the part's cutoff
+    (rise_with_temperature: the step by which half its chains had reached R) (null: no rise);
     the parts are combined by vd.rule_every_part (differs when any part differs, reproduced when all are)."""
     parts = [vd.rule_trend(r.slope, r.slope_low, r.slope_high, "above", what="slope")[0] for r in rise.itertuples()]
     names = [f"n={r.n:g} R={r.radius:g}" for r in rise.itertuples()]
@@ -311,7 +312,7 @@ def _crossover_row(rise: pd.DataFrame) -> dict:
         weakest = rise.loc[rise.slope_low.idxmin()]
         text = (
             f"{rising} of {len(rise)} (n, R) parts rise with tau; weakest n = {weakest.n:g}, R = "
-            f"{weakest.radius:g}: reached {weakest.reached} at tau {weakest.temperatures}, slope "
+            f"{weakest.radius:g}: reached {weakest.reached} by step {weakest.cutoff:g} at tau {weakest.temperatures}, slope "
             + bt.interval_text(
                 weakest.slope, weakest.slope_low, weakest.slope_high, signed=True, missing="not estimable"
             )
