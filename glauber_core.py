@@ -1890,6 +1890,8 @@ class WindowConditionals:
     is computed once (cached per site and rest of the window; ``forwards`` counts them), so ``glauber_kernel``,
     ``exact_stationary`` and ``exact_mixing_time`` apply unchanged to the K^m states. With the full vocabulary as
     ``token_set`` (``cond.allowed.nonzero().squeeze(1)``) the window's chain is the model's own, exactly.
+    ``score_dtype`` is the dtype ``cond`` computed its scores in (None before the first forward): the cache holds
+    them in float64, but their rounding is that dtype's.
 
     Args:
         cond: The model's conditionals.
@@ -1914,8 +1916,11 @@ class WindowConditionals:
         if ((sites < 0) | (sites >= n)).any():
             raise ValueError(f"free_sites must lie in [0, {n}), got {sites.tolist()}")
         self.free_sites, self.max_sites, self.protein = sites.long(), len(sites), is_protein(cond)
+        self.score_dtype = None
         name = getattr(cond, "name_or_path", type(cond).__name__)
-        self.token_set = None if token_set is None else check_tokens(cond, token_set, "token_set")[0]
+        self.token_set = None  # checked as K one-site states: K may exceed the model's max_sites
+        if token_set is not None:
+            self.token_set = check_tokens(cond, torch.as_tensor(token_set).reshape(-1, 1), "token_set")[:, 0]
         if self.token_set is None:
             self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
             self.device = getattr(cond, "device", cond.allowed.device)
@@ -1963,7 +1968,9 @@ class WindowConditionals:
         """
         positions = torch.as_tensor(positions)
         if self.token_set is None:
-            return self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
+            scores = self.cond.log_scores(self.full_states(tokens), self.free_sites.to(positions.device)[positions])
+            self.score_dtype = getattr(self.cond, "score_dtype", None) or scores.dtype
+            return scores
         tokens, positions = tokens.cpu(), positions.cpu()
         place = self.vocab_size ** torch.arange(self.max_sites - 1, -1, -1)
         rows = torch.arange(len(tokens))
@@ -1975,6 +1982,7 @@ class WindowConditionals:
             scores = self.cond.log_scores(
                 self.full_states(window).to(self.context.device), self.free_sites[site].to(self.context.device)
             )
+            self.score_dtype = getattr(self.cond, "score_dtype", None) or scores.dtype
             self._cache[site, key] = scores.cpu().double()[:, self.token_set.cpu()]
             self._known[site, key] = True
             self.forwards += len(site)

@@ -464,11 +464,19 @@ run.glue(ch.drift_text(drift_table, no_bang))
 # check it through the same code) and cannot be negative. The table also
 # gives the $\mu_\tau$-averaged TV between the model's conditionals and
 # $\mu_\tau$'s, 0 exactly when the model is compatible with $\mu_\tau$.
-# Our rule, fixed before the run: the null is a PL gap at the rounding
-# floor $10^{-9}$; over the windows (one per context, $\tau = 1$), the
-# claim is *reproduced* when the 95% $t$ interval of the mean gap lies
-# above the floor, *differs* when it lies at or below it, and is
-# *inconclusive* when it contains the floor or with one window.
+# An incompatible chain whose $\mu_\tau$ has full support has a PL gap
+# above 0 unless its product of conditionals happens to be proportional
+# to $\mu_\tau$'s, so the claim nearly restates incompatibility on the
+# windows. The gaps are exact, so the null is a gap at each window's
+# rounding floor: $16\, n\, \varepsilon \max(1, L)$ for $n$ free sites,
+# $\varepsilon$ the machine epsilon of the dtype the model computed its
+# scores in (float32 for a network's logits, even where the window keeps
+# them in float64) and $L$ the largest $|s/\tau|$ or $|\log p|$. Our rule,
+# fixed before the run (one window per context, $\tau = 1$): the claim is
+# *reproduced* when every window's gap lies above its floor, *differs*
+# when none does, and is *inconclusive* when they disagree or with no
+# window. It was calibrated on fp32 Potts windows run through the same
+# window code, at this profile's sizes.
 
 # %% [markdown]
 # A model with at most 32 allowed tokens (a protein MLM's 20 amino acids)
@@ -511,8 +519,13 @@ run.glue(ch.window_text(windows_table))
 # {glue:text}`ch2_window_tv_model` in TV from the model's
 # pseudo-likelihood law (Spearman {glue:text}`ch2_window_spearman`), and
 # {glue:text}`ch2_window_tv_own` from the pseudo-likelihood law of its own
-# conditionals; the PL gap ranges from {glue:text}`ch2_window_pl_gap` and
-# the conditional gap from {glue:text}`ch2_window_conditional_gap`.
+# conditionals; the PL gap ranges from {glue:text}`ch2_window_pl_gap`
+# (floors {glue:text}`ch2_window_pl_floor`) and the conditional gap from
+# {glue:text}`ch2_window_conditional_gap`. In
+# {glue:text}`ch2_window_closer` windows $\mu_\tau$ lies closer to the
+# model's pseudo-likelihood law than to that of its own conditionals
+# (column "closer to μ"): a PL gap says the two pseudo-likelihood laws
+# differ, not that the model's is the farther from $\mu_\tau$.
 # Below, the most likely fillings of the first window under each law (the
 # union of each law's top five). The two laws need not agree even on the
 # most likely state: the pseudo-likelihood rewards fillings whose every

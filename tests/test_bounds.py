@@ -441,9 +441,24 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     ],
 )
 def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
-    row = judging._pseudo_likelihood_row(gaps, [1e-9] * len(gaps))
+    row = judging._pseudo_likelihood_row(gaps, [1e-9] * len(gaps), ["float32"] * len(gaps))
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
+    if gaps:  # the row names the floor it used and the dtype its epsilon came from
+        assert "1e-09-1e-09 from float32's epsilon" in row["ours_text"] and row["null"] == 1e-9
+
+
+def test_stationarity_makes_the_site_average_of_model_over_mu_conditionals_one():
+    """mu P = mu for the random-scan chain is (1/n) sum_i p_i(x_i | x_-i) / mu(x_i | x_-i) = 1 at every state x,
+    so the PL gap (the geometric mean's departure) is second order in the conditionals' incompatibility."""
+    skew = torch.tensor([[0, 2.0, -2.0, 0], [-2.0, 0, 2.0, 0], [2.0, -2.0, 0, 0], [0.5, 0, 0, 0]])
+    cond = glauber.PottsConditionals(skew, q=3)
+    mu = glauber.exact_stationary(cond, 4, 1.0)
+    cube = mu.reshape(3, 3, 3, 3)
+    own = torch.stack([(cube / cube.sum(i, keepdim=True)).reshape(-1) for i in range(4)])
+    ratios = ch.site_conditionals(cond, 4, 1.0) / own
+    assert torch.allclose(ratios.mean(0), torch.ones(81, dtype=torch.float64), atol=1e-12)
+    assert (ratios - 1).abs().max() > 0.05  # the sites' ratios themselves are far from 1
 
 
 DRIFT_SETUP = dict(
@@ -559,7 +574,7 @@ def test_claim_rows_are_the_chapters_claims_in_order():
     run = small_chapter()
     cfg = ch.settings("smoke")
     drift = torch.tensor([[0.1, -0.2], [0.2, 0.1]])
-    windows = pd.DataFrame(dict(pl_gap=[0.02, 0.03], pl_floor=[1e-9, 2e-9]))
+    windows = pd.DataFrame(dict(pl_gap=[0.02, 0.03], pl_floor=[1e-9, 2e-9], score_dtype=["float32", "float32"]))
     rows = ch.claim_rows(cfg, "bundled", run.alpha, drift, windows)
     assert [r["claim"] for r in rows] == [
         "alpha_tau10",
@@ -567,7 +582,7 @@ def test_claim_rows_are_the_chapters_claims_in_order():
         "basin_drift_positive",
         "mu_vs_pseudolikelihood_tv",
     ]  # theorem5_bound_loose is judged on the model in chapter 3; chapter 2 shows its Potts illustration
-    assert rows[3] == judging._pseudo_likelihood_row([0.02, 0.03], [1e-9, 2e-9])
+    assert rows[3] == judging._pseudo_likelihood_row([0.02, 0.03], [1e-9, 2e-9], ["float32", "float32"])
     assert "contexts 2" in rows[0]["setup"] and "tau 1 and 2" in rows[2]["setup"]
     assert rows[2]["ours"] == pytest.approx(0.5)
     texts = ch.alpha_text(run.alpha, ch.crossing_temperature(run.alpha))

@@ -16,7 +16,7 @@ from chapters import bounds as ch
 from chapters.bounds import judging
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from calibration.bounds import Float32Scores  # noqa: E402 (the fp32 Potts of make calibrate)
+from calibration.bounds import Float32Scores, potts_window  # noqa: E402 (the fp32 Potts of make calibrate)
 
 GRID = np.geomspace(0.1, 30, 25)  # the notebook's exact-chain grid, at a small n
 N = 6
@@ -90,26 +90,51 @@ def test_mu_vs_pseudolikelihood_differs_on_symmetric_potts():
     assert all(law["pl_gap"] < law["pl_floor"] and law["conditional_gap"] < law["pl_floor"] for law in laws)
     assert all(law["pl_floor"] < 1e-11 for law in laws)  # fp64 scores: a floor near 16 n eps |log p|
     assert all(law["tv_model_pl"] > 0.01 for law in laws)  # the PL law is not mu even here
-    row = judging._pseudo_likelihood_row([law["pl_gap"] for law in laws], [law["pl_floor"] for law in laws])
+    row = judging._pseudo_likelihood_row(*([law[c] for law in laws] for c in ("pl_gap", "pl_floor", "score_dtype")))
     assert row["verdict"] == bt.DIFFERS
 
 
 def test_mu_vs_pseudolikelihood_reproduced_on_asymmetric_potts():
     laws = potts_windows(symmetric=False)
     assert all(law["pl_gap"] > 1e-3 and law["conditional_gap"] > 1e-3 for law in laws)
-    row = judging._pseudo_likelihood_row([law["pl_gap"] for law in laws], [law["pl_floor"] for law in laws])
+    row = judging._pseudo_likelihood_row(*([law[c] for law in laws] for c in ("pl_gap", "pl_floor", "score_dtype")))
     assert row["verdict"] == bt.REPRODUCED
 
 
 def test_the_pl_floor_follows_the_scores_precision():
-    """pl_gap_floor is PL_FLOOR_FACTOR n eps max(1, |log p|): an fp32 model's floor is 2^29 times an fp64 one's,
-    and a compatible chain scored in fp32 (calibration.bounds.Float32Scores) stays under its own floor."""
+    """pl_gap_floor is PL_FLOOR_FACTOR n eps max(1, L); the epsilon is that of the dtype the model computed its
+    scores in: float64 for a Potts chain, float32 for fp32 scores even through a WindowConditionals, whose cache
+    holds them as float64 (its score_dtype), and L the largest |s / tau| or |log p|."""
     assert ch.pl_gap_floor(1e-7, 3, 0.5) == pytest.approx(ch.PL_FLOOR_FACTOR * 3e-7)
     assert ch.pl_gap_floor(1e-7, 3, 10.0) == pytest.approx(ch.PL_FLOOR_FACTOR * 3e-6)
     generator = torch.Generator().manual_seed(3)
     raw = 1.5 * torch.randn(3, 3, generator=generator, dtype=torch.float64)
     potts = glauber.PottsConditionals((raw + raw.T) / 2, 0.5 * torch.randn(3, 8, generator=generator).double(), 8)
+    states = glauber.all_states(8, 3)
+    largest = max(
+        max(float(potts.log_scores(states, torch.full((512,), i)).abs().max()) for i in range(3)),
+        float(ch.site_conditionals(potts, 3).log().abs().max()),
+    )
     fp64 = ch.stationary_vs_pseudo_likelihood(potts, 3, 1.0)
-    fp32 = ch.stationary_vs_pseudo_likelihood(Float32Scores(potts), 3, 1.0)
-    assert fp32["pl_floor"] / fp64["pl_floor"] == pytest.approx(2.0**29, rel=1e-6)
-    assert fp64["pl_floor"] < fp32["pl_gap"] < fp32["pl_floor"]  # fp32 rounding clears the fp64 floor, not its own
+    assert fp64["score_dtype"] == "float64"
+    assert fp64["pl_floor"] == pytest.approx(ch.pl_gap_floor(torch.finfo(torch.float64).eps, 3, largest))
+    window = glauber.WindowConditionals(Float32Scores(potts), torch.zeros(3, dtype=torch.long), [0, 1, 2], range(8))
+    assert window.score_dtype is None  # known once it has scored
+    fp32 = ch.stationary_vs_pseudo_likelihood(window, 3, 1.0)
+    assert window.score_dtype == torch.float32 and fp32["score_dtype"] == "float32"
+    assert fp32["pl_floor"] == pytest.approx(ch.pl_gap_floor(torch.finfo(torch.float32).eps, 3, largest), rel=1e-6)
+    assert fp32["pl_gap"] < fp64["pl_floor"]  # float64 kernel and PL laws of fp32 scores: a second-order gap
+    half = ch.stationary_vs_pseudo_likelihood(window, 3, 0.5)  # L doubles with |s / tau|
+    assert half["pl_floor"] > 1.5 * fp32["pl_floor"]
+
+
+@pytest.mark.parametrize("k, q", [(3, 8), (2, 20)])
+def test_the_calibration_windows_are_fp32_scores_through_window_conditionals(k, q):
+    """The cases of make calibrate: a symmetric J's window (k free sites of k + 1, one frozen) is compatible, its
+    gap under its float32 floor; an asymmetric one's gap is far above it."""
+    compatible = potts_window(torch.Generator().manual_seed(0), True, k, q)
+    laws = ch.stationary_vs_pseudo_likelihood(compatible, k, 1.0)
+    assert compatible.token_set.tolist() == list(range(q)) and compatible.score_dtype == torch.float32
+    assert laws["pl_gap"] < 1e-12 < laws["pl_floor"] and laws["score_dtype"] == "float32"
+    laws = ch.stationary_vs_pseudo_likelihood(potts_window(torch.Generator().manual_seed(0), False, k, q), k, 1.0)
+    assert laws["pl_gap"] > laws["pl_floor"]

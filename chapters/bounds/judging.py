@@ -167,17 +167,18 @@ def _theorem5_row(profiles: pd.DataFrame, fast: float = FAST_FACTOR, factor: flo
 # --------------------------------------------------------------------------------------------
 
 
-def _pseudo_likelihood_row(gaps, floors) -> dict:
+def _pseudo_likelihood_row(gaps, floors, dtypes) -> dict:
     """mu_vs_pseudolikelihood_tv, a general claim (beyond the paper): the model's incompatibility moves its
     pseudo-likelihood law away from the one of the law its chain samples. Per window an exact pl_gap =
     TV(PL law of the model, PL law of mu_tau's own conditionals), 0 up to the window's rounding floor
-    (`floors`, pl_gap_floor: fp32 scores give a far higher floor than fp64 ones) for every compatible chain and
-    never negative. The gaps are exact, not sampled, so the verdict is verdicts.rule_every_case_above:
-    reproduced when every window lies above its floor, differs when none does, inconclusive when they disagree.
-    The mean with its t interval over windows is shown beside it."""
+    (`floors`, pl_gap_floor with the epsilon of `dtypes`, the dtype each window's scores were computed in: a
+    network's fp32 logits give a far higher floor than fp64 ones) for every compatible chain and never negative.
+    The gaps are exact, not sampled, so the verdict is verdicts.rule_every_case_above: reproduced when every
+    window lies above its floor, differs when none does, inconclusive when they disagree. The mean with its t
+    interval over windows is shown beside it, and the row names the floors and their dtypes."""
     values, floors = np.asarray(gaps, dtype=float), np.asarray(floors, dtype=float)
     keep = np.isfinite(values)
-    values, floors = values[keep], floors[keep]
+    values, floors, dtypes = values[keep], floors[keep], np.asarray(dtypes, dtype=str)[keep]
     quantity = "TV(PL law of model, PL law of mu's own conditionals) per window (exact), tau 1"
     verdict, reason = rule_every_case_above(values, floors, "a PL gap")
     if len(values) == 0:
@@ -188,7 +189,7 @@ def _pseudo_likelihood_row(gaps, floors) -> dict:
     text = bt.interval_text(estimate, low, high, significant=2, missing="one window")
     text += (
         f" (mean over {len(values)} windows; {int((values > floors).sum())} above their rounding floors, "
-        f"{floors.min():.1g}-{floors.max():.1g})"
+        f"{floors.min():.2g}-{floors.max():.2g} from {' and '.join(sorted(set(dtypes)))}'s epsilon)"
     )
     return bt.claim_row(
         "mu_vs_pseudolikelihood_tv",
@@ -196,7 +197,9 @@ def _pseudo_likelihood_row(gaps, floors) -> dict:
         estimate,
         text,
         verdict,
-        reason + " (null: 0, every compatible chain)",
+        reason + " (null: 0, every compatible chain; an incompatible chain whose mu has full support has a gap "
+        "above 0 unless its product of conditionals is proportional to mu's, so the claim restates incompatibility "
+        "on the windows)",
         low=low,
         high=high,
         null=float(floors.max()),
@@ -284,7 +287,7 @@ def claim_rows(
     return [
         *_alpha_rows(alpha, model, alpha_setup),
         _drift_row(drift, model, drift_setup, missing=no_drift),
-        _pseudo_likelihood_row(windows.pl_gap, windows.pl_floor),
+        _pseudo_likelihood_row(windows.pl_gap, windows.pl_floor, windows.score_dtype),
     ]
 
 

@@ -116,6 +116,8 @@ def window_text(windows: pd.DataFrame) -> dict:
         "window_tv_model": bt.range_text(windows.tv_model_pl),
         "window_tv_own": bt.range_text(windows.tv_compatible_pl),
         "window_pl_gap": bt.range_text(windows.pl_gap, 2, "e"),
+        "window_pl_floor": f"{bt.range_text(windows.pl_floor, 1, 'e')} ({', '.join(sorted(set(windows.score_dtype)))})",
+        "window_closer": f"{int((windows.tv_model_pl < windows.tv_compatible_pl).sum())} of {len(windows)}",
         "window_conditional_gap": bt.range_text(windows.conditional_gap, 3),
         "window_spearman": bt.range_text(windows.spearman),
     }
@@ -243,15 +245,21 @@ def margins_view(margins: pd.DataFrame):
 
 
 def windows_view(windows: pd.DataFrame):
-    """Per window: mu_tau's TV from the model's and from its own PL law, the PL gap, the conditional gap and
-    the rank correlation of mu_tau with the model's PL law."""
-    view = windows[["window", "tv_model_pl", "tv_compatible_pl", "pl_gap", "conditional_gap", "spearman"]]
+    """Per window: mu_tau's TV from the model's and from its own PL law and which is the smaller, the PL gap and
+    its rounding floor (with the dtype of the scores), the conditional gap and the rank correlation of mu_tau with
+    the model's PL law."""
+    view = windows.assign(closer=np.where(windows.tv_model_pl < windows.tv_compatible_pl, "model's", "own"))
+    columns = ["tv_model_pl", "tv_compatible_pl", "closer", "pl_gap", "pl_floor", "score_dtype", "conditional_gap"]
+    view = view[["window", *columns, "spearman"]]
     return bt.reading_table(
         view.rename(
             columns={
                 "tv_model_pl": "TV(μ, model's PL)",
                 "tv_compatible_pl": "TV(μ, own PL)",
+                "closer": "closer to μ",
                 "pl_gap": "PL gap",
+                "pl_floor": "floor",
+                "score_dtype": "scores in",
                 "conditional_gap": "conditional gap",
                 "spearman": "Spearman",
             }

@@ -44,9 +44,12 @@ FAST_FACTOR = 2.0
 CONDITION_FACTOR = 2.0
 POTTS_TEMPERATURES = np.geomspace(0.1, 30, 25).round(3)
 # mu_vs_pseudolikelihood_tv: a window's PL gap is 0 up to rounding on a compatible chain, at most about n eps L for
-# n free sites, the scores' machine epsilon eps and the largest |log p| L (pl_gap_floor); the floor is PL_FLOOR_FACTOR
-# times that. Measured on 300 fp32 Potts windows (tools/calibration/bounds.py): compatible gaps reach 0.11 n eps L,
-# incompatible ones start at 130 n eps L.
+# n free sites, the machine epsilon eps of the dtype the model computed its scores in (float32 for a network, even
+# in a window's float64 cache) and the largest |s / tau| or |log p| L (pl_gap_floor); the floor is PL_FLOOR_FACTOR
+# times that. Measured on fp32 Potts windows through WindowConditionals (tools/calibration/bounds.py, 50 seeds):
+# compatible gaps reach 6e-9 n eps L (500 windows of 8^3 states) and 4e-9 n eps L (250 of 20^2), incompatible ones
+# start at 470 and 0.19 n eps L. The gap is second order in the scores' rounding (stationarity makes the
+# site-average of p_i / mu_i exactly 1 at every state, tests/test_bounds.py), so this floor is conservative by orders of magnitude.
 PL_FLOOR_FACTOR = 16.0
 # Exact window chains over the model's FULL vocabulary run when it has at most this many allowed tokens
 # (a protein MLM's 20 residues: 20^k states for k free sites).

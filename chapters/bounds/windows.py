@@ -33,6 +33,7 @@ from glauber_core import (
     glauber_kernel,
     is_protein,
     mixing_time_bound,
+    scaled_scores,
     seed_passages,
     total_variation,
 )
@@ -57,28 +58,37 @@ def pseudo_likelihood_law(cond: Conditionals, n: int, temperature: float = 1.0, 
     return torch.softmax(_pseudo_likelihood_terms(cond, n, temperature, limit)[0], 0)
 
 
+def score_precision(cond: Conditionals, dtype: torch.dtype) -> torch.dtype:
+    """The coarser of `dtype` (what the log-probabilities came in) and the dtype `cond` computed its scores in
+    (`score_dtype`, set by a WindowConditionals, whose cache holds a network's fp32 scores as float64)."""
+    own = getattr(cond, "score_dtype", None) or dtype
+    return own if torch.finfo(own).eps > torch.finfo(dtype).eps else dtype
+
+
 def _pseudo_likelihood_terms(cond: Conditionals, n: int, temperature: float, limit: int = 200_000):
-    """sum_i log p_tau(x_i | x_-i) for every state, and the rounding floor of a PL gap built on it
-    (pl_gap_floor of the log-probabilities' machine epsilon and largest magnitude)."""
+    """sum_i log p_tau(x_i | x_-i) for every state, the rounding floor of a PL gap built on it (pl_gap_floor of
+    the machine epsilon of `score_precision` and the largest |s / tau| or |log p|), and that dtype."""
     check_enumerable(cond, n, limit)
     states = all_states(cond.vocab_size, n)
     total = torch.zeros(len(states), dtype=torch.float64)
-    largest, eps = 1.0, 0.0
+    largest = 1.0
     for site in range(n):
-        logp = conditional_log_probs(cond, states, torch.full((len(states),), site), temperature)
-        eps = max(eps, torch.finfo(logp.dtype).eps)
+        scaled = scaled_scores(cond, states, torch.full((len(states),), site), temperature)
+        logp = torch.log_softmax(scaled, dim=-1)  # conditional_log_probs, with the scores it came from
         terms = logp.double().gather(1, states[:, site : site + 1].to(logp.device)).squeeze(1).cpu()
-        largest = max(largest, float(terms.abs().max()))
+        magnitude = scaled.double().nan_to_num(0.0, 0.0, 0.0).abs().max()  # off-allowed -inf left out
+        largest = max(largest, float(terms.abs().max()), float(magnitude))
         total += terms
-    return total, pl_gap_floor(eps, n, largest)
+    dtype = score_precision(cond, logp.dtype)
+    return total, pl_gap_floor(torch.finfo(dtype).eps, n, largest), dtype
 
 
 def pl_gap_floor(eps: float, n: int, largest: float) -> float:
-    """The rounding floor of an exact PL gap (section 7) on n free sites whose log-probabilities were computed
-    with machine epsilon `eps` (float32's 1.2e-7 for a masked LM's logits) and magnitudes up to `largest`:
-    PL_FLOOR_FACTOR * n * eps * max(1, largest). Each log p carries an error of a few eps * |log p|, their sum
-    over n sites at most n times that, and a TV between two laws whose log-masses differ by at most e is at most
-    about e."""
+    """The rounding floor of an exact PL gap (section 7) on n free sites whose scores were computed with machine
+    epsilon `eps` (float32's 1.2e-7 for a masked LM's logits) and whose scaled scores s / tau and log-probabilities
+    reach `largest` in magnitude: PL_FLOOR_FACTOR * n * eps * max(1, largest). Rounding a score row moves each
+    log p by at most about eps * max |s / tau| (and its own rounding by eps * |log p|), their sum over n sites at
+    most n times that, and a TV between two laws whose log-masses differ by at most e is at most about e."""
     return PL_FLOOR_FACTOR * n * float(eps) * max(1.0, float(largest))
 
 
@@ -122,12 +132,12 @@ def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: flo
     tv_model_pl: TV(mu_tau, PL law of the model's conditionals); tv_compatible_pl: TV(mu_tau, PL law of
     mu_tau's own conditionals), what a compatible chain with the same stationary law shows; pl_gap: TV between
     the two PL laws, 0 exactly for every compatible model (its conditionals are mu's) and the claim's effect;
-    pl_floor: the gap's rounding floor (pl_gap_floor);
+    pl_floor: the gap's rounding floor (pl_gap_floor); score_dtype: the dtype whose epsilon it used;
     conditional_gap: the mu-averaged TV between the model's and mu's conditionals (see `conditional_gap`).
     `mu`: mu_tau when already solved (else solved here)."""
     mu = (exact_stationary(cond, n, temperature) if mu is None else torch.as_tensor(mu).double()).clamp_min(0)
     mu = mu / mu.sum()
-    total, floor = _pseudo_likelihood_terms(cond, n, temperature)
+    total, floor, dtype = _pseudo_likelihood_terms(cond, n, temperature)
     model_pl = torch.softmax(total, 0)
     own_pl = pseudo_likelihood_from_joint(mu, cond.vocab_size, n)
     rank = bt.rank_correlation(mu.numpy(), model_pl.numpy())
@@ -138,6 +148,7 @@ def stationary_vs_pseudo_likelihood(cond: Conditionals, n: int, temperature: flo
         tv_compatible_pl=float(total_variation(mu.log(), own_pl.log())),
         pl_gap=float(0.5 * (model_pl - own_pl).abs().sum()),
         pl_floor=floor,
+        score_dtype=str(dtype).removeprefix("torch."),
         conditional_gap=conditional_gap(cond, mu, n, temperature),
         spearman=float(rank),
         top_state_same=bool(mu.argmax() == model_pl.argmax()),
