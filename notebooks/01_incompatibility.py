@@ -252,8 +252,10 @@ run.save(floor_frame, "floors");
 # - *The conditionals are incompatible* (general, `rule_one_sided` on the share above the floor
 #   against 0): **reproduced** when at least one rectangle exceeds the floor (its Wilson interval
 #   then lies above 0), **differs** when none does, **inconclusive** when no $\delta$ is finite.
-#   Calibrated: symmetric Potts, an explicit joint and a random causal LM give *differs*;
-#   asymmetric Potts, a tilted joint and a random-weight MLM give *reproduced*.
+#   Calibrated over 50 seeds a case (the trust page): asymmetric Potts, and an fp32 Potts whose
+#   largest true $|\delta|$ is 1.1 times its floor, should give *reproduced*; symmetric Potts, and
+#   an fp32 Potts at 0.9 times its floor, *differs*. Single-draw tests check an explicit joint, a
+#   random causal LM and a random-weight MLM besides.
 # - *Mean $|\delta|$* (model-specific): the paper gives
 #   "{glue:text}`paper_incompatibility_mean_abs_delta`" for its five MLMs without naming the
 #   statistic; we read it as the mean $|\delta|$ over the rectangles. It is judged only on the
