@@ -871,9 +871,8 @@ class MaskedLMConditionals(_HuggingFaceModel):
     each sequence, in fp32, and so does a BERT-style last layer (``_masked_row_hidden``). On CUDA the encoder runs
     under bf16 autocast unless ``autocast`` is set False (advisable for rectangle tests, whose delta sums 8 scores).
 
-    The model sees blocks of exactly ``block_size`` rows (the last padded), so a row's scores are bit for bit the same
-    whatever else shares the call (kernels picked by batch shape move a row's last bits, and a draw near a boundary
-    with them), for one block size, device and thread count; larger blocks suit large batches.
+    The model sees blocks of exactly ``block_size`` rows (the last padded): kernels picked by batch shape would move
+    a row's last bits, so its scores are bit for bit the same whatever shares the call (per block size and device).
 
     Args:
         model: A transformers masked-LM model; it is put in eval mode on ``device``.
@@ -929,10 +928,8 @@ class MaskedLMConditionals(_HuggingFaceModel):
         """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         check_tokens(self, tokens)
-        size = self.block_size
-        return torch.cat(
-            [self._block_scores(tokens[s : s + size], positions[s : s + size]) for s in range(0, len(tokens), size)]
-        )
+        blocks = zip(tokens.split(self.block_size), positions.split(self.block_size))
+        return torch.cat([self._block_scores(rows, sites) for rows, sites in blocks])
 
     def _block_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Scores [b, V] of at most ``block_size`` rows, computed on exactly ``block_size`` rows (padded)."""
@@ -1890,8 +1887,7 @@ class WindowConditionals:
     is computed once (cached per site and rest of the window; ``forwards`` counts them), so ``glauber_kernel``,
     ``exact_stationary`` and ``exact_mixing_time`` apply unchanged to the K^m states. With the full vocabulary as
     ``token_set`` (``cond.allowed.nonzero().squeeze(1)``) the window's chain is the model's own, exactly.
-    ``score_dtype`` is the dtype ``cond`` computed its scores in (None before the first forward): the cache holds
-    them in float64, but their rounding is that dtype's.
+    ``score_dtype``: the dtype ``cond`` computed its scores in (their rounding's; None before the first forward).
 
     Args:
         cond: The model's conditionals.
@@ -1918,9 +1914,8 @@ class WindowConditionals:
         self.free_sites, self.max_sites, self.protein = sites.long(), len(sites), is_protein(cond)
         self.score_dtype = None
         name = getattr(cond, "name_or_path", type(cond).__name__)
-        self.token_set = None  # checked as K one-site states: K may exceed the model's max_sites
-        if token_set is not None:
-            self.token_set = check_tokens(cond, torch.as_tensor(token_set).reshape(-1, 1), "token_set")[:, 0]
+        token_set = None if token_set is None else torch.as_tensor(token_set).reshape(-1, 1)  # K may pass max_sites
+        self.token_set = None if token_set is None else check_tokens(cond, token_set, "token_set")[:, 0]
         if self.token_set is None:
             self.vocab_size, self.allowed = cond.vocab_size, cond.allowed
             self.device = getattr(cond, "device", cond.allowed.device)
