@@ -324,7 +324,9 @@ def test_germline_reversion_cases_cover_no_pull_a_weak_pull_and_strong_pulls_at_
 @pytest.mark.parametrize("case", REVERSION_CASES, ids=lambda case: f"{case.claim}-{case.name}")
 def test_germline_reversion_cases_do_not_decide_wrongly_at_three_seeds(case):
     """The germline-reversion cases (independent-site Potts chains at the protein quick profile's sizes) over
-    seeds 0-2: never differs where a visited site returns with probability above 1/q (a pull toward the germline),
-    never reproduced where it returns with probability 1/q or less."""
+    seeds 0-2: at most one wrong verdict (differs where a visited site returns with probability above 1/q, a pull
+    toward the germline; reproduced where it returns with probability 1/q or less). A rule may err in up to 10% of
+    seeds, and the weak pull at tau = 2 does in 3 of 50 (make calibrate), so one wrong seed in three is allowed;
+    two would be unlikely (3%) at a 10% rate."""
     wrong = vd.DIFFERS if case.truth == "holds" else vd.REPRODUCED
-    assert {case.run(seed) for seed in range(3)}.isdisjoint({wrong})
+    assert [case.run(seed) for seed in range(3)].count(wrong) <= 1
