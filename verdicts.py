@@ -1177,25 +1177,33 @@ def model_specific_row(
 # --------------------------------------------------------------------------------------------
 # ---- chapter 4 protein rule (issue 42) ----
 # A germline-reversion basin on a protein MLM (section 6.2's basins, ours): chains started at a human germline V gene
-# with framework substitutions, judged per temperature and across temperatures
+# with framework substitutions, against the no-pull value; each temperature its own claim (issue 53)
 # --------------------------------------------------------------------------------------------
 
 
-def rule_reversion(differences: dict) -> dict:
-    """Germline reversion (section 6.2's basins on a protein MLM; ours, beyond the paper). `differences` maps each
-    temperature to its per-chain values: for a chain started at a germline V gene with k >= 1 framework
-    substitutions, the share of its mutated sites back at the germline residue after T steps minus the share of
-    its unmutated framework sites that left the germline residue, both over the sites the chain updated (NaN:
-    none, left out). Null: reversion no more likely than drift away,
-    mean 0. Per temperature rule_paired_mean (Student's t interval over chains, rule_one_sided above 0: a
-    zero-width interval, every chain at one value, decides nothing; fewer than two chains, no interval), combined
-    by rule_every_part across temperatures: reproduced when every temperature is, differs when any lies at or
-    below 0, inconclusive otherwise. Returns {"verdict", "reason", "parts": one dict a temperature (temperature,
-    chains, verdict, reason, estimate, low, high), "weakest": (estimate, low, high) of the temperature with the
-    lowest lower end (a missing one first)}."""
-    if not differences:
-        nothing = (math.nan,) * 3
-        return {"verdict": INCONCLUSIVE, "reason": "no temperature was run", "parts": [], "weakest": nothing}
+def rule_reversion(differences: dict, alphabet: int) -> dict:
+    """Germline reversion (section 6.2's basins on a protein MLM; ours, beyond the paper), one verdict a
+    temperature. `differences` maps each temperature to its per-chain values: for a chain started at a germline V
+    gene with k >= 1 framework substitutions, the share of its mutated sites back at the germline residue after T
+    steps minus the share of its unmutated framework sites that left the germline residue, both over the sites the
+    chain updated (NaN: none, left out); `alphabet`: |V|, the tokens a chain may propose.
+
+    Null: no pull toward the germline, a model whose conditionals are uniform over the |V| tokens (field-free). A
+    site the chain has updated holds its last draw, which such a model makes uniform whatever the rest of the
+    sequence and the temperature; random scan picks sites without looking at them. So a visited mutated site is
+    back with probability 1/|V| and a visited unmutated one has left with probability (|V| - 1)/|V|, and each
+    chain's difference has mean exactly 2/|V| - 1 (-0.9 with 20 residues, 0 with two). The null is set on the
+    difference, the chapter's per-chain statistic, rather than each share on its own: one interval a temperature,
+    and a chain with two mutated sites (its reverted share 0, 1/2 or 1) is steadied by its framework sites.
+
+    Per temperature rule_paired_mean above the null (Student's t interval over chains, rule_one_sided: a
+    zero-width interval, every chain at one value, decides nothing; fewer than two chains, no interval):
+    reproduced above the no-pull value, differs at or below it, inconclusive otherwise. Returns {"null", "parts":
+    one dict a temperature, in the order given (temperature, chains, verdict, reason, estimate, low, high)}."""
+    alphabet = int(alphabet)
+    if alphabet < 2:
+        raise ValueError(f"alphabet must count at least two tokens, got {alphabet}")
+    null = 2 / alphabet - 1
     parts = []
     for temperature, values in differences.items():
         values = np.asarray(values, dtype=float).reshape(-1)
@@ -1203,7 +1211,7 @@ def rule_reversion(differences: dict) -> dict:
         if len(values) < 2:
             verdict, reason, *interval = INCONCLUSIVE, "fewer than two mutated chains: no interval", *(math.nan,) * 3
         else:
-            verdict, reason, *interval = rule_paired_mean(values, 0.0, "above", missing="no mutated chain")
+            verdict, reason, *interval = rule_paired_mean(values, null, "above", missing="no mutated chain")
         parts.append(
             dict(
                 zip(
@@ -1212,13 +1220,4 @@ def rule_reversion(differences: dict) -> dict:
                 )
             )
         )
-    names = [f"τ = {p['temperature']:g}" for p in parts]
-    verdict, tally = rule_every_part([p["verdict"] for p in parts], names)
-    weakest = min(parts, key=lambda p: p["low"] if finite(p["low"]) else -math.inf)
-    reasons = "; ".join(f"{name}: {p['reason']}" for name, p in zip(names, parts))
-    return {
-        "verdict": verdict,
-        "reason": f"{tally}; {reasons}",
-        "parts": parts,
-        "weakest": (weakest["estimate"], weakest["low"], weakest["high"]),
-    }
+    return {"null": null, "parts": parts}

@@ -204,7 +204,10 @@ if ran:
 # chains start at whole germline genes with k = 2, 4 or 8 substitutions at framework sites (every
 # site free), and after T steps the share of mutated sites back at the germline residue is set
 # against the share of unmutated framework sites that left it, at $\tau$ = 0.5, 1 and 2 (fixed
-# before any run). The verdict is the `germline_reversion` row above. Beside it, what a
+# before any run). The verdicts are the `germline_reversion_tau05`, `_tau10` and `_tau20` rows
+# above, one a temperature, each against what a model with no pull toward the germline would give
+# (uniform over the 20 residues: back with probability 1/20, off with 19/20). Beside them, what a
+#
 # protein-MLM user reads: the pseudo-log-likelihood per residue (the antiberty package's
 # convention) at each chain's start and end, and how much of each IMGT region changed.
 

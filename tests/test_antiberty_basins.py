@@ -41,9 +41,11 @@ def test_the_notebooks_protein_cells_on_antiberty_at_the_tiniest_size(antiberty)
     }
     frame = ch.reversion_frame(starts, runs)
     assert len(frame) == 2 * 3 and set(frame.gene) == set(germlines.genes) and (frame.context == 90).all()
+    assert (frame.alphabet == 20).all()  # the no-pull difference is 2/20 - 1
     judged = ch.reversion_verdict(frame)
-    assert judged["verdict"] == vd.INCONCLUSIVE  # one mutated chain: no interval
-    assert [r["claim"] for r in ch.reversion_rows(frame, judged, cfg.steps)] == ["germline_reversion"]
+    assert judged["null"] == pytest.approx(-0.9)
+    assert [p["verdict"] for p in judged["parts"]] == [vd.INCONCLUSIVE]  # one mutated chain: no interval
+    assert [r["claim"] for r in ch.reversion_rows(frame, judged, cfg.steps)] == ["germline_reversion_tau10"]
 
     scored = ch.score_records(antiberty, runs, cfg.pll_records)
     assert scored[1.0].records.tolist() == [0, 2]

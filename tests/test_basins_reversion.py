@@ -67,6 +67,7 @@ def test_mutate_framework_puts_k_other_tokens_at_framework_sites_only():
     starts = ch.mutate_framework(cond, germline, framework, [0, 2, 5], genes=["a", "b"], seed=3)
     assert starts.tokens.shape == (6, 12) and starts.row.tolist() == [0, 1] * 3
     assert starts.substitutions.tolist() == [0, 0, 2, 2, 5, 5] and starts.genes == ["a", "b"] * 3
+    assert starts.alphabet == 5  # every colour allowed: the no-pull difference is 2/5 - 1
     changed = starts.tokens != starts.germline
     assert torch.equal(changed, starts.mutated) and changed.sum(1).tolist() == [0, 0, 2, 2, 5, 5]
     assert not (changed & ~starts.framework).any()  # CDRs untouched
@@ -99,6 +100,7 @@ def _starts() -> SimpleNamespace:
         row=torch.tensor([0, 0]),
         substitutions=torch.tensor([2, 0]),
         genes=["g", "g"],
+        alphabet=3,
     )
 
 
@@ -118,7 +120,7 @@ def test_reversion_frame_counts_reverted_and_left_sites_over_visited_sites_exact
         temperature=1.0,
     )
     frame = ch.reversion_frame(starts, {1.0: run})
-    assert list(frame.columns) == ch.REVERSION_COLUMNS and len(frame) == 6
+    assert list(frame.columns) == ch.REVERSION_COLUMNS and len(frame) == 6 and (frame.alphabet == 3).all()
     frame = frame.set_index(["chain", "step"])
     columns = ["mutated", "mutated_visited", "reverted", "kept", "kept_visited", "left"]
     assert frame.loc[(0, 0), columns].tolist() == [2, 0, 0, 2, 0, 0]
@@ -168,8 +170,11 @@ def test_a_deterministic_chain_reverts_every_mutated_site_and_its_interval_has_z
     assert (ends.mutated_visited == ends.mutated).all() and (ends.kept_visited == ends.kept).all()
     assert (mutated.difference == 1.0).all() and ends[ends.substitutions == 0].difference.isna().all()
     judged = ch.reversion_verdict(ch.reversion_frame(starts, runs))
-    assert judged["verdict"] == vd.INCONCLUSIVE and "zero width" in judged["reason"]
-    assert [p["chains"] for p in judged["parts"]] == [6, 6]
+    assert [p["verdict"] for p in judged["parts"]] == [vd.INCONCLUSIVE] * 2
+    assert all("zero width" in p["reason"] for p in judged["parts"]) and [p["chains"] for p in judged["parts"]] == [
+        6,
+        6,
+    ]
 
 
 def test_independent_sites_revert_and_leave_at_their_known_rates():
@@ -192,48 +197,97 @@ def test_independent_sites_revert_and_leave_at_their_known_rates():
     assert ends.mutated_visited.mean() == pytest.approx(10 * visited, abs=0.3)
 
 
-def _judged_frame(shift: float, chains: int = 6) -> pd.DataFrame:
+def test_a_uniform_model_puts_the_mean_difference_at_the_no_pull_null():
+    """No field over twenty colours (no pull): a visited mutated site is back with probability 1/20 and a visited
+    kept one has left with 19/20, so the chains' mean difference is 2/20 - 1, the rule's null; 200 chains'
+    interval holds it (inconclusive) where the old null 0 would have said differs."""
+    n, colours, steps = 40, 20, 60
+    germline = torch.arange(n) % colours
+    starts = ch.mutate_framework(
+        potts(germline, colours, 0.0), germline.repeat(200, 1), torch.ones(200, n, dtype=torch.bool), [10], seed=2
+    )
+    run = glauber.glauber(
+        potts(germline, colours, 0.0), starts.tokens, steps, 1.0, seed=5, record_every=steps, progress=False
+    )
+    frame = ch.reversion_frame(starts, {1.0: run})
+    ends = ch.reversion_ends(frame)
+    assert ends.reverted.sum() / ends.mutated_visited.sum() == pytest.approx(1 / colours, abs=0.01)
+    assert ends.left.sum() / ends.kept_visited.sum() == pytest.approx(1 - 1 / colours, abs=0.01)
+    (part,) = ch.reversion_verdict(frame)["parts"]
+    assert part["low"] < 2 / colours - 1 < part["high"] and part["verdict"] == vd.INCONCLUSIVE
+
+
+def _judged_frame(shift: float, chains: int = 6, alphabet: int = 20, temperatures=(0.5, 1.0)) -> pd.DataFrame:
     """A reversion_frame-like table at one last step: per temperature, mutated chains with differences spread
     about `shift` (and one k = 0 chain the verdict leaves out)."""
     rows = []
-    for tau in (0.5, 1.0):
+    for tau in temperatures:
         for chain in range(chains + 1):
             k = 0 if chain == chains else 2
-            value = np.nan if k == 0 else shift + 0.05 * (chain - chains / 2)
+            value = np.nan if k == 0 else shift + 0.01 * (chain - chains / 2)
             rows.append(dict(temperature=tau, chain=chain, substitutions=k, step=9, difference=value))
-    frame = pd.DataFrame(rows).assign(reverted_share=0.5, left_share=0.1, context=90, free=90)
+    frame = pd.DataFrame(rows).assign(reverted_share=0.5, left_share=0.1, alphabet=alphabet, context=90, free=90)
     frame["mutated_visited"] = frame.substitutions
     frame.loc[frame.substitutions == 0, "reverted_share"] = np.nan
     return frame
 
 
-@pytest.mark.parametrize("shift, verdict", [(0.4, vd.REPRODUCED), (-0.4, vd.DIFFERS), (0.01, vd.INCONCLUSIVE)])
-def test_reversion_verdict_and_row_reach_every_outcome(shift, verdict):
+@pytest.mark.parametrize(
+    "shift, verdict", [(-0.6, vd.REPRODUCED), (-0.95, vd.DIFFERS), (-0.89, vd.INCONCLUSIVE), (0.4, vd.REPRODUCED)]
+)
+def test_reversion_verdict_and_rows_reach_every_outcome_against_no_pull(shift, verdict):
+    """Twenty residues: no pull is a difference of 2/20 - 1 = -0.9, so -0.6 (reverted 0.2, left 0.8) is a pull."""
     frame = _judged_frame(shift)
     judged = ch.reversion_verdict(frame)
-    assert judged["verdict"] == verdict and [p["chains"] for p in judged["parts"]] == [6, 6]
-    (row,) = ch.reversion_rows(frame, judged, 270)
-    assert row["claim"] == "germline_reversion" and row["table"] == "beyond" and row["kind"] == "general"
-    assert row["verdict"] == verdict and row["null"] == 0.0 and row["low"] <= row["ours"] <= row["high"]
-    assert "90 residues" in row["quantity"] and "k = 2 " in row["quantity"] and "270 steps" in row["quantity"]
-    assert "τ = 0.5" in row["ours_text"] and "drawn mutated site, 90 residues" in row["ours_text"]
+    assert judged["null"] == pytest.approx(-0.9) and [p["chains"] for p in judged["parts"]] == [6, 6]
+    rows = ch.reversion_rows(frame, judged, 270)
+    assert [r["claim"] for r in rows] == ["germline_reversion_tau05", "germline_reversion_tau10"]
+    for row, tau in zip(rows, ("0.5", "1")):
+        assert row["table"] == "beyond" and row["kind"] == "general" and row["verdict"] == verdict
+        assert row["null"] == pytest.approx(-0.9) and row["low"] <= row["ours"] <= row["high"]
+        assert f"at τ = {tau}:" in row["quantity"] and "null -0.90" in row["quantity"]
+        assert "90 residues" in row["quantity"] and "k = 2 " in row["quantity"] and "270 steps" in row["quantity"]
+        assert row["ours_text"].startswith(f"τ = {tau}: reverted 0.50 (no pull 0.05), left 0.10 (no pull 0.95)")
+        assert "against -0.90" in row["ours_text"] and "drawn mutated site, 90 residues" in row["ours_text"]
     for view in (ch.reversion_view(frame), ch.reversion_verdicts_view(judged)):
         html = view.to_html()
         assert view.data.shape[1] <= 6 and not re.search(r"\bnan\b", html, re.I) and all(view.hide_index_)
+    assert "-0.90" in ch.reversion_verdicts_view(judged).to_html()
+
+
+def test_two_residues_put_the_null_at_0_and_only_the_claims_temperatures_are_judged():
+    frame = _judged_frame(-0.6, alphabet=2, temperatures=(0.5, 1.5, 2.0))
+    judged = ch.reversion_verdict(frame)
+    assert judged["null"] == 0.0 and [p["temperature"] for p in judged["parts"]] == [0.5, 2.0]
+    assert [p["verdict"] for p in judged["parts"]] == [vd.DIFFERS] * 2  # with two residues -0.6 is drift away
+    rows = ch.reversion_rows(frame, judged, 270)
+    assert [r["claim"] for r in rows] == ["germline_reversion_tau05", "germline_reversion_tau20"]
+
+
+def test_the_claims_temperatures_are_the_profiles_grid_and_in_paper_claims():
+    for profile in ("quick", "paper"):
+        assert ch.settings(profile, PROTEIN).temperatures == list(ch.REVERSION_CLAIMS)
+    assert set(ch.settings("smoke", PROTEIN).temperatures) <= set(ch.REVERSION_CLAIMS)
+    paper = vd.read_paper_claims().set_index("claim")
+    for claim in ch.REVERSION_CLAIMS.values():
+        assert paper.kind[claim] == "general" and paper.side[claim] == "above" and paper.chapter[claim] == "04_basins"
+    assert not any(c == "germline_reversion" for c in paper.index)
 
 
 def test_a_run_without_mutated_chains_is_inconclusive_and_says_so():
     frame = _judged_frame(0.4)
     frame = frame[frame.substitutions == 0]
     judged = ch.reversion_verdict(frame)
-    assert judged["verdict"] == vd.INCONCLUSIVE and "fewer than two mutated chains" in judged["reason"]
-    (row,) = ch.reversion_rows(frame, judged, 10)
+    assert {p["verdict"] for p in judged["parts"]} == {vd.INCONCLUSIVE}
+    assert all("fewer than two mutated chains" in p["reason"] for p in judged["parts"])
+    row = ch.reversion_rows(frame, judged, 10)[0]
     assert row["ours_text"] == "no chain with a substitution in this run" and "k = no" in row["quantity"]
     undrawn = _judged_frame(0.4).assign(mutated_visited=0, difference=np.nan, reverted_share=np.nan)
     judged = ch.reversion_verdict(undrawn)  # a short run: no chain has drawn a mutated site yet
-    (row,) = ch.reversion_rows(undrawn, judged, 10)
-    assert judged["verdict"] == vd.INCONCLUSIVE and "τ = 1: no chain drew a mutated site" in row["ours_text"]
-    assert "nan" not in row["ours_text"].lower()
+    rows = ch.reversion_rows(undrawn, judged, 10)
+    assert {p["verdict"] for p in judged["parts"]} == {vd.INCONCLUSIVE}
+    assert rows[1]["ours_text"] == "τ = 1: no chain drew a mutated site"
+    assert all("nan" not in r["ours_text"].lower() for r in rows)
 
 
 def test_reversion_figure_draws_one_panel_a_temperature():
@@ -397,6 +451,8 @@ def test_an_antibody_aligns_to_its_own_germline_and_its_mutations_are_the_differ
     antibody = ch.antibody_start(cond, mutant)
     assert antibody.tokens.shape == (1, 60) and antibody.mutated[0].nonzero().squeeze(1).tolist() == [0, 40]
     assert antibody.identity == pytest.approx(58 / 60) and antibody.substitutions.tolist() == [2]
+    assert antibody.alphabet == 20
+
     assert cond.decode(antibody.germline[0]) == genes[antibody.genes[0]][:60]
     assert torch.equal(antibody.framework, ch.framework_sites(antibody.genes, 60))
     with pytest.raises(ValueError, match="'J' is not one of"):

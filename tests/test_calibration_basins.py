@@ -26,7 +26,14 @@ import verdicts as vd
 from chapters import basins as ch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from calibration.basins import CASES, colour_scores, potts_model, seed_states  # noqa: E402 (make calibrate's)
+from calibration.basins import (  # noqa: E402 (make calibrate's)
+    CASES,
+    REVERSION_CHAINS,
+    colour_scores,
+    potts_model,
+    reversion_model,
+    seed_states,
+)
 
 SEEDS_PER_TOPIC, STEPS, RECORD_EVERY, CHANCE_TEXTS, N = 6, 120, 40, 150, 16
 LABELS = list(ch.TOPIC_LABELS)
@@ -290,15 +297,36 @@ def test_quick_size_cases_do_not_decide_wrongly_at_seed_0(case):
     assert case.run(0) != wrong
 
 
-REVERSION_CASES = [case for case in CASES if case.claim == "germline_reversion"]
+REVERSION_CASES = [case for case in CASES if case.claim in ch.REVERSION_CLAIMS.values()]
+
+
+def test_germline_reversion_cases_cover_no_pull_a_weak_pull_and_strong_pulls_at_each_temperature():
+    """Each temperature's claim has the same cases: no pull (field 0: p_g = 1/q exactly, with two and twenty
+    colours) and the mutant's side fail, a weak and strong pulls hold; the model's conditionals give p_g as stated."""
+    for claim in ch.REVERSION_CLAIMS.values():
+        own = {c.name: c.truth for c in REVERSION_CASES if c.claim == claim}
+        assert own == {name: truth for name, _, _, truth, _ in REVERSION_CHAINS}
+    assert {"two colours, no field", "twenty colours, no field"} <= {
+        n for n, *_, t, _ in REVERSION_CHAINS if t == "fails"
+    }
+    assert any("weak pull" in name for name, *_ in REVERSION_CHAINS)
+    germline = torch.tensor([3, 0, 7, 19, 5])
+    for colours, field, tau in ((20, 0.5, 2.0), (20, 3.0, 0.5), (20, 0.0, 1.0), (2, -1.0, 1.0)):
+        model = reversion_model(colours, field, germline % colours)
+        p = torch.softmax(model.log_scores((germline % colours)[None].repeat(5, 1), torch.arange(5)) / tau, 1)
+        p_g = np.exp(field / tau) / (np.exp(field / tau) + colours - 1)
+        assert torch.allclose(
+            p.gather(1, (germline % colours)[:, None]).double(), torch.tensor(p_g).double(), atol=1e-6
+        )
 
 
 @pytest.mark.calibration
-@pytest.mark.parametrize("case", REVERSION_CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", REVERSION_CASES, ids=lambda case: f"{case.claim}-{case.name}")
 def test_germline_reversion_cases_do_not_decide_wrongly_at_three_seeds(case):
     """The germline-reversion cases (independent-site Potts chains at the protein quick profile's sizes) over
-    seeds 0-2: never differs where a visited site returns with probability above 1/2, never reproduced where it
-    returns with probability 1/2 or less."""
+    seeds 0-2: at most one wrong verdict (differs where a visited site returns with probability above 1/q, a pull
+    toward the germline; reproduced where it returns with probability 1/q or less). A rule may err in up to 10% of
+    seeds, and the weak pull at tau = 2 does in 3 of 50 (make calibrate), so one wrong seed in three is allowed;
+    two would be unlikely (3%) at a 10% rate."""
     wrong = vd.DIFFERS if case.truth == "holds" else vd.REPRODUCED
-    assert {case.run(seed) for seed in range(3)}.isdisjoint({wrong})
-    assert len(REVERSION_CASES) == 6 and {c.truth for c in REVERSION_CASES} == {"holds", "fails"}
+    assert [case.run(seed) for seed in range(3)].count(wrong) <= 1

@@ -471,17 +471,22 @@ def test_lower_bound_ratio_needs_a_finite_upper_end():
 # ---- chapter 4 protein rule (issue 42) ----
 
 
-def test_reversion_rule_reaches_every_outcome_and_never_decides_on_zero_width():
-    up, down, mixed = [0.5, 0.6, 0.7, 0.55], [-0.5, -0.6, -0.7, -0.55], [0.5, -0.6, 0.7, -0.55]
-    assert vd.rule_reversion({0.5: up, 1.0: up})["verdict"] == R
-    assert vd.rule_reversion({0.5: up, 1.0: down})["verdict"] == D  # one temperature at or below 0 is enough
-    assert vd.rule_reversion({0.5: up, 1.0: mixed})["verdict"] == I
-    flat = vd.rule_reversion({0.5: [1.0] * 6, 1.0: up})  # every chain reverted fully: no spread measured
+def test_reversion_rule_reaches_every_outcome_against_the_no_pull_value():
+    """Null 2/|V| - 1 (a uniform model: back with 1/|V|, off with (|V| - 1)/|V|): -0.9 with 20 residues, 0 with
+    two; each temperature judged alone."""
+    assert vd.rule_reversion({}, 20) == {"null": pytest.approx(-0.9), "parts": []}
+    assert vd.rule_reversion({1.0: [0.1]}, 2)["null"] == 0.0
+    up, at, down = [-0.5, -0.6, -0.7, -0.55], [-0.8, -1.0, -0.85, -0.95], [-0.95, -0.97, -0.93, -0.96]
+    judged = vd.rule_reversion({2.0: up, 0.5: at, 1.0: down}, 20)
+    assert [p["temperature"] for p in judged["parts"]] == [2.0, 0.5, 1.0]  # in the order given
+    assert [p["verdict"] for p in judged["parts"]] == [R, I, D]  # a difference of -0.6 is still a pull with 20
+    assert judged["parts"][0]["reason"].endswith("lies above the null -0.9")
+    assert vd.rule_reversion({1.0: up}, 2)["parts"][0]["verdict"] == D  # with two residues it is drift away
+    part = judged["parts"][0]
+    assert (part["estimate"], part["low"], part["high"]) == pytest.approx(vd.mean_interval(up))
+    (flat,) = vd.rule_reversion({0.5: [1.0] * 6}, 20)["parts"]  # every chain reverted fully: no spread measured
     assert flat["verdict"] == I and "zero width" in flat["reason"]
-    few = vd.rule_reversion({1.0: [0.9, float("nan")]})  # one finite chain: no interval
-    assert few["verdict"] == I and "fewer than two mutated chains" in few["reason"] and few["parts"][0]["chains"] == 1
-    assert vd.rule_reversion({})["verdict"] == I
-    judged = vd.rule_reversion({2.0: mixed, 0.5: up})
-    assert [p["temperature"] for p in judged["parts"]] == [2.0, 0.5] and "τ = 2: inconclusive" in judged["reason"]
-    assert judged["weakest"] == pytest.approx(vd.mean_interval(mixed))  # the lowest lower end
-    assert vd.rule_reversion({1.0: up})["weakest"] == pytest.approx(vd.mean_interval(up))
+    (few,) = vd.rule_reversion({1.0: [0.9, float("nan")]}, 20)["parts"]  # one finite chain: no interval
+    assert few["verdict"] == I and "fewer than two mutated chains" in few["reason"] and few["chains"] == 1
+    with pytest.raises(ValueError, match="at least two"):
+        vd.rule_reversion({1.0: up}, 1)

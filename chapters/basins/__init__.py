@@ -12,7 +12,9 @@ not judged: pseudo-log-likelihoods, end-state logos, rates of change per IMGT re
 - `science`: the settings per profile, the chains' seeds and setup, the chance level, the topic frames and the
   estimators and intervals the verdicts are judged on;
 - `reversion`: on a protein model, the germline-reversion basin that replaces the politics claims (framework
-  substitutions of germline V genes, and the share of them reverted against the share of framework sites left),
+  substitutions of germline V genes, and the share of them reverted against the share of framework sites left,
+  both against a model with no pull toward the germline),
+
   the chains' pseudo-log-likelihood, end-state profiles and region rates, and a user's antibody as a seed;
 - `judging`: the verdicts (from `verdicts.py`'s rules and intervals) and the claims rows;
 - `presentation`: the display tables (`*_view`), figures (`*_figure`) and glue values (`*_text`);
@@ -23,6 +25,7 @@ every name below.
 """
 
 from .judging import (
+    REVERSION_CLAIMS,
     claim_rows,
     ends_verdict,
     recurrence_verdict,
@@ -203,6 +206,7 @@ __all__ = [
     "seed_loss_frame",
     "seed_loss_topics_verdict",
     "claim_rows",
+    "REVERSION_CLAIMS",
     "reversion_verdict",
     "reversion_rows",
     "labels_view",

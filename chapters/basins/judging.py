@@ -331,7 +331,7 @@ def claim_rows(
 
     crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; ends: chain_ends;
     ends_judged: ends_verdict's dict; loss: seed_loss_frame (per seed topic); setup: run_setup's protocol items.
-    A protein model's one row is reversion_rows'."""
+    A protein model's rows are reversion_rows'."""
     target = "politics"
     rows = [
         _recurrence_row(
@@ -372,59 +372,67 @@ def claim_rows(
 # --------------------------------------------------------------------------------------------
 
 
+# germline_reversion's temperatures, fixed before any run (PROTEIN_SETTINGS' grid at quick and paper), each its own
+# claim of paper_claims.csv; a temperature outside them is shown, not judged
+REVERSION_CLAIMS = {0.5: "germline_reversion_tau05", 1.0: "germline_reversion_tau10", 2.0: "germline_reversion_tau20"}
+
+
 def reversion_verdict(frame: pd.DataFrame) -> dict:
-    """germline_reversion by verdicts.rule_reversion: per temperature, the `difference` (reverted share of the
-    visited mutated sites minus left share of the visited unmutated framework sites) at the last step of
-    reversion_frame, of every chain with k >= 1 substitutions and a mutated site visited; every temperature must
-    show reversion above drift."""
+    """germline_reversion by verdicts.rule_reversion at each temperature of REVERSION_CLAIMS that was run: the
+    `difference` (reverted share of the visited mutated sites minus left share of the visited unmutated framework
+    sites) at the last step of reversion_frame, of every chain with k >= 1 substitutions and a mutated site
+    visited, against its no-pull value 2/|V| - 1 (|V|: the frame's `alphabet`). Returns rule_reversion's dict."""
     ends = reversion_ends(frame)
     ends = ends[ends.substitutions > 0]
-    temperatures = sorted(frame.temperature.unique())
-    return rule_reversion({t: ends.difference[ends.temperature == t].to_numpy() for t in temperatures})
+    ran = set(frame.temperature)
+    differences = {t: ends.difference[ends.temperature == t].to_numpy() for t in REVERSION_CLAIMS if t in ran}
+    return rule_reversion(differences, int(frame.alphabet.iloc[0]))
 
 
-def _reversion_text(frame: pd.DataFrame, judged: dict) -> str:
-    ends = reversion_ends(frame)
-    mutated = ends[ends.substitutions > 0]
-    if mutated.empty:
+def _reversion_text(ends: pd.DataFrame, part: dict, alphabet: int) -> str:
+    """A temperature's shares and difference in words, each beside its no-pull value."""
+    tau = part["temperature"]
+    if ends.empty:
         return "no chain with a substitution in this run"
-
-    def part(p: dict) -> str:
-        chains = mutated[(mutated.temperature == p["temperature"]) & (mutated.mutated_visited > 0)]
-        if chains.empty:
-            return f"τ = {p['temperature']:g}: no chain drew a mutated site"
-        interval = bt.interval_text(p["estimate"], p["low"], p["high"], signed=True, missing=_MISSING)
-        return (
-            f"τ = {p['temperature']:g}: reverted {chains.reverted_share.mean():.2f}, left "
-            f"{chains.left_share.mean():.2f}, difference {interval} ({len(chains)} chains)"
-        )
-
-    context = int(ends.context.iloc[0])
-    return "; ".join(part(p) for p in judged["parts"]) + f" (chains with a drawn mutated site, {context} residues)"
+    chains = ends[(ends.temperature == tau) & (ends.mutated_visited > 0)]
+    if chains.empty:
+        return f"τ = {tau:g}: no chain drew a mutated site"
+    interval = bt.interval_text(part["estimate"], part["low"], part["high"], signed=True, missing=_MISSING)
+    return (
+        f"τ = {tau:g}: reverted {chains.reverted_share.mean():.2f} (no pull {1 / alphabet:.2f}), left "
+        f"{chains.left_share.mean():.2f} (no pull {1 - 1 / alphabet:.2f}), difference {interval} against "
+        f"{2 / alphabet - 1:+.2f} ({len(chains)} chains with a drawn mutated site, {int(ends.context.iloc[0])} residues)"
+    )
 
 
 def reversion_rows(frame: pd.DataFrame, judged: dict, steps: int) -> list[dict]:
-    """The chapter's claims on a protein model: germline_reversion alone (the politics rows have no residue
-    counterpart), its estimate the weakest temperature's mean difference (reversion_verdict's `weakest`)."""
-    context = int(frame.context.iloc[0])
+    """The chapter's claims on a protein model (the politics rows have no residue counterpart): one
+    germline_reversion row a judged temperature (REVERSION_CLAIMS; reversion_verdict's parts), its estimate the
+    mean difference with its t interval, its null the no-pull value."""
+    context, alphabet = int(frame.context.iloc[0]), int(frame.alphabet.iloc[0])
     counts = ", ".join(str(k) for k in sorted(frame.substitutions[frame.substitutions > 0].unique())) or "no"
-    quantity = (
-        f"per temperature: mean over chains (human germline V genes of {context} residues from FR1, k = {counts} "
-        f"IMGT framework substitutions, every site free) of the share of its mutated sites back at the germline residue "
-        f"after {steps:,} steps minus the share of its unmutated framework sites off it, both over the sites it "
-        "updated (t interval; the weakest temperature)"
-    )
-    estimate, low, high = judged["weakest"]
-    return [
-        bt.claim_row(
-            "germline_reversion",
-            quantity,
-            estimate,
-            _reversion_text(frame, judged),
-            judged["verdict"],
-            judged["reason"],
-            low=low,
-            high=high,
-            null=0.0,
+    ends = reversion_ends(frame)
+    ends = ends[ends.substitutions > 0]
+    rows = []
+    for part in judged["parts"]:
+        quantity = (
+            f"at τ = {part['temperature']:g}: mean over chains (human germline V genes of {context} residues from FR1, "
+            f"k = {counts} IMGT framework substitutions, every site free) of the share of its mutated sites back at "
+            f"the germline residue after {steps:,} steps minus the share of its unmutated framework sites off it, "
+            f"both over the sites it updated (t interval; null {judged['null']:+.2f}, no pull: each of the "
+            f"{alphabet} residues drawn alike)"
         )
-    ]
+        rows.append(
+            bt.claim_row(
+                REVERSION_CLAIMS[part["temperature"]],
+                quantity,
+                part["estimate"],
+                _reversion_text(ends, part, alphabet),
+                part["verdict"],
+                part["reason"],
+                low=part["low"],
+                high=part["high"],
+                null=judged["null"],
+            )
+        )
+    return rows

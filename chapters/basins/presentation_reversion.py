@@ -37,14 +37,15 @@ def reversion_view(frame: pd.DataFrame):
 
 
 def reversion_verdicts_view(judged: dict):
-    """reversion_verdict's parts for the page: per temperature, the mutated chains, their mean difference with
-    its 95% t interval, and the temperature's verdict."""
+    """reversion_verdict's parts for the page: per judged temperature, the mutated chains, their mean difference
+    with its 95% t interval, the no-pull value it is judged against, and the temperature's verdict."""
     parts = pd.DataFrame(judged["parts"], columns=["temperature", "chains", "verdict", "estimate", "low", "high"])
     view = pd.DataFrame(
         {
             "τ": parts.temperature.map("{:g}".format),
             "mutated chains": parts.chains.to_numpy(),
             "reverted minus left": _interval_column(parts, "estimate", "low", "high", 2),
+            "no pull": f"{judged['null']:+.2f}",
             "verdict": parts.verdict.to_numpy(),
         }
     )
@@ -111,7 +112,7 @@ def antibody_view(reversion: pd.DataFrame, pll: pd.DataFrame):
 def reversion_figure(frame: pd.DataFrame):
     """reversion_frame along the run, one panel a temperature: the mean share of visited mutated sites back at
     the germline residue, per substitution count k, and the mean share of visited unmutated framework sites off
-    it (all chains). Returns the figure."""
+    it (all chains), with both shares' no-pull values 1/|V| and (|V| - 1)/|V| (dotted). Returns the figure."""
     import matplotlib.pyplot as plt
 
     temperatures = sorted(frame.temperature.unique())
@@ -123,6 +124,10 @@ def reversion_figure(frame: pd.DataFrame):
             ax.plot(mean.index, mean.to_numpy(), marker="o", ms=3, label=f"reverted, k = {k}")
         left = part.groupby("step").left_share.mean()
         ax.plot(left.index, left.to_numpy(), color="k", ls="--", label="framework sites left")
+        alphabet = int(part.alphabet.iloc[0])
+        for level, label in ((1 / alphabet, "no pull (1/|V|, 1 - 1/|V|)"), (1 - 1 / alphabet, None)):
+            ax.axhline(level, color="grey", ls=":", lw=1, label=label)
+
         ax.set(title=f"τ = {tau:g}", xlabel="Glauber step $t$", ylim=(-0.02, 1.02))
     axes[0, 0].set(ylabel="share of sites")
     axes[0, -1].legend(fontsize=8)

@@ -6,8 +6,9 @@ residues, every site free) with k substitutions at IMGT framework sites (FR1, FR
 steps the mutated sites are back at the germline residue more often than the unmutated framework sites have left
 it. Shares are over the sites the chain has updated at least once (a site it never drew keeps its residue and says
 nothing about the model; random scan picks sites regardless of the state, so this conditioning is fair). The
-per-chain estimate is `difference` = reverted share - left share; judging.reversion_verdict judges it
-(verdicts.rule_reversion), every temperature of the profile's grid.
+per-chain estimate is `difference` = reverted share - left share, against its value with no pull toward the germline
+(conditionals uniform over the `alphabet` of |V| tokens: 2/|V| - 1); judging.reversion_verdict judges it
+(verdicts.rule_reversion), each temperature of the profile's grid its own claim.
 
 What protein-MLM users read beside it, shown and never judged: the chains' pseudo-log-likelihood (the model's own
 score of a sequence), the per-site entropy of its conditionals at the chains' end states (a sequence logo), the
@@ -54,6 +55,7 @@ REVERSION_COLUMNS = [
     "reverted_share",
     "left_share",
     "difference",
+    "alphabet",
     "context",
     "free",
 ]
@@ -80,7 +82,7 @@ def mutate_framework(cond, germline, framework, substitutions, *, genes=None, se
     set to a uniformly chosen allowed token other than g's (seeded by a torch generator). Chains of one k are
     contiguous, B = len(substitutions) * G. Returns SimpleNamespace(tokens, germline [B, n], mutated, framework
     (BoolTensor[B, n]), row (LongTensor[B], the germline's row), substitutions (LongTensor[B]), genes (names per
-    chain; `genes` names the germlines, default "germline g"))."""
+    chain; `genes` names the germlines, default "germline g"), alphabet (|V|, the allowed tokens))."""
     germline = check_tokens(cond, germline, "germline").cpu()
     framework = torch.as_tensor(framework, dtype=torch.bool)
     framework = framework[None] if framework.dim() == 1 else framework
@@ -115,6 +117,7 @@ def mutate_framework(cond, germline, framework, substitutions, *, genes=None, se
         row=rows,
         substitutions=torch.tensor(np.repeat(counts, len(germline)), dtype=torch.long),
         genes=[genes[r] for r in rows.tolist()],
+        alphabet=len(allowed),
     )
 
 
@@ -134,8 +137,8 @@ def reversion_frame(starts: SimpleNamespace, runs: dict) -> pd.DataFrame:
     residue (`reverted`: a site back was updated); of the `kept` (unmutated framework) sites, those updated
     (`kept_visited`) and those off theirs (`left`); reverted_share = reverted / mutated_visited, left_share = left /
     kept_visited (NaN with no site visited) and `difference` = reverted_share - left_share (NaN for k = 0), the
-    per-chain estimate the verdict reads at the last step; `context` residues a state, `free` sites (every one).
-    Columns REVERSION_COLUMNS."""
+    per-chain estimate the verdict reads at the last step; `alphabet` (starts.alphabet, |V|: the no-pull
+    difference is 2/|V| - 1), `context` residues a state, `free` sites (every one). Columns REVERSION_COLUMNS."""
     frames = []
     for temperature, run in runs.items():
         if not isinstance(run, Trajectory) or run.tokens.shape[0::2] != starts.tokens.shape:
@@ -164,7 +167,7 @@ def reversion_frame(starts: SimpleNamespace, runs: dict) -> pd.DataFrame:
             )
             frame["left_share"] = np.where(frame.kept_visited > 0, frame.left / frame.kept_visited, np.nan)
         frame["difference"] = frame.reverted_share - frame.left_share
-        frames.append(frame.assign(context=n, free=n))
+        frames.append(frame.assign(alphabet=int(starts.alphabet), context=n, free=n))
     if not frames:
         raise ValueError("runs must hold at least one temperature")
     return pd.concat(frames, ignore_index=True)[REVERSION_COLUMNS]
@@ -206,7 +209,7 @@ def antibody_start(cond, sequence: str, context: int = GERMLINE_CONTEXT) -> Simp
     length and at most `context` residues (ties: the first gene in germline_v_genes' order). Its residues that
     differ from that germline are its somatic mutations. Returns mutate_framework's namespace for the one chain
     (tokens [1, L], germline, mutated, framework, row, substitutions = its mutation count, genes = [the
-    allele]) with `identity`, the share of its L residues at the germline's."""
+    allele], alphabet) with `identity`, the share of its L residues at the germline's."""
     context = check_count(context, "context", 1)
     residues = cond.decode(cond.encode(sequence))
     best = (-1.0, "", 0, "")
@@ -225,6 +228,7 @@ def antibody_start(cond, sequence: str, context: int = GERMLINE_CONTEXT) -> Simp
         row=torch.tensor([0]),
         substitutions=mutated.sum(1),
         genes=[allele],
+        alphabet=int(cond.allowed.sum()),
         identity=identity,
     )
 
