@@ -66,23 +66,20 @@ def bare_forward(cond, x0: torch.Tensor, positions: torch.Tensor) -> None:
 BERT_BASE_SHAPE = "bert-base-shape"  #: --model name of the random-weight bert-base-sized masked LM
 
 
-def bert_base_shaped(device=None) -> glauber.MaskedLMConditionals:
-    """A masked LM of bert-base's shape (12 layers, hidden 768, 12 heads, feed-forward 3072, 512 positions) with
-    random weights and the bundled model's word-piece tokenizer (bert-base-uncased's 30,522 ids): its speed is
-    bert-base's, built from a config with no download."""
+BERT_BASE_SIZE = dict(
+    hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512
+)  #: bert-base's shape: 12 layers, hidden 768, 12 heads, feed-forward 3072, 512 positions
+
+
+def bert_base_shaped(device=None, name: str = BERT_BASE_SHAPE, size: dict = BERT_BASE_SIZE):
+    """A BERT masked LM of `size` (bert-base's by default) with random weights and the bundled model's word-piece
+    tokenizer (bert-base-uncased's 30,522 ids): its speed is that shape's, built from a config with no download."""
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     tokenizer = AutoTokenizer.from_pretrained(glauber.DEFAULT_MODEL_DIR)
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        max_position_embeddings=512,
-    )
-    return glauber.MaskedLMConditionals(BertForMaskedLM(config), tokenizer, device, name_or_path=BERT_BASE_SHAPE)
+    config = BertConfig(vocab_size=len(tokenizer), **size)
+    return glauber.MaskedLMConditionals(BertForMaskedLM(config), tokenizer, device, name_or_path=name)
 
 
 def load(model: str | None, device=None) -> glauber.MaskedLMConditionals:

@@ -109,9 +109,14 @@ def batch_invariance(cond, batches, steps: int) -> dict:
 
 def benchmark(bundled, sizes: dict, dry: bool) -> pd.DataFrame:
     """Step 3: speed rows per model and length (glauber_speed's columns), the bundled model then bert-base's shape
-    (the dry run: `tiny_bert_shaped`)."""
+    (the dry run: `TINY_SIZE`)."""
     frames = []
-    for cond in (bundled, tiny_bert_shaped(bundled.device) if dry else speed.bert_base_shaped(bundled.device)):
+    for cond in (
+        bundled,
+        speed.bert_base_shaped(bundled.device, "tiny bert (dry run)", TINY_SIZE)
+        if dry
+        else speed.bert_base_shaped(bundled.device),
+    ):
         for n in sizes["lengths"]:
             x_all = speed.random_states(cond, max(sizes["batches"]), n).to(cond.device)
             naive = 1 / (speed.timed(lambda: speed.naive_steps(cond, x_all[:1], 3), 1) / 3)  # noqa: B023
@@ -121,15 +126,8 @@ def benchmark(bundled, sizes: dict, dry: bool) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def tiny_bert_shaped(device) -> glauber.MaskedLMConditionals:
-    """The dry run's stand-in for the bert-base shape: 2 layers of hidden 32, the same tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    tokenizer = AutoTokenizer.from_pretrained(glauber.DEFAULT_MODEL_DIR)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)  # fmt: skip
-    return glauber.MaskedLMConditionals(BertForMaskedLM(config), tokenizer, device, name_or_path="tiny bert (dry run)")
+TINY_SIZE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                 max_position_embeddings=64)  # fmt: skip  # the dry run's stand-in for bert-base's shape
 
 
 def fig2_cell(cond, dry: bool) -> pd.DataFrame:
