@@ -207,7 +207,6 @@ if ran:
 # before any run). The verdicts are the `germline_reversion_tau05`, `_tau10` and `_tau20` rows
 # above, one a temperature, each against what a model with no pull toward the germline would give
 # (uniform over the 20 residues: back with probability 1/20, off with 19/20). Beside them, what a
-#
 # protein-MLM user reads: the pseudo-log-likelihood per residue (the antiberty package's
 # convention) at each chain's start and end, and how much of each IMGT region changed.
 

@@ -471,12 +471,12 @@ run.glue(ch.drift_text(drift_table, no_bang))
 # rounding floor: $16\, n\, \varepsilon \max(1, L)$ for $n$ free sites,
 # $\varepsilon$ the machine epsilon of the dtype the model computed its
 # scores in (float32 for a network's logits, even where the window keeps
-# them in float64) and $L$ the largest $|s/\tau|$ or $|\log p|$. Our rule,
+# them in float64; bfloat16 under CUDA autocast) and $L$ the largest $|s/\tau|$ or $|\log p|$. Our rule,
 # fixed before the run (one window per context, $\tau = 1$): the claim is
 # *reproduced* when every window's gap lies above its floor, *differs*
 # when none does, and is *inconclusive* when they disagree or with no
-# window. It was calibrated on fp32 Potts windows run through the same
-# window code, at this profile's sizes.
+# window. It was calibrated on fp32 Potts windows of two free sites run
+# through the same window code; no wider window is in the calibration.
 
 # %% [markdown]
 # A model with at most 32 allowed tokens (a protein MLM's 20 amino acids)

@@ -635,7 +635,6 @@ if not cfg.protein:
 # - **Rule** (`germline_reversion_tau05`, `_tau10`, `_tau20`: one claim a
 #   temperature of the grid; a temperature given outside it is shown, not
 #   judged). Null: no pull toward the germline. A model
-#
 #   blind to it, its conditionals uniform over the $|V| = 20$ residues,
 #   puts a drawn site back with probability $1/|V|$ and moves a drawn
 #   intact one off with $(|V| - 1)/|V|$, whatever the rest of the gene: a
