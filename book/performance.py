@@ -44,7 +44,9 @@
 #   is what that costs. On 2 CPU cores it is about 1.2 at 64 chains with the default blocks
 #   of 16, above the 5% we aimed for; `block_size=64` brings it to 1.0 for large batches but
 #   makes a batch of a few chains about 3x dearer, and the quick book runs many of those, so
-#   16 stays the default (benchmarks/README.md). At bert-base shape it is 1.09.
+#   16 stays the default (benchmarks/README.md). A lone chain is padded to a whole block,
+#   so at 1 and 4 chains the blocks of 16 cost about 3.8x and 2.6x (the table's first rows).
+#   At bert-base shape it is 1.09.
 #
 # The benchmark writes `results/benchmarks/glauber_speed.csv` (committed with the repository);
 # this page reads it as it is. Absolute rates depend on the machine and on what else it was
