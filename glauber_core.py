@@ -754,6 +754,10 @@ DEFAULT_MODEL_DIR = REPO_ROOT / "models" / "minilm-l4-bbc-mlm"
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  #: The 20 residues of a protein MLM's vocabulary (one-letter codes).
 _BERT_STYLE = ("bert", "roberta", "xlm-roberta", "camembert")  # BERT's layers; all but BERT offset positions by pad
 BLOCK_SIZES = {"cpu": 16, "cuda": 256}  #: Default rows per model call by device type (``MaskedLMConditionals``).
+LARGER_BLOCKS = {
+    "cpu": (64,),
+    "cuda": (1024, 4096),
+}  #: Default checked larger calls, likewise (its ``checked_blocks``).
 _UNUSED_TOKEN = re.compile(r"^(\[unused\d+\]|<unused\d+>|\|\|\|[A-Z_]+\|\|\|)$")
 
 
@@ -871,8 +875,9 @@ class MaskedLMConditionals(_HuggingFaceModel):
     each sequence, in fp32, and so does a BERT-style last layer (``_masked_row_hidden``). On CUDA the encoder runs
     under bf16 autocast unless ``autocast`` is set False (advisable for rectangle tests, whose delta sums 8 scores).
 
-    The model sees blocks of exactly ``block_size`` rows (the last padded): kernels picked by batch shape would move
-    a row's last bits, so its scores are bit for bit the same whatever shares the call (per block size and device).
+    A row's scores are bit for bit the same whatever shares the call (kernels picked by batch shape would move their
+    last bits): a call is a block of exactly ``block_size`` rows (the last padded) or, for speed, one of
+    ``larger_blocks`` where ``checked_blocks`` has seen it give a block's bits at that length (else never).
 
     Args:
         model: A transformers masked-LM model; it is put in eval mode on ``device``.
@@ -880,15 +885,19 @@ class MaskedLMConditionals(_HuggingFaceModel):
         device: A torch device or its name; CUDA when available if None, else CPU.
         name_or_path: The model's name in messages and checkpoints; the model's own ``name_or_path`` if None.
         block_size: Rows per model call, >= 1; ``BLOCK_SIZES`` by device type if None.
+        larger_blocks: Larger call sizes, each used where it gives blocks' bits; ``LARGER_BLOCKS`` if None, () for none.
 
     Raises:
-        ValueError: If the tokenizer has no mask token or ``block_size`` is not an integer >= 1.
+        ValueError: If there is no mask token, or a block size is not an integer >= 1.
     """
 
-    def __init__(self, model, tokenizer, device=None, name_or_path: str | None = None, block_size: int | None = None):
+    def __init__(self, model, tokenizer, device=None, name_or_path=None, block_size=None, larger_blocks=None):
         super().__init__(model, tokenizer, device, name_or_path)
         block_size = BLOCK_SIZES.get(self.device.type, 16) if block_size is None else block_size
         self.block_size = check_count(block_size, "block_size", 1)
+        larger = LARGER_BLOCKS.get(self.device.type, ()) if larger_blocks is None else larger_blocks
+        self.larger_blocks = tuple(sorted(check_count(s, "a larger block", 1) for s in larger))
+        self._block_checks: dict[tuple, bool] = {}
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{self.name_or_path} has no mask token: not a masked language model")
         self.mask_id = tokenizer.mask_token_id
@@ -904,6 +913,11 @@ class MaskedLMConditionals(_HuggingFaceModel):
             and getattr(config, "position_embedding_type", "absolute") == "absolute"
         )
         self.autocast = self.device.type == "cuda"  # bf16 encoder on CUDA; set False for fp32 throughout
+
+    @property
+    def score_dtype(self) -> torch.dtype:
+        """The dtype whose rounding the scores carry (section 7's floor): bf16 under CUDA autocast, else the model's."""
+        return torch.bfloat16 if self.autocast and self.device.type == "cuda" else next(self.model.parameters()).dtype
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Input ids LongTensor[B, n + specials]: each row of ``tokens`` (LongTensor[B, n] of content ids on the
@@ -928,12 +942,34 @@ class MaskedLMConditionals(_HuggingFaceModel):
         """
         tokens, positions = tokens.to(self.device), positions.to(self.device)
         check_tokens(self, tokens)
-        blocks = zip(tokens.split(self.block_size), positions.split(self.block_size))
-        return torch.cat([self._block_scores(rows, sites) for rows, sites in blocks])
+        scores, done = [], 0
+        for size in [*self.checked_blocks(tokens.shape[1], len(tokens)), self.block_size]:
+            stop = len(tokens) if size == self.block_size else done + (len(tokens) - done) // size * size
+            scores += [self._block_scores(tokens[k:], positions[k:], size) for k in range(done, stop, size)]
+            done = stop
+        return torch.cat(scores)
 
-    def _block_scores(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Scores [b, V] of at most ``block_size`` rows, computed on exactly ``block_size`` rows (padded)."""
-        rows_given, padded = len(tokens), torch.arange(self.block_size, device=self.device).clamp_max(len(tokens) - 1)
+    def checked_blocks(self, n: int, batch: int) -> list[int]:
+        """The larger blocks of at most ``batch`` rows that score rows of n tokens bit for bit as blocks do, largest
+        first: each checked once a shape, thread count and autocast, on random rows (a generator of its own)."""
+        usable = []
+        for size in (s for s in self.larger_blocks if s <= batch):
+            key = (n, size, self.block_size, torch.get_num_threads(), self.autocast)
+            if key not in self._block_checks:
+                generator, ids = torch.Generator().manual_seed(n), self.allowed.cpu().nonzero().squeeze(1)
+                x = ids[torch.randint(len(ids), (size, n), generator=generator)].to(self.device)
+                sites = torch.randint(n, (size,), generator=generator).to(self.device)
+                blocks = [
+                    self._block_scores(x[k:], sites[k:], self.block_size) for k in range(0, size, self.block_size)
+                ]
+                self._block_checks[key] = torch.equal(self._block_scores(x, sites, size), torch.cat(blocks))
+            usable += [size] * self._block_checks[key]
+        return usable[::-1]
+
+    def _block_scores(self, tokens: torch.Tensor, positions: torch.Tensor, size: int) -> torch.Tensor:
+        """Scores [b, V] of the first b = min(size, rows) rows, computed on exactly ``size`` rows (padded)."""
+        rows_given = min(size, len(tokens))
+        padded = torch.arange(size, device=self.device).clamp_max(rows_given - 1)
         tokens, positions = tokens[padded], positions[padded]  # rows past the last repeat it
         ids = self.model_inputs(tokens, positions)
         rows, cols = torch.arange(len(ids), device=self.device), positions + len(self.prefix)
@@ -1702,46 +1738,6 @@ def basin_margin(cond: Conditionals, n: int, basin, limit: int = 4096) -> tuple[
         margin = min(margin, float(gaps[exits].min()))
         argmax_holds &= bool((gaps[exits.any(1)] >= 0).all())
     return margin, argmax_holds
-
-
-def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: float = 0.25, limit: int = 4096) -> dict:
-    """Theorem 8's quantities on an enumerable basin B, all exact: Delta_star and Assumption 1, the escape
-    probability max_{x in B} P(x, B^c) and its bound ``|V| e^(-Delta_star/tau)``, the conductance, mu(B), and
-    t_mix(eps) beside the lower bound ``e^(Delta_star/tau) / (4|V|)`` (valid when mu(B) <= 1/2 and eps = 1/4).
-
-    Args:
-        cond: The conditionals.
-        n: The number of sites.
-        temperature: tau > 0.
-        basin: BoolTensor[``|V|^n``] over the states in ``all_states`` order (see ``basin_margin``).
-        eps: The total-variation threshold, in (0, 1).
-        limit: The most states ``|V|^n`` to enumerate.
-
-    Returns:
-        A dict with keys "temperature", "delta_star", "assumption_holds", "escape", "escape_bound",
-        "conductance", "mu_basin", "t_mix" and "t_mix_lower".
-
-    Raises:
-        ValueError: If tau, eps or ``basin`` is not valid, or the model is too large to enumerate.
-    """
-    temperature = check_temperature(temperature)
-    delta_star, argmax_holds = basin_margin(cond, n, basin, limit)
-    kernel = glauber_kernel(cond, n, temperature)
-    stationary = _stationary_from_kernel(kernel)
-    basin = torch.as_tensor(basin)
-    leave = kernel[basin][:, ~basin].sum(1)
-    size = int(cond.allowed.sum())
-    return {
-        "temperature": temperature,
-        "delta_star": delta_star,
-        "assumption_holds": argmax_holds and delta_star > 0,
-        "escape": float(leave.max()),
-        "escape_bound": size * math.exp(-delta_star / temperature),
-        "conductance": float((stationary[basin] * leave).sum() / stationary[basin].sum()),
-        "mu_basin": float(stationary[basin].sum()),
-        "t_mix": _mixing_time_from_kernel(kernel, stationary, eps),
-        "t_mix_lower": math.exp(delta_star / temperature) / (4 * size),
-    }
 
 
 # ---- The '!'-basin drift (section 5.4) ---------------------------------------------------------------------

@@ -764,8 +764,8 @@ DURATION_FACTOR = 2.0
 COLD_FACTOR = 0.5
 # Two scores closer than this (nats) are a tie: a score gap Delta_i is called negative (or positive) only beyond it.
 # Fixed before any run: fp32 scores of size ~10 carry rounding of ~1e-5 relative after a transformer's layers (~1e-4
-# nats; the last bits also change with the batch's shape); 1e-3 nats is ten times that and far below the smallest
-# gap the paper names (0.39), so only a gap the scores cannot sign is a tie.
+# nats; a GPU's bf16 autocast rounds far coarser, so sign small gaps there with autocast off); 1e-3 nats is ten times
+# the fp32 rounding and far below the smallest gap the paper names (0.39), so only a gap the scores cannot sign is a tie.
 TIE_TOLERANCE = 1e-3
 
 

@@ -3,7 +3,8 @@
 (a) naive: one chain, full logits at every position, one forward per step (as common
     Gibbs-from-BERT scripts do); (b) bare: the encoder forward plus the LM head at the masked rows
     for the same batch, with no sampling or bookkeeping; (c) unblocked: the same Glauber run with the whole batch in
-    one model call (`block_size` = B), the cost of fixed-shape blocks being `block_cost` = unblocked rate / rate.
+    one model call (`block_size` = B), the cost of fixed-shape blocks being `block_cost` = unblocked rate / rate
+    (`larger_blocks`: the checked larger calls the batch used, see `MaskedLMConditionals`).
     Run: `make benchmark` or `python benchmarks/glauber_speed.py [--model NAME] [--device cuda]
     [--batches 1 16 64 256]`; `--model bert-base-shape` is a bert-base-sized masked LM with random weights (12
     layers, hidden 768, the bundled word-piece tokenizer) built in place, no download.
@@ -93,15 +94,16 @@ def random_states(cond, count: int, n: int, seed: int = 0) -> torch.Tensor:
     return ids[torch.randint(len(ids), (count, n), generator=torch.Generator().manual_seed(seed))]
 
 
-def step_rate(cond, x0: torch.Tensor, steps: int, repeats: int, block_size: int | None = None) -> float:
-    """Chain-steps per second of `glauber` from x0 [B, n]; `block_size` replaces the model's for the run."""
-    kept = cond.block_size
-    cond.block_size = block_size or kept
+def step_rate(cond, x0: torch.Tensor, steps: int, repeats: int, unblocked: bool = False) -> float:
+    """Chain-steps per second of `glauber` from x0 [B, n]; `unblocked`: the whole batch in one model call."""
+    kept = cond.block_size, cond.larger_blocks
+    if unblocked:
+        cond.block_size, cond.larger_blocks = len(x0), ()
     try:
         run = lambda: glauber.glauber(cond, x0, steps, record_every=steps, progress=False)  # noqa: E731
         return len(x0) * steps / timed(run, repeats)
     finally:
-        cond.block_size = kept
+        cond.block_size, cond.larger_blocks = kept
 
 
 def speed_rows(cond, x_all: torch.Tensor, batches, steps: int, repeats: int, naive_rate: float) -> list[dict]:
@@ -112,7 +114,7 @@ def speed_rows(cond, x_all: torch.Tensor, batches, steps: int, repeats: int, nai
         x0 = x_all[:batch]
         positions = torch.randint(x0.shape[1], (batch,), generator=torch.Generator().manual_seed(0)).to(cond.device)
         rate = step_rate(cond, x0, steps, repeats)
-        unblocked = step_rate(cond, x0, steps, repeats, block_size=batch)
+        unblocked = step_rate(cond, x0, steps, repeats, unblocked=True)
         bare = batch / timed(lambda: bare_forward(cond, x0, positions), repeats * 3)  # noqa: B023
         rows.append(
             dict(
@@ -123,6 +125,7 @@ def speed_rows(cond, x_all: torch.Tensor, batches, steps: int, repeats: int, nai
                 speedup_vs_naive=rate / naive_rate,
                 step_over_forward=bare / rate,
                 block_size=cond.block_size,
+                larger_blocks=" ".join(map(str, cond.checked_blocks(x0.shape[1], batch))),
                 unblocked_rate=unblocked,
                 block_cost=unblocked / rate,
             )

@@ -1,5 +1,8 @@
-"""A chain does not depend on its batch, bit for bit (MaskedLMConditionals' fixed-shape blocks): scores, Glauber
-chains, coupled pairs and one coupling-grid temperature, alone and inside larger batches of other starts and seeds."""
+"""A chain does not depend on its batch, bit for bit (MaskedLMConditionals' fixed-shape blocks and checked larger
+blocks): scores, Glauber chains, coupled pairs and one coupling-grid temperature, alone and inside larger batches of
+other starts and seeds."""
+
+import copy
 
 import pytest
 import torch
@@ -48,13 +51,79 @@ def test_block_size_is_a_setting_and_rejects_a_bad_value(tiny_model_dirs):
             glauber.MaskedLMConditionals(model, tokenizer, device="cpu", block_size=bad)
 
 
+def test_larger_blocks_are_a_setting_and_reject_a_bad_value(tiny_model_dirs):
+    tiny = glauber.load_mlm(tiny_model_dirs["bert"], device="cpu")
+    assert tiny.larger_blocks == glauber.LARGER_BLOCKS["cpu"]
+    model, tokenizer = tiny.model, tiny.tokenizer
+    assert glauber.MaskedLMConditionals(model, tokenizer, device="cpu", larger_blocks=()).larger_blocks == ()
+    assert glauber.MaskedLMConditionals(model, tokenizer, device="cpu", larger_blocks=[96, 32]).larger_blocks == (
+        32,
+        96,
+    )
+    for bad in ((0,), (-16,), (2.5,)):
+        with pytest.raises(ValueError, match="larger block"):
+            glauber.MaskedLMConditionals(model, tokenizer, device="cpu", larger_blocks=bad)
+
+
+def calls_made(cond) -> list[int]:
+    """The sizes of the model calls ``cond`` makes from now on (its ``_block_scores`` wrapped, in place)."""
+    sizes, score = [], cond._block_scores
+    cond._block_scores = lambda tokens, positions, size: sizes.append(size) or score(tokens, positions, size)
+    return sizes
+
+
+def test_a_batch_goes_in_checked_larger_blocks_then_blocks_with_the_blocks_bits(bundled):
+    """100 rows: a checked block of 64, then blocks of 16 (the last padded); the scores are those of blocks of 16
+    alone, bit for bit. Whether 64 passes its check is this machine's; either way the bits must be the blocks'."""
+    x = random_states(bundled, 100, 24, seed=20)
+    sites = torch.randint(24, (100,), generator=torch.Generator().manual_seed(21))
+    blocks_only = copy.copy(bundled)
+    blocks_only.larger_blocks = ()
+    cond = copy.copy(bundled)
+    cond._block_checks = {}
+    larger = cond.checked_blocks(24, 100)
+    sizes = calls_made(cond)
+    scores = cond.log_scores(x, sites)
+    assert sizes == (larger + [16] * 3 if larger == [64] else [16] * 7)
+    assert torch.equal(scores, blocks_only.log_scores(x, sites))
+    assert cond.checked_blocks(24, 63) == [] and cond.checked_blocks(24, 1000) == larger
+    odd = copy.copy(bundled)  # a size that is no multiple of the block: the check still compares the same rows
+    odd.larger_blocks, odd._block_checks = (40,), {}
+    assert torch.equal(odd.log_scores(x, sites), scores)
+
+
+def test_a_larger_block_that_moves_a_rows_bits_is_never_used(bundled):
+    """A model whose calls of 64 rows round differently from calls of 16 (simulated: 1e-6 added to a call of 64):
+    the check refuses 64, and a batch of 64 goes in blocks of 16, whose scores it returns unchanged."""
+    cond = copy.copy(bundled)
+    cond._block_checks = {}
+    score = cond._block_scores
+    cond._block_scores = lambda tokens, positions, size: score(tokens, positions, size) + (1e-6 if size == 64 else 0)
+    assert cond.checked_blocks(24, 64) == []
+    x = random_states(bundled, 64, 24, seed=22)
+    sites = torch.randint(24, (64,), generator=torch.Generator().manual_seed(23))
+    sizes = calls_made(cond)
+    blocks_only = copy.copy(bundled)
+    blocks_only.larger_blocks = ()
+    assert torch.equal(cond.log_scores(x, sites), blocks_only.log_scores(x, sites)) and sizes == [16] * 4
+
+
+def test_score_dtype_is_bf16_under_cuda_autocast_else_the_models(bundled):
+    """The rounding the scores carry (section 7's PL-gap floor): fp32 on the CPU, bf16 when the encoder runs under
+    CUDA autocast (the device is only relabelled here: the property reads the settings, no forward runs)."""
+    assert bundled.score_dtype == torch.float32
+    on_gpu = copy.copy(bundled)
+    on_gpu.device, on_gpu.autocast = torch.device("cuda"), True
+    assert on_gpu.score_dtype == torch.bfloat16
+    on_gpu.autocast = False
+    assert on_gpu.score_dtype == torch.float32
+
+
 @pytest.fixture(scope="module")
 def tiny_blocked(tiny_model_dirs):
-    """The tiny BERT (the bundled word-piece vocabulary, 30,522 ids) in blocks of 64 rows, to keep 500 steps of 256
-    chains short; its rows, too, move in their last bits with the batch size when computed unblocked."""
-    cond = glauber.load_mlm(tiny_model_dirs["bert"], device="cpu")
-    cond.block_size = 64
-    return cond
+    """The tiny BERT (the bundled word-piece vocabulary, 30,522 ids) in its default blocks (16 rows, and checked
+    calls of 64); its rows, too, move in their last bits with the batch size when computed unblocked."""
+    return glauber.load_mlm(tiny_model_dirs["bert"], device="cpu")
 
 
 def test_eight_chains_are_identical_alone_and_inside_batches_of_64_and_256_over_500_steps(tiny_blocked):

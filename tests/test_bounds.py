@@ -235,7 +235,7 @@ def test_theorem_8_on_a_ferromagnetic_basin():
     delta_star, holds = glauber.basin_margin(cond, n, basin)
     assert delta_star == pytest.approx(1.0) and holds  # boundary: a zero among 3 other zeros and 2 ones
     for tau in (0.5, 1.0):
-        check = glauber.theorem8_check(cond, n, tau, basin)
+        check = ch.theorem8_check(cond, n, tau, basin)
         kernel = glauber.glauber_kernel(cond, n, tau)
         escape = kernel[basin][:, ~basin].sum(1).max().item()
         # boundary state, a zero site: p(1) = 1 / (1 + e^(1/tau)); 4 of 6 sites are zeros

@@ -80,7 +80,8 @@ SETTINGS = {
 # `steps` steps. quick: 4 x 4 chains x 3 temperatures x 270 steps (3 n: a site is left unvisited with
 # probability e^-3), about 13,000 chain-steps, some 7 minutes on 2 CPUs (AntiBERTy: ~32 chain-steps/s at 96).
 # The temperatures were fixed before any AntiBERTy run: one below, at and above the paper's tau = 1 (a probe at these
-# sizes later showed the chains leaving the germline at tau = 2; the grid was kept, so the verdict says so).
+# sizes later showed the chains leaving the germline at tau = 2; the grid was kept: each temperature is its own
+# germline_reversion row, judged against the no-pull value, and tau = 2's shows the chains leaving).
 # pll_records: the records of each chain whose pseudo-log-likelihood is scored (its start, its end and evenly
 # between): 90 single-site forwards a state, about 3 s of AntiBERTy on 2 CPUs (~32 forwards/s at 90 residues), so
 # quick scores each chain's start and end only: 16 distinct starts and 48 ends, some 5,800 forwards, about 3 minutes.

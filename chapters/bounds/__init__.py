@@ -84,6 +84,7 @@ from .science import (
     settings,
     single_token,
     theorem5_bounds,
+    theorem8_check,
     theorem8_frame,
 )
 from .windows import (
@@ -146,6 +147,7 @@ __all__ = [
     "settings",
     "single_token",
     "theorem5_bounds",
+    "theorem8_check",
     "theorem8_frame",
     # windows
     "asymmetry_frame",

@@ -23,9 +23,13 @@ from glauber_core import (
     WindowConditionals,
     all_states,
     alpha_from_influence,
+    basin_margin,
     check_count,
+    check_temperature,
     check_tokens,
     exact_mixing_time,
+    exact_stationary,
+    glauber_kernel,
     influence_and_oscillation,
     influence_candidates,
     influence_coefficients,
@@ -33,7 +37,6 @@ from glauber_core import (
     mixing_time_bound,
     score_gaps,
     seed_passages,
-    theorem8_check,
 )
 
 NOTEBOOK = "02_mixing_bounds"
@@ -428,8 +431,47 @@ def corollary7_frame(oscillation: torch.Tensor) -> pd.DataFrame:
     )
 
 
+def theorem8_check(cond: Conditionals, n: int, temperature: float, basin, eps: float = 0.25, limit: int = 4096) -> dict:
+    """Theorem 8's quantities on an enumerable basin B, all exact: Delta_star and Assumption 1, the escape
+    probability max_{x in B} P(x, B^c) and its bound ``|V| e^(-Delta_star/tau)``, the conductance, mu(B), and
+    t_mix(eps) beside the lower bound ``e^(Delta_star/tau) / (4|V|)`` (valid when mu(B) <= 1/2 and eps = 1/4).
+
+    Args:
+        cond: The conditionals.
+        n: The number of sites.
+        temperature: tau > 0.
+        basin: BoolTensor[``|V|^n``] over the states in ``all_states`` order (see ``basin_margin``).
+        eps: The total-variation threshold, in (0, 1).
+        limit: The most states ``|V|^n`` to enumerate.
+
+    Returns:
+        A dict with keys "temperature", "delta_star", "assumption_holds", "escape", "escape_bound",
+        "conductance", "mu_basin", "t_mix" and "t_mix_lower".
+
+    Raises:
+        ValueError: If tau, eps or ``basin`` is not valid, or the model is too large to enumerate.
+    """
+    temperature = check_temperature(temperature)
+    delta_star, argmax_holds = basin_margin(cond, n, basin, limit)
+    kernel, stationary = glauber_kernel(cond, n, temperature), exact_stationary(cond, n, temperature)
+    basin = torch.as_tensor(basin)
+    leave = kernel[basin][:, ~basin].sum(1)
+    size = int(cond.allowed.sum())
+    return {
+        "temperature": temperature,
+        "delta_star": delta_star,
+        "assumption_holds": argmax_holds and delta_star > 0,
+        "escape": float(leave.max()),
+        "escape_bound": size * math.exp(-delta_star / temperature),
+        "conductance": float((stationary[basin] * leave).sum() / stationary[basin].sum()),
+        "mu_basin": float(stationary[basin].sum()),
+        "t_mix": exact_mixing_time(cond, n, temperature, eps, limit),
+        "t_mix_lower": math.exp(delta_star / temperature) / (4 * size),
+    }
+
+
 def theorem8_frame(cond: Conditionals, n: int, basin: torch.Tensor, temperatures) -> pd.DataFrame:
-    """Theorem 8 on an enumerable basin at each temperature (glauber_core.theorem8_check), with how loose its
+    """Theorem 8 on an enumerable basin at each temperature (theorem8_check), with how loose its
     escape bound (bound / exact) and its mixing-time bound (exact / bound) are."""
     table = pd.DataFrame([theorem8_check(cond, n, tau, basin) for tau in temperatures])
     return table.assign(

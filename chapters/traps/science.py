@@ -168,7 +168,8 @@ def trap_catalogue(
     """Table 4 of appendix A.1: each trap with its held state, score gaps Delta_i(x) and class.
 
     Adds: state (token ids), text, gaps (per site), mean_gap, min_gap (Delta*), weakest_site, kind
-    ("perfect": every token the argmax, Delta* > 0; else "approximate"), temperature, and for perfect
+    ("perfect": every token the argmax, Delta* > 0; else "approximate": the paper's sign of Delta*, so a tie
+    within ``TIE_TOLERANCE`` is "approximate" here while trap_split's count leaves it out), temperature, and for perfect
     traps Theorem 8's bound e^(Delta*/tau) / (4 |V|) on t_mix(1/4), |V| = the number of allowed tokens.
     Gaps of all sites of all held states come from one batched score_gaps call. `contexts` [B, L]: each chain's
     whole state when the trajectory records a window of its first n sites (a protein MLM's gene; with_context).
