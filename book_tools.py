@@ -10,6 +10,7 @@ core; the core never imports it.
 
 from __future__ import annotations
 
+import ast
 import datetime
 import functools
 import hashlib
@@ -118,12 +119,34 @@ def range_text(values, digits: int = 2, form: str = "f", missing: str = "undefin
     return f"{values.min():.{digits}{form}} to {values.max():.{digits}{form}}"
 
 
+def _code_bytes(path: Path) -> bytes:
+    """What of a file its numbers depend on: a Python module's syntax tree without docstrings (so comments,
+    docstrings and layout do not count), any other file's bytes; b"" for a missing file."""
+    if not path.exists():
+        return b""
+    if path.suffix != ".py":
+        return path.read_bytes()
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def code_version(notebook: str) -> str:
     """A short hash of the code a chapter's numbers depend on: the core, `verdicts`, the paper's side
     (book/paper_claims.csv), the profiles' settings reader (profiles.py), every module of the chapter
     packages its notebook imports except the presentation ones (``presentation*.py``: figures, display tables,
-    prose) and the notebook's code cells. A fix to a figure, a sentence or the book's plumbing (this module) leaves
-    committed results valid; a change to an estimator, a rule or a protocol marks them stale."""
+    prose) and the notebook's code cells; modules count by their syntax without docstrings. A fix to a figure, a
+    sentence, a docstring, a comment or the book's plumbing (this module) leaves committed results valid; a change
+    to an estimator, a rule or a protocol marks them stale."""
     folder = "book" if (REPO_ROOT / "book" / f"{notebook}.ipynb").exists() else "notebooks"
     source = REPO_ROOT / folder / f"{notebook}.ipynb"
     cells = json.loads(source.read_text()).get("cells", []) if source.exists() else []
@@ -144,7 +167,7 @@ def code_version(notebook: str) -> str:
         paths += [path for path in modules if not path.name.startswith("presentation")]
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + (path.read_bytes() if path.exists() else b""))
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + _code_bytes(path))
     digest.update(b"notebook code cells\n" + code.encode())
     return digest.hexdigest()[:12]
 
@@ -626,12 +649,22 @@ _BENCHMARK_HEADERS = {
 }
 
 
-_BLOCK_HEADERS = {"block_size": "block size", "unblocked_rate": "unblocked, chain-steps/s", "block_cost": "block cost"}
+_BLOCK_HEADERS = {
+    "block_size": "block size",
+    "larger_blocks": "larger calls",
+    "unblocked_rate": "unblocked, chain-steps/s",
+    "block_cost": "block cost",
+}
 
 
 def benchmark_table(bench: pd.DataFrame):
     """The benchmark's rates and ratios as a reading table, one row per batch size (and model and n where the table
-    has several); the fixed-shape blocks' size and cost where it measured them."""
+    has several); the fixed-shape blocks' size, the checked larger calls the batch used, and their cost where it
+    measured them."""
+    if "larger_blocks" in bench:
+        bench = bench.assign(
+            larger_blocks=[str(v).removesuffix(".0") if pd.notna(v) else "none" for v in bench.larger_blocks]
+        )
     headers = {c: h for c, h in ({"model": "model", "seq_len": "n"}).items() if c in bench and bench[c].nunique() > 1}
     headers |= _BENCHMARK_HEADERS | {c: h for c, h in _BLOCK_HEADERS.items() if c in bench}
     table = bench[list(headers)].rename(columns=headers)

@@ -916,7 +916,7 @@ class MaskedLMConditionals(_HuggingFaceModel):
 
     @property
     def score_dtype(self) -> torch.dtype:
-        """The dtype whose rounding the scores carry (section 7's floor): bf16 under CUDA autocast, else the model's."""
+        """The dtype whose rounding the scores carry, section 7's floor; bf16 under CUDA autocast, else the model's."""
         return torch.bfloat16 if self.autocast and self.device.type == "cuda" else next(self.model.parameters()).dtype
 
     def model_inputs(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

@@ -37,16 +37,16 @@
 #   no sampling or bookkeeping. A Glauber step cannot be cheaper than this, so
 #   `step_over_forward` near 1 means the sampler itself costs almost nothing;
 # - the **unblocked** run: the same chains with the whole batch in one model call. The core
-#   scores rows in fixed-shape blocks (16 rows on CPU, 256 on CUDA, `cond.block_size`), because
-#   the kernels a library picks by batch shape move a row's last bits with the batch around it,
-#   and over hundreds of steps some draw near a boundary then flips. With blocks a chain is token
-#   for token the same alone or inside any batch; `block cost` (unblocked rate over blocked rate)
-#   is what that costs. On 2 CPU cores it is about 1.2 at 64 chains with the default blocks
-#   of 16, above the 5% we aimed for; `block_size=64` brings it to 1.0 for large batches but
-#   makes a batch of a few chains about 3x dearer, and the quick book runs many of those, so
-#   16 stays the default (benchmarks/README.md). A lone chain is padded to a whole block,
-#   so at 1 and 4 chains the blocks of 16 cost about 3.8x and 2.6x (the table's first rows).
-#   At bert-base shape it is 1.09.
+#   only ever calls the model on fixed shapes, because the kernels a library picks by batch
+#   shape move a row's last bits with the batch around it, and over hundreds of steps some draw
+#   near a boundary then flips. A batch goes in blocks of `cond.block_size` rows (16 on CPU,
+#   256 on CUDA; the last padded) and, when large, in calls of `cond.larger_blocks` rows (64 on
+#   CPU), each used at a length only once a check has seen it give random rows the blocks' bits.
+#   So a chain is token for token the same alone or inside any batch; `block cost` (unblocked
+#   rate over blocked rate) is what that costs: about 1.0 from 16 chains up on 2 CPU cores
+#   (below 1 at 256, where calls of 64 beat one call of 256), and 4.6 and 3.3 at 1 and 4
+#   chains, which are padded to a whole block of 16 (the table's first rows). At bert-base
+#   shape and 64 chains it is 0.99 (benchmarks/README.md).
 #
 # The benchmark writes `results/benchmarks/glauber_speed.csv` (committed with the repository);
 # this page reads it as it is. Absolute rates depend on the machine and on what else it was

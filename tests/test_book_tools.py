@@ -222,7 +222,8 @@ def test_a_run_that_finds_what_the_paper_found_reproduces_on_the_papers_setup():
 
 def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
     """The core, verdicts, the paper's side, the profiles' settings reader, the imported chapter package's science
-    and judging modules and the notebook's code cells move the version; another chapter, the presentation module, book_tools and the prose do not."""
+    and judging modules and the notebook's code cells move the version; another chapter, the presentation module, book_tools, the prose
+    and a module's docstrings, comments and layout do not."""
     import json
 
     for name in ("glauber_core.py", "book_tools.py", "verdicts.py", "profiles.py", "book/paper_claims.csv"):
@@ -247,6 +248,14 @@ def test_code_version_follows_what_the_numbers_depend_on(tmp_path, monkeypatch):
         assert bt.code_version("03_x") == before, unchanged
     write("from chapters import phase as ch\nx = 1", "The claim, reworded.")
     assert bt.code_version("03_x") == before
+    science = tmp_path / "chapters" / "phase" / "science.py"
+    science.write_text("def f(x):\n    return x + 1\n")
+    before = bt.code_version("03_x")
+    science.write_text('"""Section 5."""\n\n\ndef f(x):  # the shift\n    """One more."""\n    return (x + 1)\n')
+    assert bt.code_version("03_x") == before, "a docstring, a comment or layout moved the version"
+    science.write_text("def f(x):\n    return x + 2\n")
+    assert bt.code_version("03_x") != before, "a change to the code left the version"
+    before = bt.code_version("03_x")
     numbers = ("glauber_core.py", "verdicts.py", "profiles.py", "book/paper_claims.csv")
     for changed in (*numbers, "chapters/phase/science.py", "chapters/phase/judging.py"):
         (tmp_path / changed).write_text("changed")
