@@ -131,8 +131,9 @@ bt.benchmark_table(base)
 # "A pretrained MLM: AntiBERTy"), on germline V genes cut to $n = 24$ residues:
 # `python benchmarks/glauber_speed.py --model antiberty --batches 1 4 16 64 --steps 5 --csv
 # results/benchmarks/glauber_speed_antiberty.csv`. Its 20-letter vocabulary makes the head cheap,
-# so nearly all of a step is the encoder forward; the last column says how close the Glauber step
-# comes to that floor.
+# so nearly all of a step is the encoder forward; the column "step / bare forward" says how close
+# the Glauber step comes to that floor. A cheap forward makes the fixed-shape blocks dear for a lone
+# chain: it is scored inside a block of 16 rows, which costs about ten times one row's call here.
 
 # %%
 protein = bt.read_benchmark(
