@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint calibrate seed-record book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark gpu-check across-models antiberty clean
+.PHONY: setup lint calibrate power-curves seed-record book book-smoke check-book check-colab check-models check-random test test-fast test-calibration benchmark gpu-check across-models antiberty clean
 
 setup: $(STAMP)
 
@@ -132,6 +132,14 @@ seed-record: setup
 calibrate: setup
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python tools/calibrate.py --jobs 2
 	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python tools/calibrate.py --jobs 2 --seeds 100 --claims nlogn_fit
+
+# The power curves: every case again at 4 and 16 times the sizes its claim names (pairs, chains or steps; the cases'
+# SIZES), 50 seeds each, resumable, into results/calibration/power/x4 and x16; results/calibration/power_curves.csv
+# gathers them with the quick size's (the trust page draws it). A wrong share over 10% at a larger size is a finding
+# to read there, so both sizes run whatever the first shows.
+power-curves: setup
+	status=0; for scale in 4 16; do HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 $(BIN)/python tools/calibrate.py --jobs 2 \
+		--scale $$scale || status=1; done; exit $$status
 
 # Writes results/benchmarks/glauber_speed.csv (committed; the book's performance appendix reads it).
 benchmark: setup

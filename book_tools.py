@@ -274,7 +274,8 @@ def reproduction_table(
     """The rows of one table ("paper" or "beyond") in paper_claims.csv's order: the paper's value beside ours.
 
     A claim with no row under results/ gets the verdict "not run here"; a claim measured for several models
-    gets one row per model. Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
+    gets one row per model. `decide_at` states, for an inconclusive row, the size that would decide it
+    (size_to_decide). Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
     """
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
@@ -287,11 +288,40 @@ def reproduction_table(
     joined.loc[missing, "reason"] = [
         f"no row in results/{c}/claims.csv: the chapter has not run in this build" for c in joined.chapter[missing]
     ]
+    numbers = joined.reindex(columns=["ours", "low", "high", "null"]).apply(pd.to_numeric, errors="coerce")
+    joined["decide_at"] = [size_to_decide(v, *n) for v, n in zip(joined.verdict, numbers.itertuples(index=False))]
     if rates is not None:
         joined = joined.merge(rates, on="claim", how="left", sort=False)
         joined["rates"] = joined.rates.fillna("")
         joined["labels"] = joined.labels.fillna("")
     return joined.reset_index(drop=True)
+
+
+def size_to_decide(verdict: str, ours: float, low: float, high: float, null: float) -> float:
+    """How many times this run's sample an inconclusive row's interval needs to exclude its null at the observed
+    effect, were its half-width to shrink like one over the square root of the sample (an approximation: the
+    interval's shape and the effect both move with the sample): (h / |ours - null|)^2, h the half-width on the
+    null's side. NaN where the row is decided or has no interval around a null; inf where ours is the null."""
+    values = (ours, low, high, null)
+    if verdict != INCONCLUSIVE or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        return math.nan
+    if not low <= null <= high:
+        return math.nan
+    effect = abs(ours - null)
+    half_width = (ours - low) if ours > null else (high - ours)
+    return math.inf if effect == 0 else (half_width / effect) ** 2
+
+
+def size_to_decide_text(factor: float) -> str:
+    """size_to_decide's factor in words for the reproduction table ("" where it does not apply)."""
+    if math.isnan(factor):
+        return ""
+    if math.isinf(factor):
+        return "no size: the estimate sits on the null"
+    return (
+        f"about {factor:.2g} x this run's sample, at the observed effect (half-width shrinking like one over "
+        "the square root of the sample: an approximation)"
+    )
 
 
 def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:
@@ -409,8 +439,9 @@ def verdict_label(verdict: str) -> str:
 def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
     """A reproduction table as an HTML table that fits the page's column: per row the claim's short title and
     section, the paper's value and model, ours with its run, the verdict as a coloured label and the chapter
-    link; the full statement, the setup differences, the rule's reason, its calibration and its measured rates
-    in a dropdown under the verdict. Every text is escaped."""
+    link; the full statement, the setup differences, the rule's reason, its calibration, its measured rates and,
+    for an inconclusive row, the size that would decide it (size_to_decide) in a dropdown under the verdict. Every
+    text is escaped."""
     esc = html.escape
     body = []
     for row in table.itertuples(index=False):
@@ -428,6 +459,10 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         weak = f"<br><small><b>{esc(labels)}</b></small>" if labels else ""
         details = [("claim", row.what), ("setup differences", row.setup), ("why", row.reason)]
         details += [("rule calibrated", getattr(row, "calibration", "")), ("rule's rates", getattr(row, "rates", ""))]
+        factor = float(getattr(row, "decide_at", math.nan))
+        details += [("size to decide", size_to_decide_text(factor))]
+        if math.isfinite(factor):
+            weak += f"<br><small>decides at about {factor:.2g}x this size</small>"
         items = "".join(f"<p><b>{name}:</b> {esc(str(text))}</p>" for name, text in details if str(text or "").strip())
         verdict = f"{verdict_label(row.verdict)}{weak}<details><summary>why</summary>{items}</details>"
         cells = (claim, paper, ours, verdict, chapter)
@@ -622,6 +657,112 @@ def operating_characteristics_html(table: pd.DataFrame) -> str:
         body.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + f"<td>{row.power:.0%}</td></tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
     return f'{_CSS}<table class="claims-table"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+POWER_CURVES = REPO_ROOT / "results" / "calibration" / "power_curves.csv"
+
+
+def read_power_curves(path: str | Path = POWER_CURVES) -> pd.DataFrame:
+    """make power-curves' table (tools/calibrate.py --scale): make calibrate's columns plus `scale` (a multiple of
+    the quick sizes) and `sizes` (the settings it multiplies), one row per (case, scale); empty when not made."""
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame(columns=["claim", "case", "truth", "scale", "sizes", "seeds", "wrong_share", "power"])
+    return pd.read_csv(path, dtype={"code": str})
+
+
+def power_at_scales(curves: pd.DataFrame) -> pd.DataFrame:
+    """Per claim, from the power curves: the sizes scaled, the lowest power over its cases where the claim holds
+    and the worst wrong share over all its cases at each scale (columns `holds x<K>` and `wrong x<K>`), and
+    `80% at`, the smallest scale at which every case where the claim holds is decided correctly on at least
+    POWER_TARGET of its seeds (NaN where none of the scales run reaches it)."""
+    rows = []
+    scales = sorted(curves.scale.unique())
+    for claim, part in curves.groupby("claim", sort=False):
+        row = {"claim": claim, "sizes": part.sizes.iloc[0]}
+        for scale in scales:
+            at = part[part.scale == scale]
+            holds = at.power[at.truth == "holds"]
+            row[f"holds x{scale}"] = float(holds.min()) if len(holds) else math.nan
+            row[f"wrong x{scale}"] = float(at.wrong_share.max()) if len(at) else math.nan
+        reached = [k for k in scales if row[f"holds x{k}"] >= POWER_TARGET]
+        row["80% at"] = f"x{reached[0]}" if reached else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def power_reach_text(scaled: pd.DataFrame) -> str:
+    """A note (Markdown) on power_at_scales' table: how many rules reach POWER_TARGET on every case where their
+    claim holds at each scale, which reach it at none, and which err on over 10% of seeds at some scale."""
+    scales = [int(c.removeprefix("holds x")) for c in scaled.columns if c.startswith("holds x")]
+    if scaled.empty:
+        return "No power curves yet: run `make power-curves`."
+    reach = [f"{int((scaled[f'holds x{k}'] >= POWER_TARGET).sum())} at x{k}" for k in scales]
+    never = scaled.claim[scaled["80% at"].isna()].tolist()
+    errs = [
+        f"`{r.claim}` (x{k}: {getattr(r, f'wrong_x{k}'):.0%})"
+        for r in scaled.rename(columns=lambda c: c.replace(" ", "_")).itertuples()
+        for k in scales
+        if getattr(r, f"wrong_x{k}") > 0.10
+    ]
+    text = f"Of {len(scaled)} rules, the number with {POWER_TARGET:.0%} power on every true case: {', '.join(reach)}."
+    text += (
+        f" Not by x{scales[-1]}: " + ", ".join(f"`{c}`" for c in never) + "."
+        if never
+        else f" Every rule reaches it by x{scales[-1]}."
+    )
+    return text + (
+        " Over the 10% check at some size: " + ", ".join(errs) + "."
+        if errs
+        else " None errs on over 10% of seeds at any size."
+    )
+
+
+def power_curves_figure(curves: pd.DataFrame, columns: int = 4):
+    """One panel per claim: each known-answer case's power (solid, circles where the claim holds, squares where it
+    fails) and wrong-decision share (dotted) against the scale of the run, a multiple of the quick sizes (log
+    axis), with the POWER_TARGET (dashed) and the 10% check (grey). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    claims = list(dict.fromkeys(curves.claim))
+    rows = math.ceil(len(claims) / columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(3.0 * columns, 2.3 * rows), sharex=True, sharey=True, squeeze=False
+    )
+    scales = sorted(curves.scale.unique())
+    for ax, claim in zip(axes.flat, claims):
+        for (_, truth), case in curves[curves.claim == claim].groupby(["case", "truth"], sort=False):
+            case = case.sort_values("scale")
+            colour = "#0072b2" if truth == "holds" else "#d55e00"
+            ax.plot(case.scale, case.power, "-o" if truth == "holds" else "-s", color=colour, ms=4, lw=1.2)
+            ax.plot(case.scale, case.wrong_share, ":", color=colour, lw=1)
+        ax.axhline(POWER_TARGET, color="black", ls="--", lw=0.8)
+        ax.axhline(0.10, color="grey", lw=0.8)
+        ax.set_title(_short(claim.replace("_", " "), 34), fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xticks(scales, labels=[f"x{k}" for k in scales])
+        ax.minorticks_off()
+        ax.set_ylim(-0.03, 1.03)
+    for ax in axes.flat[len(claims) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of seeds")
+    fig.legend(
+        handles=[
+            plt.Line2D([], [], color="#0072b2", marker="o", label="power, claim holds"),
+            plt.Line2D([], [], color="#d55e00", marker="s", label="power, claim fails"),
+            plt.Line2D([], [], color="grey", ls=":", label="wrong share"),
+            plt.Line2D([], [], color="black", ls="--", label=f"{POWER_TARGET:.0%} power"),
+        ],
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=4,
+        frameon=False,
+        fontsize=8,
+    )
+    fig.supxlabel("size of the run, as a multiple of the quick profile's (the claim's named sizes)", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def read_benchmark(path: str | Path) -> pd.DataFrame:

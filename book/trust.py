@@ -22,7 +22,7 @@
 # :class: tip
 # - **Claim**: a verdict is worth what its rule's error rate is at the size the book runs.
 # - **Look at**: the figure (each rule's wrong-decision share on chains whose answer is known) and the table.
-# - **Rerun**: `make calibrate` (about half an hour on 2 cores), then the launch button at the top of this page (Colab) or `papermill book/trust.ipynb out.ipynb`.
+# - **Rerun**: `make calibrate power-curves` (about an hour on 2 cores), then the launch button at the top of this page (Colab) or `papermill book/trust.ipynb out.ipynb`.
 # ```
 #
 # One draw that comes out right says little about how often a rule errs. For every general claim,
@@ -110,3 +110,40 @@ bt.reading_table(
     dict.fromkeys(lowest.values(), "{:.0%}"),
     missing="no case",
 )
+
+# %% [markdown]
+# ## Power as the run grows
+#
+# A rule that cannot decide at the quick size may decide at a larger one, or may never: its
+# statistic may be capped by a ceiling, a budget or a grid's spacing rather than by noise.
+# `make power-curves` runs every case again at 4 and 16 times the sizes its claim names (the
+# column *sizes*: coupled pairs per temperature, chains, rectangles, windows or steps, never the
+# rule, its null or its grid), 50 seeds each. Each panel is one rule: each case's power (solid)
+# and wrong-decision share (dotted) against the size of the run. A wrong share that grows with
+# the size is a rule whose null is only approximately right, which a larger run exposes.
+
+# %% tags=["remove-input"]
+curves = bt.read_power_curves()
+versions = {(c.claim, c.name): calibrate.case_version(c) for c in calibrate.CASES}
+old = [
+    f"{r.claim}: {r.case} (x{r.scale})"
+    for r in curves.itertuples()
+    if versions.get((r.claim, r.case)) != r.code
+]
+if old:
+    raise ValueError(
+        f"results/calibration/power_curves.csv is stale for {len(old)} row(s), "
+        f"e.g. {old[0]}: run `make calibrate power-curves`"
+    )
+bt.power_curves_figure(curves)
+
+# %% [markdown]
+# Per rule, the lowest power over its cases where the claim holds and the worst wrong share
+# over all its cases, at each size, and the smallest size at which every case where the claim
+# holds reaches 80% power (— where none of the sizes run reaches it):
+
+# %% tags=["remove-input"]
+scaled = bt.power_at_scales(curves)
+shares = [c for c in scaled.columns if c.startswith(("holds x", "wrong x"))]
+display(Markdown(bt.power_reach_text(scaled)))
+bt.reading_table(scaled, dict.fromkeys(shares, "{:.0%}"))

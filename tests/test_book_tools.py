@@ -335,3 +335,37 @@ def test_a_text_run_stamps_nothing(tiny_bert, tmp_path, monkeypatch):
     run._cond = tiny_bert
     run.state(20, 0)
     assert list(run.save(pd.DataFrame({"x": [1]}), "plain").columns) == ["x", "model", "profile"]
+
+
+def test_power_at_scales_reads_the_lowest_true_power_the_worst_wrong_share_and_where_80_percent_is_reached():
+    """Two scales of the characteristics above (x1 as they are, x4 with every power raised): nlogn_fit reaches 80%
+    at x1, distance_saturates only at x4, trap_split (10% at x1, 70% at x4) at neither."""
+    quick = characteristics().assign(scale=1, sizes="chains")
+    larger = quick.assign(scale=4, power=[0.95, 1.0, 0.70, 0.85, 0.2], wrong_share=[0.0, 0.02, 0.0, 0.0, 0.12])
+    table = bt.power_at_scales(pd.concat([quick, larger])).set_index("claim")
+    assert table.loc["nlogn_fit", "80% at"] == "x1" and table.loc["distance_saturates", "80% at"] == "x4"
+    assert isinstance(table.loc["trap_split", "80% at"], float) and math.isnan(table.loc["trap_split", "80% at"])
+    assert table.loc["trap_split", "holds x4"] == 0.70 and table.loc["nlogn_fit", "wrong x1"] == 0.04
+    assert table.loc["distance_saturates", "wrong x4"] == 0.12 and table.loc["nlogn_fit", "sizes"] == "chains"
+    assert bt.power_curves_figure(pd.concat([quick, larger])) is not None
+
+
+def test_power_reach_text_counts_rules_at_each_scale_and_names_the_ones_that_never_reach_or_err():
+    quick = characteristics().assign(scale=1, sizes="chains")
+    larger = quick.assign(scale=4, power=[0.95, 1.0, 0.70, 0.85, 0.2], wrong_share=[0.0, 0.02, 0.0, 0.0, 0.12])
+    text = bt.power_reach_text(bt.power_at_scales(pd.concat([quick, larger])))
+    assert "Of 3 rules" in text and "1 at x1, 2 at x4" in text
+    assert "Not by x4: `trap_split`." in text and "`distance_saturates` (x4: 12%)" in text
+    assert "run `make power-curves`" in bt.power_reach_text(bt.power_at_scales(quick.iloc[:0]))
+
+
+def test_size_to_decide_is_the_squared_ratio_of_half_width_to_effect_on_the_nulls_side():
+    """ours 0.2 in [-0.3, 0.7] against 0: the lower half-width 0.5 over the effect 0.2, squared, 6.25 (at 6.25 times
+    the sample the interval [0.2 - 0.2, ...] touches 0); above the null on the other side; NaN once decided."""
+    assert bt.size_to_decide(bt.INCONCLUSIVE, 0.2, -0.3, 0.7, 0.0) == pytest.approx(6.25)
+    assert bt.size_to_decide(bt.INCONCLUSIVE, -0.1, -0.5, 0.3, 0.0) == pytest.approx(16.0)
+    assert math.isinf(bt.size_to_decide(bt.INCONCLUSIVE, 0.0, -1.0, 1.0, 0.0))
+    assert math.isnan(bt.size_to_decide(bt.REPRODUCED, 0.2, -0.3, 0.7, 0.0))
+    assert math.isnan(bt.size_to_decide(bt.INCONCLUSIVE, 0.2, 0.1, 0.7, 0.0))  # the null outside: not this rule
+    assert math.isnan(bt.size_to_decide(bt.INCONCLUSIVE, 0.2, math.nan, 0.7, 0.0))
+    assert "about 6.2 x this run's sample" in bt.size_to_decide_text(6.25) and bt.size_to_decide_text(math.nan) == ""

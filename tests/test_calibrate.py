@@ -89,3 +89,60 @@ def test_two_processes_make_the_rows_one_makes(tmp_path):
     calibrate.pd.testing.assert_frame_equal(
         one.sort_values(key).reset_index(drop=True), two.sort_values(key).reset_index(drop=True)
     )
+
+
+def scaled_case(claim="s", name="scaled case"):
+    """A case whose verdict says which scale ran it: reproduced at scale 4 and above, inconclusive below."""
+
+    def run(seed, scale=1):
+        CALLS.append((seed, scale))
+        return vd.REPRODUCED if scale >= 4 else vd.INCONCLUSIVE
+
+    return calibrate.Case(claim, name, "holds", "x", run, sizes=("pairs", "chains"))
+
+
+def test_a_scaled_run_goes_to_its_own_folder_and_the_power_curves_gather_every_scale(tmp_path, monkeypatch):
+    """Power 0 at the quick size, 1 at x4: each scale's rows in its folder, one power-curve row per (case, scale)."""
+    CALLS.clear()
+    case = scaled_case()
+    monkeypatch.setattr(calibrate, "CASES", (case,))
+    monkeypatch.setattr(calibrate, "case_version", lambda c: "v1")
+    assert calibrate.main(["--seeds", "3", "--out", str(tmp_path)]) == 0
+    assert calibrate.main(["--seeds", "2", "--scale", "4", "--out", str(tmp_path)]) == 0
+    assert sorted(CALLS) == [(0, 1), (0, 4), (1, 1), (1, 4), (2, 1)]
+    assert (tmp_path / "power" / "x4" / "runs.csv").exists()
+    curves = calibrate.pd.read_csv(tmp_path / "power_curves.csv").set_index("scale")
+    assert curves.power.to_dict() == {1: 0.0, 4: 1.0} and curves.seeds.to_dict() == {1: 3, 4: 2}
+    assert set(curves.sizes) == {"pairs and chains"}
+
+
+def test_scale_must_be_positive(tmp_path):
+    with pytest.raises(SystemExit):
+        calibrate.main(["--scale", "0", "--out", str(tmp_path)])
+
+
+def test_quick_sizes_multiply_only_the_named_settings():
+    """quick_sizes on chapter 3: pairs x 4 (the grid's derived lengths as before), every other setting unchanged."""
+    from calibration import quick_sizes
+    from chapters import phase as ch3
+
+    base, scaled = ch3.settings("quick"), quick_sizes(ch3, ("pairs",), 4)
+    assert scaled.pairs == 4 * base.pairs and quick_sizes(ch3, ("pairs",), 1) == base
+    assert {k: v for k, v in vars(scaled).items() if k != "pairs"} == {
+        k: v for k, v in vars(base).items() if k != "pairs"
+    }
+
+
+def test_every_claim_scales_settings_its_chapter_has():
+    """Each calibration module's SIZES names, for exactly the claims of its cases, settings of its chapter's quick
+    profile (a typo would raise only at a scaled run)."""
+    import importlib
+
+    from calibration import MODULES
+
+    for name in MODULES:
+        module = importlib.import_module(f"calibration.{name}")
+        chapter = importlib.import_module(f"chapters.{name}")  # each module is named after its chapter's package
+        assert set(module.SIZES) == {case.claim for case in module.CASES}, name
+        settings = vars(chapter.settings("quick"))
+        assert all(size in settings for sizes in module.SIZES.values() for size in sizes), name

@@ -264,7 +264,7 @@ def test_a_chain_that_falls_then_freezes_is_far_from_its_start():
     """From random starts, strict favourites at tau 0.01: the cold chains fall to their favourites during the burn-in
     and never move again (moved 0), 3/4 of their sites from the start on average, as far as the warm chains."""
     cond = cal.favourites(cal.N, 4, seed=0)
-    x0 = cal.random_starts(cal.CHAINS, cal.N, 4, seed=0)
+    x0 = cal.random_starts(cal.QUICK.n_chains, cal.N, 4, seed=0)
     runs = ch.chains_at_temperatures(cond, x0, [1.0, 0.01], cal.QUICK.cold_steps, record_every=cal.QUICK.cold_record)
     vectors = {tau: (ch.state_vectors(cond, None, run), run.steps) for tau, run in runs.items()}
     cold = ch.cold_frame(vectors.pop(1.0), vectors, cal.QUICK.burn_in, cal.QUICK.cold_steps)

@@ -1,6 +1,7 @@
-"""Operating characteristics of the book's verdict rules at the book's own size (issue "Verdicts a referee signs").
+"""Operating characteristics of the book's verdict rules at the book's own size (issue "Verdicts a referee signs"),
+and at multiples of it (the power curves).
 
-    .venv/bin/python tools/calibrate.py [--seeds 50] [--claims nlogn_fit ...] [--out results/calibration]
+    .venv/bin/python tools/calibrate.py [--seeds 50] [--claims nlogn_fit ...] [--scale 4] [--out results/calibration]
 
 For each case (a general claim, a chain whose answer is known by mathematics, and whether the claim holds or
 fails on it) the chapter's own estimator and rule run at the quick profile's sizes, once per seed, and the
@@ -9,7 +10,10 @@ a rerun skips the rows already made at the current code version (resumable), and
 summarises each case: the shares reproduced / differs / inconclusive, the wrong-decision share (differs where
 the claim holds, reproduced where it fails) with its Wilson interval, and the power (decided correctly).
 
-The cases live in tools/calibration/, one module a chapter (each module's CASES).
+With `--scale K` every case runs with the sizes its claim names (Case.sizes: pairs, chains or steps) K times the
+quick ones, into results/calibration/power/xK/ (the same two files); `power_curves.csv` beside the quick summary
+gathers every scale's summary, one row per (case, scale). The cases live in tools/calibration/, one module a chapter
+(each module's CASES).
 """
 
 from __future__ import annotations
@@ -67,16 +71,24 @@ def read_runs(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"code": str, "verdict": str})
 
 
-_PENDING: list = []  # the (case, seed) pairs a pool of worker processes runs (inherited by fork)
+_PENDING: list = []  # the (case, seed, scale) a pool of worker processes runs (inherited by fork)
 
 
 def _verdict_of(index: int) -> tuple[int, str]:
-    case, seed = _PENDING[index]
-    return index, case.run(seed)
+    case, seed, scale = _PENDING[index]
+    return index, case.run(seed) if scale == 1 else case.run(seed, scale)
 
 
-def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True, jobs: int = 1) -> pd.DataFrame:
-    """Run every case over seeds 0..seeds-1, skipping the (claim, case, seed) rows already in out/runs.csv at
+def scale_folder(out: Path, scale: int) -> Path:
+    """Where the runs at `scale` times the quick sizes go: `out` itself for the quick size, else out/power/x<scale>."""
+    return out if scale == 1 else out / "power" / f"x{scale}"
+
+
+def run_cases(
+    cases, seeds: int, out: Path, version=None, progress: bool = True, jobs: int = 1, scale: int = 1
+) -> pd.DataFrame:
+    """Run every case over seeds 0..seeds-1 (at `scale` times its claim's sizes), skipping the (claim, case, seed)
+    rows already in out/runs.csv at
     the case's current version; each new row is appended as soon as it is made, so an interrupted run resumes
     with nothing lost. Rows made at another version (`version(case)`, case_version by default) are dropped.
     `jobs` > 1 runs the seeds in that many processes, one torch thread each (a seed's verdict does not depend
@@ -90,7 +102,7 @@ def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True,
     runs = runs[current] if len(runs) else runs
     runs.to_csv(path, index=False)
     done = set(zip(runs.claim, runs.case, runs.seed.astype(int))) if len(runs) else set()
-    todo = [(c, s) for c in cases for s in range(seeds) if (c.claim, c.name, s) not in done]
+    todo = [(c, s, scale) for c in cases for s in range(seeds) if (c.claim, c.name, s) not in done]
     _PENDING[:] = todo
     if jobs > 1:
         pool = multiprocessing.get_context("fork").Pool(jobs, initializer=torch.set_num_threads, initargs=(1,))
@@ -98,8 +110,8 @@ def run_cases(cases, seeds: int, out: Path, version=None, progress: bool = True,
     else:
         pool, made = None, map(_verdict_of, range(len(todo)))
     try:
-        for index, verdict in tqdm(made, total=len(todo), desc="calibration", disable=not progress):
-            case, seed = todo[index]
+        for index, verdict in tqdm(made, total=len(todo), desc=f"calibration x{scale}", disable=not progress):
+            case, seed, _ = todo[index]
             row = pd.DataFrame([dict(claim=case.claim, case=case.name, truth=case.truth, seed=seed, verdict=verdict,
                                      code=versions[(case.claim, case.name)])])  # fmt: skip
             row.to_csv(path, mode="a", header=not path.exists() or path.stat().st_size == 0, index=False)
@@ -154,23 +166,44 @@ def stale_cases(summary: pd.DataFrame, cases=None) -> list[str]:
     return stale + [f"{claim}: {case} (no such case)" for claim, case in made if (claim, case) not in known]
 
 
+def power_curves(out: Path = OUT, cases=None) -> pd.DataFrame:
+    """Every scale's summary (the quick one and each out/power/x<K>/), one row per (case, scale) with the sizes the
+    claim scales; rows made at another code version than the case's today are left out."""
+    cases = CASES if cases is None else cases
+    sizes = {(c.claim, c.name): " and ".join(c.sizes) for c in cases}
+    folders = [(1, out), *sorted((int(f.name[1:]), f) for f in (out / "power").glob("x*") if f.name[1:].isdigit())]
+    parts = []
+    for scale, folder in folders:
+        summary = summarise(run_cases(cases, 0, folder, progress=False)) if (folder / "runs.csv").exists() else None
+        if summary is not None and len(summary):
+            parts.append(summary.assign(scale=scale, sizes=[sizes[(r.claim, r.case)] for r in summary.itertuples()]))
+    columns = ["claim", "case", "truth", "scale", "sizes", *SUMMARY_COLUMNS[3:]]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=50, help="independent seeds per case (default 50)")
     parser.add_argument("--claims", nargs="*", help="only these claims (default: every claim with cases)")
     parser.add_argument("--out", type=Path, default=OUT, help="folder of runs.csv and operating_characteristics.csv")
     parser.add_argument("--jobs", type=int, default=1, help="processes running seeds at once (default 1)")
+    parser.add_argument(
+        "--scale", type=int, default=1, help="run at this many times each claim's quick sizes (default 1: the book's)"
+    )
     args = parser.parse_args(argv)
     known = sorted({c.claim for c in CASES})
     unknown = sorted(set(args.claims or []) - set(known))
-    if unknown or args.seeds < 1:
+    if unknown or args.seeds < 1 or args.scale < 1:
         parser.error(
-            f"--claims must be among {known}, --seeds at least 1" + (f"; unknown: {unknown}" if unknown else "")
+            f"--claims must be among {known}, --seeds and --scale at least 1"
+            + (f"; unknown: {unknown}" if unknown else "")
         )
     cases = [c for c in CASES if not args.claims or c.claim in args.claims]
-    run_cases(cases, args.seeds, args.out, jobs=args.jobs)
-    summary = summarise(run_cases(CASES, 0, args.out, progress=False))  # every case's current rows, run or not
-    summary.to_csv(args.out / "operating_characteristics.csv", index=False)
+    folder = scale_folder(args.out, args.scale)
+    run_cases(cases, args.seeds, folder, jobs=args.jobs, scale=args.scale)
+    summary = summarise(run_cases(CASES, 0, folder, progress=False))  # every case's current rows, run or not
+    summary.to_csv(folder / "operating_characteristics.csv", index=False)
+    power_curves(args.out).to_csv(args.out / "power_curves.csv", index=False)
     with pd.option_context("display.width", 160, "display.max_colwidth", 48):
         print(summary.drop(columns=["code"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0 if (summary.wrong_share <= 0.10).all() or math.isnan(summary.wrong_share.max()) else 1

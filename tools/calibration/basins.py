@@ -31,11 +31,21 @@ import torch
 import glauber_core as glauber
 from chapters import basins as ch
 
-from . import cases
+from . import cases, quick_sizes
 
 LABELS = list(ch.TOPIC_LABELS)
 SCALE = 8.0  # a text of one colour scores its label 0.997; uniform colours score each label about 1/9
 SEED_SHARE = 0.7  # a seed's sites in its topic's colour
+# The sizes each claim's power curve scales: the chains per seed topic (or germlines) and the basin-free texts the
+# nulls are read on; never the steps or temperatures.
+TOPIC_SIZES = ("n_seeds", "chance_texts")
+SIZES = {
+    **dict.fromkeys(
+        ("politics_recurrence", "politics_rises_every_topic", "politics_ends_above_basin_free", "seed_topic_loss"),
+        TOPIC_SIZES,
+    ),
+    **dict.fromkeys(ch.REVERSION_CLAIMS.values(), ("n_seeds",)),
+}
 
 
 def colour_scores(tokens: torch.Tensor) -> torch.Tensor:
@@ -73,11 +83,11 @@ def seed_states(n_seeds: int, n: int, seed: int) -> tuple[torch.Tensor, list[str
 
 
 @functools.cache
-def chapter_verdicts(kind: str, strength: float, seed: int) -> dict[str, str]:
+def chapter_verdicts(kind: str, strength: float, seed: int, scale: int = 1) -> dict[str, str]:
     """The chapter's pipeline at the quick profile's sizes on one known chain: chains per seed topic, steps,
     scoring interval and chance texts of ch.settings("quick"), the topic frame, and each general claim's verdict
-    through the chapter's own estimators and rules."""
-    cfg = ch.settings("quick")
+    through the chapter's own estimators and rules (chains per topic and chance texts `scale` times the quick ones)."""
+    cfg = quick_sizes(ch, TOPIC_SIZES, scale)
     n, every = cfg.seq_len, cfg.pca_every * cfg.score_every
     cond = potts_model(kind, n, strength)
     x0, topics = seed_states(cfg.n_seeds, n, seed)
@@ -102,7 +112,7 @@ def chapter_verdicts(kind: str, strength: float, seed: int) -> dict[str, str]:
 def _case(claim: str, kind: str, truth: str, strength: float = 1.0):
     """One case: `claim` on the chain `kind` (potts_model) at `strength`, whose answer is `truth`."""
     name = kind if kind in ("no well", "sticky") else f"{kind}, field {strength:g}"
-    return (claim, name, truth, "04_basins", lambda seed: chapter_verdicts(kind, strength, seed)[claim])
+    return (claim, name, truth, "04_basins", lambda seed, scale=1: chapter_verdicts(kind, strength, seed, scale)[claim])
 
 
 def reversion_model(colours: int, field: float, germline: torch.Tensor, weak: float | None = None):
@@ -118,12 +128,14 @@ def reversion_model(colours: int, field: float, germline: torch.Tensor, weak: fl
 
 
 @functools.cache
-def reversion_verdicts(colours: int, field: float, seed: int, weak: float | None = None) -> dict[str, str]:
+def reversion_verdicts(
+    colours: int, field: float, seed: int, weak: float | None = None, scale: int = 1
+) -> dict[str, str]:
     """germline_reversion through the chapter's own functions at the protein quick profile's sizes: a random
     germline colouring shared by the profile's germlines (each with the framework sites of a human V gene drawn
     at random), framework substitutions, one Glauber run per temperature, reversion_frame and reversion_verdict.
-    Returns each temperature's claim id (ch.REVERSION_CLAIMS) -> its verdict."""
-    cfg = ch.settings("quick", SimpleNamespace(protein=True))
+    Returns each temperature's claim id (ch.REVERSION_CLAIMS) -> its verdict; `scale` times the quick germlines."""
+    cfg = quick_sizes(ch, ("n_seeds",), scale, SimpleNamespace(protein=True))
     generator = torch.Generator().manual_seed(seed)
     germline = torch.randint(colours, (cfg.seq_len,), generator=generator)
     cond = reversion_model(colours, field, germline, weak)
@@ -146,7 +158,10 @@ def reversion_verdicts(colours: int, field: float, seed: int, weak: float | None
 def _reversion_case(claim: str, name: str, colours: int, field: float, truth: str, weak: float | None = None):
     """One case of a temperature's claim: its verdict in reversion_verdicts on reversion_model(colours, field,
     weak)."""
-    return (claim, name, truth, "04_basins", lambda seed: reversion_verdicts(colours, field, seed, weak)[claim])
+    return (
+        claim, name, truth, "04_basins",
+        lambda seed, scale=1: reversion_verdicts(colours, field, seed, weak, scale)[claim],
+    )  # fmt: skip
 
 
 # germline_reversion, at every temperature: no pull (no field: p_g = 1/q, the null exactly, with two colours and with
@@ -191,4 +206,5 @@ CASES = cases(
         _case("seed_topic_loss", "sticky", "fails"),
         *(_reversion_case(claim, *case) for claim in ch.REVERSION_CLAIMS.values() for case in REVERSION_CHAINS),
     ],
+    SIZES,
 )

@@ -51,22 +51,34 @@ def _pseudo_likelihood_verdict(seed: int, symmetric: bool, plan) -> str:
     return judging2._pseudo_likelihood_row(gaps, floors, dtypes)["verdict"]
 
 
+# The size the power curve scales: the random windows the PL gaps are read on (the text plan's `windows`, and the
+# protein plan's count of k = 2 windows).
+SIZES = {"mu_vs_pseudolikelihood_tv": ("windows",)}
 _QUICK = ch2.settings("quick")
-TEXT_PLAN = [(3, _QUICK.windows, _QUICK.window_tokens)]  # a text model's windows: 3 free sites, K tokens each
-# a protein MLM's windows at tau 1, 20 values a site, the k = 2 ones only: an 8,000-state window takes 25-50 s to solve
-# here, too long for 50 seeds on 2 cores
-PROTEIN_PLAN = [(k, count, 20) for k, count, taus in _QUICK.full_plan if 1.0 in taus and k == 2]
+
+
+def text_plan(scale: int = 1):
+    """A text model's windows: 3 free sites, K tokens each, `scale` times the quick profile's count."""
+    return [(3, _QUICK.windows * scale, _QUICK.window_tokens)]
+
+
+def protein_plan(scale: int = 1):
+    """A protein MLM's windows at tau 1, 20 values a site, the k = 2 ones only (an 8,000-state window takes 25-50 s
+    to solve here, too long for 50 seeds on 2 cores), `scale` times the quick profile's count."""
+    return [(k, count * scale, 20) for k, count, taus in _QUICK.full_plan if 1.0 in taus and k == 2]
+
 
 CASES = cases(
     __file__,
     [
         ("mu_vs_pseudolikelihood_tv", "asymmetric Potts, text-model windows, fp32 scores", "holds", "02_mixing_bounds",
-         lambda seed: _pseudo_likelihood_verdict(seed, False, TEXT_PLAN)),
+         lambda seed, scale=1: _pseudo_likelihood_verdict(seed, False, text_plan(scale))),
         ("mu_vs_pseudolikelihood_tv", "symmetric Potts, text-model windows, fp32 scores", "fails", "02_mixing_bounds",
-         lambda seed: _pseudo_likelihood_verdict(seed, True, TEXT_PLAN)),
+         lambda seed, scale=1: _pseudo_likelihood_verdict(seed, True, text_plan(scale))),
         ("mu_vs_pseudolikelihood_tv", "asymmetric Potts, protein k = 2 windows, fp32 scores", "holds", "02_mixing_bounds",
-         lambda seed: _pseudo_likelihood_verdict(seed, False, PROTEIN_PLAN)),
+         lambda seed, scale=1: _pseudo_likelihood_verdict(seed, False, protein_plan(scale))),
         ("mu_vs_pseudolikelihood_tv", "symmetric Potts, protein k = 2 windows, fp32 scores", "fails", "02_mixing_bounds",
-         lambda seed: _pseudo_likelihood_verdict(seed, True, PROTEIN_PLAN)),
+         lambda seed, scale=1: _pseudo_likelihood_verdict(seed, True, protein_plan(scale))),
     ],
+    SIZES,
 )  # fmt: skip

@@ -12,7 +12,10 @@ import glauber_core as glauber
 from chapters import incompatibility as ch1
 from chapters.incompatibility import judging as judging1
 
-from . import cases
+from . import cases, quick_sizes
+
+# The size each claim's power curve scales: the random rectangles its statistic is read on.
+SIZES = {"incompatibility_detected": ("rectangles",), "influence_amplifies_delta": ("rectangles",)}
 
 
 def detected(cond, rectangles, top_k: int, resamples: int):
@@ -24,10 +27,10 @@ def detected(cond, rectangles, top_k: int, resamples: int):
     return judging1._detected_verdict(summary), summary, floor
 
 
-def _detected_verdict(seed: int, name: str) -> str:
+def _detected_verdict(seed: int, name: str, scale: int = 1) -> str:
     """Chapter 1's rectangle test on `cfg.rectangles` random rectangles of a Potts model on the quick profile's n
     sites: the symmetric coupling is compatible (fails), the asymmetric one is not (holds)."""
-    cfg = ch1.settings("quick")
+    cfg = quick_sizes(ch1, SIZES["incompatibility_detected"], scale)
     cond = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[name]
     rectangles = ch1.random_rectangles(cond, cfg.seq_len, cfg.rectangles, seed=seed)
     return detected(cond, rectangles, 3, cfg.resamples)[0][0]
@@ -46,12 +49,12 @@ class Float32Potts(glauber.PottsConditionals):
         return torch.einsum("bn,bnq->bq", self.coupling[positions].float(), colours) + self.field[positions].float()
 
 
-def floor_chain(seed: int, factor: float):
+def floor_chain(seed: int, factor: float, scale: int = 1):
     """A Float32Potts chain on the quick profile's n sites and 3 colours (potts_references' symmetric coupling
     and field, plus a times a random antisymmetric sign pattern) with its quick rectangles: a is set so that the
     largest true |delta| over the rectangles (a times that of the sign pattern alone, delta being linear in the
     coupling) is `factor` times the fp32 floor of the untilted chain. Returns (chain, rectangles, a)."""
-    cfg = ch1.settings("quick")
+    cfg = quick_sizes(ch1, SIZES["incompatibility_detected"], scale)
     base = ch1.potts_references(cfg.seq_len, q=3, seed=seed)[ch1.SYMMETRIC]
     g = torch.Generator().manual_seed(seed)
     sigma = torch.triu(torch.where(torch.rand(cfg.seq_len, cfg.seq_len, generator=g) < 0.5, -1.0, 1.0).double(), 1)
@@ -64,10 +67,10 @@ def floor_chain(seed: int, factor: float):
     return Float32Potts(base.coupling + a * sigma, base.field, q=3), rectangles, a
 
 
-def _floor_verdict(seed: int, factor: float) -> str:
+def _floor_verdict(seed: int, factor: float, scale: int = 1) -> str:
     """Chapter 1's rectangle test on floor_chain(seed, factor): detected above the floor (holds) when factor > 1,
     nothing to detect above it (fails) when factor < 1."""
-    cond, rectangles, _ = floor_chain(seed, factor)
+    cond, rectangles, _ = floor_chain(seed, factor, scale)
     return detected(cond, rectangles, 3, ch1.settings("quick").resamples)[0][0]
 
 
@@ -99,10 +102,10 @@ def influence_frame(cond, count: int, seed: int):
     return ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
 
 
-def _influence_verdict(seed: int, kind: str) -> str:
+def _influence_verdict(seed: int, kind: str, scale: int = 1) -> str:
     """Chapter 1's influence protocol (the quick profile's rectangle count and bootstrap) on a Potts chain whose
     asymmetry grows with the coupling (the claim holds), falls as it grows, or is constant (it fails: rho = 0)."""
-    cfg = ch1.settings("quick")
+    cfg = quick_sizes(ch1, SIZES["influence_amplifies_delta"], scale)
     frame = influence_frame(influence_chain(kind, seed=seed), cfg.rectangles, seed)
     estimate = ch1.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=cfg.resamples // 5, seed=seed)
     return judging1._influence_verdict(estimate)[0]
@@ -112,18 +115,19 @@ CASES = cases(
     __file__,
     [
         ("incompatibility_detected", "asymmetric Potts, 20 sites, 3 colours", "holds", "01_incompatibility",
-         lambda seed: _detected_verdict(seed, "Potts, asymmetric J")),
+         lambda seed, scale=1: _detected_verdict(seed, "Potts, asymmetric J", scale)),
         ("incompatibility_detected", "symmetric Potts, 20 sites, 3 colours", "fails", "01_incompatibility",
-         lambda seed: _detected_verdict(seed, "Potts, symmetric J")),
+         lambda seed, scale=1: _detected_verdict(seed, "Potts, symmetric J", scale)),
         ("incompatibility_detected", "fp32 Potts, largest true |delta| 1.1 x its fp32 floor", "holds",
-         "01_incompatibility", lambda seed: _floor_verdict(seed, 1.1)),
+         "01_incompatibility", lambda seed, scale=1: _floor_verdict(seed, 1.1, scale)),
         ("incompatibility_detected", "fp32 Potts, largest true |delta| 0.9 x its fp32 floor", "fails",
-         "01_incompatibility", lambda seed: _floor_verdict(seed, 0.9)),
+         "01_incompatibility", lambda seed, scale=1: _floor_verdict(seed, 0.9, scale)),
         ("influence_amplifies_delta", "Potts, asymmetry grows with the coupling", "holds", "01_incompatibility",
-         lambda seed: _influence_verdict(seed, "scales")),
+         lambda seed, scale=1: _influence_verdict(seed, "scales", scale)),
         ("influence_amplifies_delta", "Potts, asymmetry falls as the coupling grows", "fails", "01_incompatibility",
-         lambda seed: _influence_verdict(seed, "falls")),
+         lambda seed, scale=1: _influence_verdict(seed, "falls", scale)),
         ("influence_amplifies_delta", "Potts, constant asymmetry (rho = 0)", "fails", "01_incompatibility",
-         lambda seed: _influence_verdict(seed, "constant")),
+         lambda seed, scale=1: _influence_verdict(seed, "constant", scale)),
     ],
+    SIZES,
 )  # fmt: skip

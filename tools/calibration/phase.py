@@ -15,9 +15,20 @@ import glauber_core as glauber
 from chapters import phase as ch3
 from chapters.phase import judging as judging3
 
-from . import cases
+from . import cases, quick_sizes
 
 CHAPTER = "03_phase_diagram"
+# The sizes each claim's power curve scales: the chains (or coupled pairs per temperature) its statistic averages
+# over, and the unrelated pairs of a ceiling; never the steps, grid or budget, which set what is measured.
+SIZES = {
+    "nlogn_fit": ("hit_chains",),
+    "distance_saturates": ("saturation_chains", "ceiling_pairs"),
+    "crossover_fractions": ("crossover_chains",),
+    "boundary_shift_with_n": ("pairs",),
+    "transition_width": ("pairs",),
+    "context_averaged_alpha": ("alpha_contexts",),
+    "theorem5_bound_loose": ("pairs", "alpha_contexts"),
+}
 
 
 def leaving_sites(n: int, field: float = 40.0) -> glauber.PottsConditionals:
@@ -34,11 +45,11 @@ def hamming_share(trajectory: glauber.Trajectory) -> torch.Tensor:
 # ---- nlogn_fit (Fig. 3b) ----
 
 
-def _hitting_verdict(seed: int, radius: float) -> str:
+def _hitting_verdict(seed: int, radius: float, scale: int = 1) -> str:
     """The hitting-time protocol on independent sites that always leave their colour: the quick profile's lengths,
     hitting chains, recording interval, cutoff and bootstrap, then the nlogn rule. Radius 1 (every site changed) is
     the coupon collector, n H_n: n log n holds; radius 1/2 takes about n ln 2 steps, linear in n: it fails."""
-    cfg = ch3.settings("quick")
+    cfg = quick_sizes(ch3, SIZES["nlogn_fit"], scale)
     lengths, times = [], []
     for n in cfg.drift_lengths:
         x0 = torch.zeros(cfg.hit_chains, n, dtype=torch.long)
@@ -73,13 +84,13 @@ def _locked_starts(n: int, count: int, q: int, generator) -> torch.Tensor:
     return x
 
 
-def _saturation_verdict(seed: int, locked: bool, q: int = 20) -> str:
+def _saturation_verdict(seed: int, locked: bool, q: int = 20, scale: int = 1) -> str:
     """Fig. 3a's protocol with the Hamming share (a distance bounded by 1) at the quick profile's lengths, chains,
     steps and recording interval, judged against the ceiling d_ref(n), the share between unrelated starts
     (`ceiling_pairs` pairs). Free sites (every site uniform over q colours): after T steps (T >> n log n) every site
     has been redrawn, d sits at the ceiling (q - 1) / q: it saturates. Locked pairs on half the sites: they keep
     their start colour (escape takes about e^12 / (q - 1) visits), so d stays near half the ceiling: it does not."""
-    cfg = ch3.settings("quick")
+    cfg = quick_sizes(ch3, SIZES["distance_saturates"], scale)
     generator = torch.Generator().manual_seed(seed)
     n_all, final, late, ref_n, ref = [], [], [], [], []
     for n in cfg.drift_lengths:
@@ -106,7 +117,7 @@ def _saturation_verdict(seed: int, locked: bool, q: int = 20) -> str:
 # ---- crossover_fractions (Fig. 7) ----
 
 
-def _crossover_verdict(seed: int, field_on_start: float, q: int) -> str:
+def _crossover_verdict(seed: int, field_on_start: float, q: int, scale: int = 1) -> str:
     """Fig. 7's protocol at the quick profile's lengths, temperatures, chains, steps, recording interval and radii,
     on independent sites with a field `field_on_start` on colour 0, the start, and the Hamming share. Every visit
     redraws a site from its conditional, which leaves the start colour with probability (q - 1) / (e^(field / tau)
@@ -114,7 +125,7 @@ def _crossover_verdict(seed: int, field_on_start: float, q: int) -> str:
     shows it) does the share of chains that reached any radius by any step (the claim holds); with the field against
     the start it falls (it fails). A weak field on the start (1, q = 20: 0.40 at tau 0.3, 0.93 at 2.5) has every
     chain reach R = 0.4 within the run at every tau, hotter ones sooner: the ceiling an early cutoff must see past."""
-    cfg = ch3.settings("quick")
+    cfg = quick_sizes(ch3, SIZES["crossover_fractions"], scale)
     traces, rows = [], []
     for n in cfg.drift_lengths:
         cond = glauber.PottsConditionals(torch.zeros(n, n), torch.tensor([[field_on_start] + [0.0] * (q - 1)] * n), q=q)
@@ -149,11 +160,11 @@ def switch(n: int, coupling: float = 6.0) -> glauber.PottsConditionals:
     return glauber.PottsConditionals(J, q=2)
 
 
-def _length_comparison(make, seed: int):
+def _length_comparison(make, seed: int, cfg):
     """Section 2 of the chapter at the quick profile's grid (lengths, temperatures, pairs, budget, bootstrap):
     pairs from the two ground states (all 0, all 1), the budget scaled by n log n, logistic fits per length and
-    the comparison of the two lengths. Returns (scaled comparison, fixed comparison, coupled pairs, cfg)."""
-    cfg = ch3.settings("quick")
+    the comparison of the two lengths at `cfg` (quick_sizes). Returns (scaled comparison, fixed comparison, coupled
+    pairs)."""
     grids = []
     for n in cfg.lengths:
         x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
@@ -166,24 +177,25 @@ def _length_comparison(make, seed: int):
         ch3.compare_lengths(scaled_fits, cfg.small, cfg.large),
         ch3.compare_lengths(fixed_fits, cfg.small, cfg.large),
         int(scaled.coupled.sum()),
-        cfg,
     )
 
 
-def _shift_verdict(seed: int, exponent: float) -> str:
+def _shift_verdict(seed: int, exponent: float, scale: int = 1) -> str:
     """boundary_shift_with_n on Curie-Weiss with a critical temperature 1.6 (n / 8)^exponent: it moves up with n
     (exponent 1/2: the claim holds) or down (exponent -1/2, from 2.8 at n = 8: it fails)."""
     start = 1.6 if exponent > 0 else 2.8
-    scaled, _, events, cfg = _length_comparison(lambda n: curie_weiss(n, start * (n / 8) ** exponent), seed)
+    cfg = quick_sizes(ch3, SIZES["boundary_shift_with_n"], scale)
+    scaled, _, events = _length_comparison(lambda n: curie_weiss(n, start * (n / 8) ** exponent), seed, cfg)
     return judging3._boundary_shift_row(scaled, events, cfg.small, cfg.large)["verdict"]
 
 
-def _width_verdict(seed: int, chain: str) -> str:
+def _width_verdict(seed: int, chain: str, scale: int = 1) -> str:
     """transition_width on a two-site switch (a fixed barrier: its width in log tau shrinks only like
     1 / log n, the claim holds) or on Curie-Weiss with a fixed critical temperature 2 (mean field: the width
     in log tau shrinks like n^-1/2, it fails)."""
     make = switch if chain == "switch" else (lambda n: curie_weiss(n, 2.0))
-    scaled, fixed, _, cfg = _length_comparison(make, seed)
+    cfg = quick_sizes(ch3, SIZES["transition_width"], scale)
+    scaled, fixed, _ = _length_comparison(make, seed, cfg)
     return judging3._transition_width_row(scaled, cfg.small, cfg.large, fixed)["verdict"]
 
 
@@ -209,12 +221,12 @@ class GatedPotts:
         return self.coupling * gate * counts + self.field[positions]
 
 
-def _alpha_verdict(seed: int, gate_colour: int) -> str:
+def _alpha_verdict(seed: int, gate_colour: int, scale: int = 1) -> str:
     """The section 7 estimator at the quick profile's length, contexts, candidates and steps: seeds with x_0 = 0
     (random elsewhere), chains at tau = 2 (past a boundary put at 1), alpha on seeds and on the final states. Gate
     colour 0: the visited states are uncoupled, the seeds are not (the claim holds); gate colour 1: the visited
     states are the coupled ones (it fails)."""
-    cfg = ch3.settings("quick")
+    cfg = quick_sizes(ch3, SIZES["context_averaged_alpha"], scale)
     n, tau = cfg.alpha_length, 2.0
     seeds = torch.randint(0, 4, (cfg.alpha_contexts, n), generator=torch.Generator().manual_seed(seed))
     seeds[:, 0] = 0
@@ -258,12 +270,12 @@ def clique_in_switch(n: int, switch: float, coupling: float, size: int = 4) -> g
     return glauber.PottsConditionals(J, q=4)
 
 
-def _looseness_verdict(seed: int, cond, gate_open: bool) -> str:
+def _looseness_verdict(seed: int, cond, gate_open: bool, scale: int = 1) -> str:
     """Chapter 3's Theorem 5 protocol at the quick profile's alpha_length, coupling grid (temperatures, pairs,
     budget, bootstrap) and alpha grid (contexts, candidates): pairs from the ground states all 0 and all 1,
     transition_fits for the boundary tau_1/2, context_alpha on uniform seeds (x_0 = 0 when `gate_open`) for
     criterion_threshold, then the one-sided rule."""
-    cfg = ch3.settings("quick")
+    cfg = quick_sizes(ch3, SIZES["theorem5_bound_loose"], scale)
     n = cfg.alpha_length
     x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
     grid = ch3.coupling_grid(cond, x0, y0, cfg.grid_temperatures, cfg.budget, seed=seed, progress=False)
@@ -275,40 +287,42 @@ def _looseness_verdict(seed: int, cond, gate_open: bool) -> str:
     return judging3._theorem5_row(alpha, fit, n)["verdict"]
 
 
+ALPHA_LENGTH = ch3.settings("quick").alpha_length
 CASES = cases(
     __file__,
     [
         ("nlogn_fit", "coupon collector: every site changed (n H_n)", "holds", CHAPTER,
-         lambda seed: _hitting_verdict(seed, 1.0)),
+         lambda seed, scale=1: _hitting_verdict(seed, 1.0, scale)),
         ("nlogn_fit", "half the sites changed (about n ln 2)", "fails", CHAPTER,
-         lambda seed: _hitting_verdict(seed, 0.5)),
+         lambda seed, scale=1: _hitting_verdict(seed, 0.5, scale)),
         ("distance_saturates", "free sites, Hamming share at the ceiling", "holds", CHAPTER,
-         lambda seed: _saturation_verdict(seed, locked=False)),
+         lambda seed, scale=1: _saturation_verdict(seed, locked=False, scale=scale)),
         ("distance_saturates", "half the sites in locked pairs: half the ceiling", "fails", CHAPTER,
-         lambda seed: _saturation_verdict(seed, locked=True)),
+         lambda seed, scale=1: _saturation_verdict(seed, locked=True, scale=scale)),
         ("crossover_fractions", "independent sites, field on the start colour", "holds", CHAPTER,
-         lambda seed: _crossover_verdict(seed, 3.0, q=20)),
+         lambda seed, scale=1: _crossover_verdict(seed, 3.0, q=20, scale=scale)),
         ("crossover_fractions", "independent sites, weak field on the start: all leave, hotter sooner", "holds",
-         CHAPTER, lambda seed: _crossover_verdict(seed, 1.0, q=20)),
+         CHAPTER, lambda seed, scale=1: _crossover_verdict(seed, 1.0, q=20, scale=scale)),
         ("crossover_fractions", "independent sites, field against the start colour", "fails", CHAPTER,
-         lambda seed: _crossover_verdict(seed, -3.0, q=3)),
+         lambda seed, scale=1: _crossover_verdict(seed, -3.0, q=3, scale=scale)),
         ("boundary_shift_with_n", "Curie-Weiss, critical temperature rising like n^1/2", "holds", CHAPTER,
-         lambda seed: _shift_verdict(seed, 0.5)),
+         lambda seed, scale=1: _shift_verdict(seed, 0.5, scale)),
         ("boundary_shift_with_n", "Curie-Weiss, critical temperature falling like n^-1/2", "fails", CHAPTER,
-         lambda seed: _shift_verdict(seed, -0.5)),
+         lambda seed, scale=1: _shift_verdict(seed, -0.5, scale)),
         ("transition_width", "two-site switch in free sites (fixed barrier)", "holds", CHAPTER,
-         lambda seed: _width_verdict(seed, "switch")),
+         lambda seed, scale=1: _width_verdict(seed, "switch", scale)),
         ("transition_width", "Curie-Weiss, fixed critical temperature (mean field)", "fails", CHAPTER,
-         lambda seed: _width_verdict(seed, "curie-weiss")),
+         lambda seed, scale=1: _width_verdict(seed, "curie-weiss", scale)),
         ("context_averaged_alpha", "gated Potts: visited states uncoupled", "holds", CHAPTER,
-         lambda seed: _alpha_verdict(seed, 0)),
+         lambda seed, scale=1: _alpha_verdict(seed, 0, scale)),
         ("context_averaged_alpha", "gated Potts: visited states the coupled ones", "fails", CHAPTER,
-         lambda seed: _alpha_verdict(seed, 1)),
+         lambda seed, scale=1: _alpha_verdict(seed, 1, scale)),
         ("theorem5_bound_loose", "gated Potts in a switch: tau_alpha >= 7 tau_1/2", "holds", CHAPTER,
-         lambda seed: _looseness_verdict(seed, GatedSwitch(ch3.settings("quick").alpha_length), True)),
+         lambda seed, scale=1: _looseness_verdict(seed, GatedSwitch(ALPHA_LENGTH), True, scale)),
         ("theorem5_bound_loose", "4-clique in a switch: tau_alpha about 1.4 tau_1/2", "holds", CHAPTER,
-         lambda seed: _looseness_verdict(seed, clique_in_switch(ch3.settings("quick").alpha_length, 10.0, 2.5), False)),
+         lambda seed, scale=1: _looseness_verdict(seed, clique_in_switch(ALPHA_LENGTH, 10.0, 2.5), False, scale)),
         ("theorem5_bound_loose", "4-clique in a stiffer switch: about 0.7 tau_1/2", "fails", CHAPTER,
-         lambda seed: _looseness_verdict(seed, clique_in_switch(ch3.settings("quick").alpha_length, 12.0, 1.2), False)),
+         lambda seed, scale=1: _looseness_verdict(seed, clique_in_switch(ALPHA_LENGTH, 12.0, 1.2), False, scale)),
     ],
+    SIZES,
 )  # fmt: skip

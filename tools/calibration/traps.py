@@ -12,11 +12,22 @@ import torch
 import glauber_core as glauber
 from chapters import traps as ch
 
-from . import cases
+from . import cases, quick_sizes
 
 QUICK = ch.settings("quick")
-N, CHAINS, TAU = QUICK.seq_len, QUICK.n_chains, ch.PAPER_TAU
+N, TAU = QUICK.seq_len, ch.PAPER_TAU
 AT = f"τ = {TAU:g}"
+# The size each claim's power curve scales: the chains its statistic pools (one a profile for mean_gap_correlation),
+# and for approximate_trap_duration the steps, so that a chain runs long enough to see its traps end.
+SIZES = {
+    **dict.fromkeys(("cold_chains_stay", "trap_split", "escape_weakest_site", "mean_gap_correlation"), ("n_chains",)),
+    "approximate_trap_duration": ("steps",),
+}
+
+
+def sized(claim: str, scale: int):
+    """The quick settings with `claim`'s SIZES times `scale`."""
+    return quick_sizes(ch, SIZES[claim], scale)
 
 
 def random_starts(chains: int, n: int, colours: int, seed: int) -> torch.Tensor:
@@ -75,20 +86,22 @@ def well_starts(chains: int, n: int, colours: int, seed: int) -> torch.Tensor:
     return random_starts(chains, 1, colours, seed).repeat(1, n)
 
 
-def cold_verdict(cond, seed: int, x0=None) -> str:
-    """The notebook's cold comparison at the quick sizes: the warm (tau = 1) and cold chains from the same starts
-    (`x0`, else uniformly random ones), cold_frame on Hamming vectors, cold_row's verdict."""
-    taus = [QUICK.temperatures[0], *QUICK.cold_temperatures]
-    x0 = random_starts(CHAINS, N, cond.vocab_size, seed) if x0 is None else x0
-    runs = ch.chains_at_temperatures(cond, x0, taus, QUICK.cold_steps, seed=seed, record_every=QUICK.cold_record)
+def cold_verdict(cond, seed: int, scale: int = 1, starts=None) -> str:
+    """The notebook's cold comparison at the quick sizes (`scale` times its chains): the warm (tau = 1) and cold
+    chains from the same starts (`starts(chains)`, else uniformly random ones), cold_frame on Hamming vectors,
+    cold_row's verdict."""
+    cfg = sized("cold_chains_stay", scale)
+    taus = [cfg.temperatures[0], *cfg.cold_temperatures]
+    x0 = random_starts(cfg.n_chains, N, cond.vocab_size, seed) if starts is None else starts(cfg.n_chains)
+    runs = ch.chains_at_temperatures(cond, x0, taus, cfg.cold_steps, seed=seed, record_every=cfg.cold_record)
     vectors = {tau: (ch.state_vectors(cond, None, run), run.steps) for tau, run in runs.items()}
-    cold = ch.cold_frame(vectors.pop(taus[0]), vectors, QUICK.burn_in, QUICK.cold_steps)
+    cold = ch.cold_frame(vectors.pop(taus[0]), vectors, cfg.burn_in, cfg.cold_steps)
     return ch.cold_row(cold)["verdict"]
 
 
-def at_favourites(cond, seed: int, off: int = 0) -> str:
+def at_favourites(cond, seed: int, scale: int = 1, off: int = 0) -> str:
     """cold_verdict from the favourite state with `off` sites changed (favourite_starts)."""
-    return cold_verdict(cond, seed, favourite_starts(cond, CHAINS, off, seed))
+    return cold_verdict(cond, seed, scale, lambda chains: favourite_starts(cond, chains, off, seed))
 
 
 # Expected distances (Hamming share): from the favourites, cold chains keep them (0, or off / N) while warm ones lie
@@ -99,22 +112,25 @@ CASES = cases(
     __file__,
     [
         ("cold_chains_stay", "independent sites, favourite ahead by 1-3, starts at the favourites", "holds",
-         "05_traps", lambda seed: at_favourites(favourites(N, 4, seed), seed)),
+         "05_traps", lambda seed, scale=1: at_favourites(favourites(N, 4, seed), seed, scale)),
         ("cold_chains_stay", "independent sites, favourite ahead by 1-3, starts one site off the favourites",
-         "holds", "05_traps", lambda seed: at_favourites(favourites(N, 4, seed), seed, off=1)),
+         "holds", "05_traps", lambda seed, scale=1: at_favourites(favourites(N, 4, seed), seed, scale, off=1)),
         ("cold_chains_stay", "weak favourites (gap 0.3) from the favourites: at tau 0.1 a fifth of the warm distance",
-         "holds", "05_traps", lambda seed: at_favourites(favourites(N, 4, seed, 0.3, 0.3), seed)),
+         "holds", "05_traps", lambda seed, scale=1: at_favourites(favourites(N, 4, seed, 0.3, 0.3), seed, scale)),
         ("cold_chains_stay", "mean-field Potts (3 wells, coupling 2), starts in a well", "holds", "05_traps",
-         lambda seed: cold_verdict(mean_field_potts(N, 3, 2.0), seed, well_starts(CHAINS, N, 3, seed))),
+         lambda seed, scale=1: cold_verdict(mean_field_potts(N, 3, 2.0), seed, scale,
+                                            lambda chains: well_starts(chains, N, 3, seed))),
         ("cold_chains_stay", "falls, then freezes: favourites ahead by 1-3, random starts", "fails", "05_traps",
-         lambda seed: cold_verdict(favourites(N, 4, seed), seed)),
+         lambda seed, scale=1: cold_verdict(favourites(N, 4, seed), seed, scale)),
         ("cold_chains_stay", "falls, then freezes: mean-field Potts (3 wells), random starts", "fails", "05_traps",
-         lambda seed: cold_verdict(mean_field_potts(N, 3, 2.0), seed)),
+         lambda seed, scale=1: cold_verdict(mean_field_potts(N, 3, 2.0), seed, scale)),
         ("cold_chains_stay", "uniform conditionals (temperature-blind)", "fails", "05_traps",
-         lambda seed: cold_verdict(independent_sites(torch.zeros(N, 4)), seed)),
+         lambda seed, scale=1: cold_verdict(independent_sites(torch.zeros(N, 4)), seed, scale)),
         ("cold_chains_stay", "two tied favourites at every site, starts at one of them", "fails", "05_traps",
-         lambda seed: cold_verdict(tied_favourites(N, 4), seed, torch.zeros(CHAINS, N, dtype=torch.long))),
+         lambda seed, scale=1: cold_verdict(tied_favourites(N, 4), seed, scale,
+                                            lambda chains: torch.zeros(chains, N, dtype=torch.long))),
     ],
+    SIZES,
 )  # fmt: skip
 
 
@@ -123,17 +139,17 @@ CASES = cases(
 # --------------------------------------------------------------------------------------------
 
 
-def trap_run(cond, seed: int, *, null: bool = True, x0=None, frozen=0):
-    """The notebook's trap pipeline at the quick sizes on Hamming vectors: CHAINS chains at tau = 1 from random
-    starts (or `x0`; `frozen` sites fixed), detect_traps, trap_catalogue, trap_frame and (with `null`)
-    null_durations. (traps, null)."""
-    x0 = random_starts(CHAINS, N, cond.vocab_size, seed) if x0 is None else x0
+def trap_run(cond, seed: int, cfg=QUICK, *, null: bool = True, x0=None, frozen=0):
+    """The notebook's trap pipeline at the settings `cfg` (the quick ones, or sized) on Hamming vectors:
+    cfg.n_chains chains at tau = 1 from random starts (or `x0`; `frozen` sites fixed), detect_traps,
+    trap_catalogue, trap_frame and (with `null`) null_durations. (traps, null)."""
+    x0 = random_starts(cfg.n_chains, N, cond.vocab_size, seed) if x0 is None else x0
     run = glauber.glauber(
-        cond, x0, QUICK.steps, TAU, frozen=frozen, seed=seed, record_every=QUICK.record_every, progress=False
+        cond, x0, cfg.steps, TAU, frozen=frozen, seed=seed, record_every=cfg.record_every, progress=False
     )
     vectors = ch.state_vectors(cond, None, run)
-    found = {TAU: ch.trap_catalogue(cond, run, ch.detect_traps(vectors, run.steps, QUICK.window, QUICK.threshold))}
-    durations = ch.null_durations(cond, None, run, QUICK.window, QUICK.threshold, seed=seed) if null else []
+    found = {TAU: ch.trap_catalogue(cond, run, ch.detect_traps(vectors, run.steps, cfg.window, cfg.threshold))}
+    durations = ch.null_durations(cond, None, run, cfg.window, cfg.threshold, seed=seed) if null else []
     return ch.trap_frame(cond, {TAU: (run, vectors)}, found), durations
 
 
@@ -187,38 +203,42 @@ class LockedWells:
         return torch.where((positions >= n - 2)[:, None], pair, self.wells.log_scores(tokens, positions))
 
 
-def split_verdict(seed: int, rotor_in_well_1: bool) -> str:
+def split_verdict(seed: int, rotor_in_well_1: bool, scale: int = 1) -> str:
     """trap_split at the quick sizes (split_row on trap_run's traps) on LockedWells."""
-    return ch.split_row(trap_run(LockedWells(N, rotor_in_well_1), seed, null=False)[0], AT)["verdict"]
+    cfg = sized("trap_split", scale)
+    return ch.split_row(trap_run(LockedWells(N, rotor_in_well_1), seed, cfg, null=False)[0], AT)["verdict"]
 
 
-def reentry_verdict(seed: int) -> str:
+def reentry_verdict(seed: int, scale: int = 1) -> str:
     """trap_split at the quick sizes on Gate(2.5, 8): two perfect wells (all 0, all 1) that chains leave through the
     gate and come back to, so a chain re-enters its held states; split_row counts each once. The other sites at gap 8
     (not 4): a site off its well (gap -8) is undone at its next visit (p 0.9997), so no held state has one."""
-    return ch.split_row(trap_run(Gate(2.5, [8.0] * (N - 1)), seed, null=False)[0], AT)["verdict"]
+    cfg = sized("trap_split", scale)
+    return ch.split_row(trap_run(Gate(2.5, [8.0] * (N - 1)), seed, cfg, null=False)[0], AT)["verdict"]
 
 
-def duration_verdict(cond, seed: int) -> str:
+def duration_verdict(cond, seed: int, scale: int = 1) -> str:
     """approximate_trap_duration at the quick sizes (duration_row on trap_run's traps and null)."""
-    traps, null = trap_run(cond, seed)
-    return ch.duration_row(traps, null, QUICK.window, QUICK.steps, AT, seed)["verdict"]
+    cfg = sized("approximate_trap_duration", scale)
+    traps, null = trap_run(cond, seed, cfg)
+    return ch.duration_row(traps, null, cfg.window, cfg.steps, AT, seed)["verdict"]
 
 
 CASES += cases(
     __file__,
     [
         ("trap_split", "two locked wells, one perfect and one with a rotor pair (approximate, Δ* = -30)", "holds",
-         "05_traps", lambda seed: split_verdict(seed, True)),
+         "05_traps", lambda seed, scale=1: split_verdict(seed, True, scale)),
         ("trap_split", "two locked wells, every held state perfect", "fails", "05_traps",
-         lambda seed: split_verdict(seed, False)),
+         lambda seed, scale=1: split_verdict(seed, False, scale)),
         ("trap_split", "re-entries: gated wells, every held state perfect, re-entered after escapes", "fails",
          "05_traps", reentry_verdict),
         ("approximate_trap_duration", "two wells (11 sites, J = 3.5) and a free site", "holds", "05_traps",
-         lambda seed: duration_verdict(TwoWells(N, N - 1, 3.5), seed)),
+         lambda seed, scale=1: duration_verdict(TwoWells(N, N - 1, 3.5), seed, scale)),
         ("approximate_trap_duration", "independent sites (field 2) and a free site: no collective persistence",
-         "fails", "05_traps", lambda seed: duration_verdict(free_last_site(2.0), seed)),
+         "fails", "05_traps", lambda seed, scale=1: duration_verdict(free_last_site(2.0), seed, scale)),
     ],
+    SIZES,
 )  # fmt: skip
 
 
@@ -243,19 +263,20 @@ class Gate:
         return torch.where((positions == 0)[:, None], gate, site)
 
 
-def weakest_verdict(cond, seed: int) -> str:
+def weakest_verdict(cond, seed: int, scale: int = 1) -> str:
     """escape_weakest_site at the quick sizes (weakest_row on trap_run's traps)."""
-    return ch.weakest_row(trap_run(cond, seed, null=False)[0], AT)["verdict"]
+    return ch.weakest_row(trap_run(cond, seed, sized("escape_weakest_site", scale), null=False)[0], AT)["verdict"]
 
 
 CASES += cases(
     __file__,
     [
         ("escape_weakest_site", "gate (gap 2.5) the weakest site, the others 4: escapes through the gate", "holds",
-         "05_traps", lambda seed: weakest_verdict(Gate(2.5, [4.0] * (N - 1)), seed)),
+         "05_traps", lambda seed, scale=1: weakest_verdict(Gate(2.5, [4.0] * (N - 1)), seed, scale)),
         ("escape_weakest_site", "strong gate (4), site 1 the weakest (1): its departures are undone", "fails",
-         "05_traps", lambda seed: weakest_verdict(Gate(4.0, [1.0] + [4.0] * (N - 2)), seed)),
+         "05_traps", lambda seed, scale=1: weakest_verdict(Gate(4.0, [1.0] + [4.0] * (N - 2)), seed, scale)),
     ],
+    SIZES,
 )  # fmt: skip
 
 
@@ -287,41 +308,46 @@ class Profiles:
         return torch.where((positions == last)[:, None], own, scores)
 
 
-def profile_run(cond: Profiles, seed: int):
-    """trap_run with one chain per profile: random binary starts, the profile id frozen in the last site."""
-    x0 = torch.cat([random_starts(CHAINS, N - 1, 2, seed), torch.arange(CHAINS)[:, None]], 1)
-    return trap_run(cond, seed, null=False, x0=x0, frozen=torch.arange(N) == N - 1)[0]
+def profile_run(cond: Profiles, seed: int, cfg):
+    """trap_run with one chain per profile (cfg.n_chains of them): random binary starts, the profile id frozen in
+    the last site."""
+    chains = cfg.n_chains
+    x0 = torch.cat([random_starts(chains, N - 1, 2, seed), torch.arange(chains)[:, None]], 1)
+    return trap_run(cond, seed, cfg, null=False, x0=x0, frozen=torch.arange(N) == N - 1)[0]
 
 
-def mean_profiles(seed: int) -> Profiles:
+def mean_profiles(seed: int, chains: int) -> Profiles:
     """Independent sites (no gate): every site of profile k ahead by m_k (2 to 3), one shuffled site weaker by d_k
     (0 to 1): a trap ends when enough sites are off at once, at a rate set by all sites (the mean gap)."""
     generator = torch.Generator().manual_seed(seed)
-    m = torch.linspace(2.0, 3.0, CHAINS, dtype=torch.float64)
+    m = torch.linspace(2.0, 3.0, chains, dtype=torch.float64)
     field = m[:, None].repeat(1, N - 1)
-    field[:, -1] -= torch.rand(CHAINS, generator=generator, dtype=torch.float64)
+    field[:, -1] -= torch.rand(chains, generator=generator, dtype=torch.float64)
     return Profiles(field)
 
 
-def min_profiles(seed: int) -> Profiles:
+def min_profiles(seed: int, chains: int) -> Profiles:
     """Gated sites: profile k's gate (the weakest site) ahead by g_k (2 to 4), the others by shuffled gaps in
     [6, 12]: a trap ends when the gate departs (a cascade), at a rate set by the minimum gap alone."""
     generator = torch.Generator().manual_seed(seed)
-    field = 6 + 6 * torch.rand(CHAINS, N - 1, generator=generator, dtype=torch.float64)
-    return Profiles(field, gate=torch.linspace(2.0, 4.0, CHAINS, dtype=torch.float64))
+    field = 6 + 6 * torch.rand(chains, N - 1, generator=generator, dtype=torch.float64)
+    return Profiles(field, gate=torch.linspace(2.0, 4.0, chains, dtype=torch.float64))
 
 
-def correlation_verdict(cond: Profiles, seed: int) -> str:
-    """mean_gap_correlation at the quick sizes (correlation_row on the profiles' traps)."""
-    return ch.correlation_row(profile_run(cond, seed), AT, seed)["verdict"]
+def correlation_verdict(profiles, seed: int, scale: int = 1) -> str:
+    """mean_gap_correlation at the quick sizes (correlation_row on the traps of `profiles(seed, chains)`, one
+    chain a profile)."""
+    cfg = sized("mean_gap_correlation", scale)
+    return ch.correlation_row(profile_run(profiles(seed, cfg.n_chains), seed, cfg), AT, seed)["verdict"]
 
 
 CASES += cases(
     __file__,
     [
         ("mean_gap_correlation", "independent sites whose exit rate follows all gaps (the mean)", "holds",
-         "05_traps", lambda seed: correlation_verdict(mean_profiles(seed), seed)),
+         "05_traps", lambda seed, scale=1: correlation_verdict(mean_profiles, seed, scale)),
         ("mean_gap_correlation", "gated sites whose exit rate follows the gate (the minimum gap)", "fails",
-         "05_traps", lambda seed: correlation_verdict(min_profiles(seed), seed)),
+         "05_traps", lambda seed, scale=1: correlation_verdict(min_profiles, seed, scale)),
     ],
+    SIZES,
 )  # fmt: skip
