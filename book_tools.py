@@ -58,6 +58,7 @@ from verdicts import (  # noqa: F401 (re-exported: the chapters and pages read t
     _check_values,
     bootstrap_ci,
     claim_row,
+    decide_text,
     finite,
     interval_text,
     judge_model_specific,
@@ -274,8 +275,8 @@ def reproduction_table(
     """The rows of one table ("paper" or "beyond") in paper_claims.csv's order: the paper's value beside ours.
 
     A claim with no row under results/ gets the verdict "not run here"; a claim measured for several models
-    gets one row per model. `decide_at` states, for an inconclusive row, the size that would decide it
-    (size_to_decide). Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
+    gets one row per model. `decide_at` states, for an inconclusive row, the run that would decide it
+    (decide_at). Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
     """
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
@@ -289,7 +290,9 @@ def reproduction_table(
         f"no row in results/{c}/claims.csv: the chapter has not run in this build" for c in joined.chapter[missing]
     ]
     numbers = joined.reindex(columns=["ours", "low", "high", "null"]).apply(pd.to_numeric, errors="coerce")
-    joined["decide_at"] = [size_to_decide(v, *n) for v, n in zip(joined.verdict, numbers.itertuples(index=False))]
+    joined["decide_at"] = [
+        decide_at(v, r, *n) for v, r, n in zip(joined.verdict, joined.reason, numbers.itertuples(index=False))
+    ]
     if rates is not None:
         joined = joined.merge(rates, on="claim", how="left", sort=False)
         joined["rates"] = joined.rates.fillna("")
@@ -297,31 +300,17 @@ def reproduction_table(
     return joined.reset_index(drop=True)
 
 
-def size_to_decide(verdict: str, ours: float, low: float, high: float, null: float) -> float:
-    """How many times this run's sample an inconclusive row's interval needs to exclude its null at the observed
-    effect, were its half-width to shrink like one over the square root of the sample (an approximation: the
-    interval's shape and the effect both move with the sample): (h / |ours - null|)^2, h the half-width on the
-    null's side. NaN where the row is decided or has no interval around a null; inf where ours is the null."""
-    values = (ours, low, high, null)
-    if verdict != INCONCLUSIVE or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
-        return math.nan
-    if not low <= null <= high:
-        return math.nan
-    effect = abs(ours - null)
-    half_width = (ours - low) if ours > null else (high - ours)
-    return math.inf if effect == 0 else (half_width / effect) ** 2
-
-
-def size_to_decide_text(factor: float) -> str:
-    """size_to_decide's factor in words for the reproduction table ("" where it does not apply)."""
-    if math.isnan(factor):
+def decide_at(verdict: str, reason: str, ours: float, low: float, high: float, null: float) -> str:
+    """What run would decide an inconclusive row: the clause of its reason that says so, else, where its interval
+    contains its null, verdicts.decide_text (intervals shrinking like one over the square root of the run's size,
+    the estimate held); "" for a decided row or one with neither."""
+    if verdict != INCONCLUSIVE:
         return ""
-    if math.isinf(factor):
-        return "no size: the estimate sits on the null"
-    return (
-        f"about {factor:.2g} x this run's sample, at the observed effect (half-width shrinking like one over "
-        "the square root of the sample: an approximation)"
-    )
+    said = [part for part in re.split(r"; |: ", str(reason)) if "would decide it" in part]
+    if said:
+        return said[-1]
+    values = (ours, low, high, null)
+    return decide_text(*values) if finite(*values) and low <= null <= high else ""
 
 
 def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:
@@ -439,9 +428,9 @@ def verdict_label(verdict: str) -> str:
 def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
     """A reproduction table as an HTML table that fits the page's column: per row the claim's short title and
     section, the paper's value and model, ours with its run, the verdict as a coloured label and the chapter
-    link; the full statement, the setup differences, the rule's reason, its calibration, its measured rates and,
-    for an inconclusive row, the size that would decide it (size_to_decide) in a dropdown under the verdict. Every
-    text is escaped."""
+    link; under the verdict, the rule's power labels and, for an inconclusive row, the run that would decide it
+    (decide_at); the full statement, the setup differences, the rule's reason, its calibration and its measured
+    rates in a dropdown under it. Every text is escaped."""
     esc = html.escape
     body = []
     for row in table.itertuples(index=False):
@@ -459,10 +448,8 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         weak = f"<br><small><b>{esc(labels)}</b></small>" if labels else ""
         details = [("claim", row.what), ("setup differences", row.setup), ("why", row.reason)]
         details += [("rule calibrated", getattr(row, "calibration", "")), ("rule's rates", getattr(row, "rates", ""))]
-        factor = float(getattr(row, "decide_at", math.nan))
-        details += [("size to decide", size_to_decide_text(factor))]
-        if math.isfinite(factor):
-            weak += f"<br><small>decides at about {factor:.2g}x this size</small>"
+        decide = str(getattr(row, "decide_at", "") or "")
+        weak += f"<br><small>{esc(decide)}</small>" if decide else ""
         items = "".join(f"<p><b>{name}:</b> {esc(str(text))}</p>" for name, text in details if str(text or "").strip())
         verdict = f"{verdict_label(row.verdict)}{weak}<details><summary>why</summary>{items}</details>"
         cells = (claim, paper, ours, verdict, chapter)

@@ -69,12 +69,12 @@ else:
 # page](antiberty) give the general claims one verdict per model.
 
 # %% [markdown]
-# Under an *inconclusive* verdict whose interval straddles its null, "decides at about kx this
-# size" is the sample, as a multiple of this run's, at which an interval of the same shape would
-# clear the null if the estimate stayed where it is: its half-width shrinks like one over the square
-# root of the sample, so k = (half-width / distance from the null)². It is an approximation, not a
-# promise: the estimate moves with the sample, and a rule whose statistic is capped by a ceiling or
-# a budget may not decide at any size ({doc}`trust` measures that on known answers).
+# Under an *inconclusive* verdict whose interval straddles its null, a line says how much larger a
+# run would have to be for an interval of the same shape to clear the null if the estimate held:
+# intervals shrink like one over the square root of the run's size, so the factor is (half-width /
+# distance from the null)². It is an approximation, not a promise: the estimate moves with the run,
+# and a rule whose statistic is capped by a ceiling or a budget may not decide at any size
+# ({doc}`trust` measures each rule's power at 4 and 16 times this size on known answers).
 #
 # Under a verdict, a rule's label says how far its power reaches at this size, measured on
 # known-answer chains ({doc}`trust`) and computed from that table by these rules:

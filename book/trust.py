@@ -124,16 +124,23 @@ bt.reading_table(
 
 # %% tags=["remove-input"]
 curves = bt.read_power_curves()
-versions = {(c.claim, c.name): calibrate.case_version(c) for c in calibrate.CASES}
+versions = {
+    (c.claim, c.name): calibrate.case_version(c) for c in calibrate.CASES
+}
 old = [
     f"{r.claim}: {r.case} (x{r.scale})"
     for r in curves.itertuples()
     if versions.get((r.claim, r.case)) != r.code
 ]
-if old:
+missing = [
+    f"x{scale}: {len(versions) - len(part)} case(s)"
+    for scale, part in curves.groupby("scale")
+    if len(part) < len(versions)
+]
+if old or missing:
     raise ValueError(
-        f"results/calibration/power_curves.csv is stale for {len(old)} row(s), "
-        f"e.g. {old[0]}: run `make calibrate power-curves`"
+        "results/calibration/power_curves.csv is stale or incomplete "
+        f"({old[:1] + missing}): run `make calibrate power-curves`"
     )
 bt.power_curves_figure(curves)
 

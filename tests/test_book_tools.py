@@ -359,13 +359,13 @@ def test_power_reach_text_counts_rules_at_each_scale_and_names_the_ones_that_nev
     assert "run `make power-curves`" in bt.power_reach_text(bt.power_at_scales(quick.iloc[:0]))
 
 
-def test_size_to_decide_is_the_squared_ratio_of_half_width_to_effect_on_the_nulls_side():
-    """ours 0.2 in [-0.3, 0.7] against 0: the lower half-width 0.5 over the effect 0.2, squared, 6.25 (at 6.25 times
-    the sample the interval [0.2 - 0.2, ...] touches 0); above the null on the other side; NaN once decided."""
-    assert bt.size_to_decide(bt.INCONCLUSIVE, 0.2, -0.3, 0.7, 0.0) == pytest.approx(6.25)
-    assert bt.size_to_decide(bt.INCONCLUSIVE, -0.1, -0.5, 0.3, 0.0) == pytest.approx(16.0)
-    assert math.isinf(bt.size_to_decide(bt.INCONCLUSIVE, 0.0, -1.0, 1.0, 0.0))
-    assert math.isnan(bt.size_to_decide(bt.REPRODUCED, 0.2, -0.3, 0.7, 0.0))
-    assert math.isnan(bt.size_to_decide(bt.INCONCLUSIVE, 0.2, 0.1, 0.7, 0.0))  # the null outside: not this rule
-    assert math.isnan(bt.size_to_decide(bt.INCONCLUSIVE, 0.2, math.nan, 0.7, 0.0))
-    assert "about 6.2 x this run's sample" in bt.size_to_decide_text(6.25) and bt.size_to_decide_text(math.nan) == ""
+def test_decide_at_states_the_run_that_clears_the_null_only_for_an_inconclusive_interval_around_it():
+    """ours 0.2 in [-0.3, 0.7] against 0: half-width 0.5 over the effect 0.2, squared, 6.25 times this run; nothing
+    for a decided row, an interval that excludes the null or a missing bound; a reason's own clause where it has one."""
+    assert "about 6.25x this run's size" in bt.decide_at(bt.INCONCLUSIVE, "", 0.2, -0.3, 0.7, 0.0)
+    assert "no run size decides it" in bt.decide_at(bt.INCONCLUSIVE, "", 0.0, -1.0, 1.0, 0.0)
+    assert bt.decide_at(bt.REPRODUCED, "", 0.2, -0.3, 0.7, 0.0) == ""
+    assert bt.decide_at(bt.INCONCLUSIVE, "", 0.2, 0.1, 0.7, 0.0) == ""
+    assert bt.decide_at(bt.INCONCLUSIVE, "", 0.2, math.nan, 0.7, 0.0) == ""
+    said = "null: 0; interval [-0.3, 0.7] contains it; about 2x this run's size would decide it"
+    assert bt.decide_at(bt.INCONCLUSIVE, said, 0.2, -0.3, 0.7, 0.0) == "about 2x this run's size would decide it"
