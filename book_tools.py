@@ -661,8 +661,8 @@ def read_power_curves(path: str | Path = POWER_CURVES) -> pd.DataFrame:
 def power_at_scales(curves: pd.DataFrame) -> pd.DataFrame:
     """Per claim, from the power curves: the sizes scaled, the lowest power over its cases where the claim holds
     and the worst wrong share over all its cases at each scale (columns `holds x<K>` and `wrong x<K>`), and
-    `80% at`, the smallest scale at which every case where the claim holds is decided correctly on at least
-    POWER_TARGET of its seeds (NaN where none of the scales run reaches it)."""
+    `80% at`, the smallest scale from which on (at it and every larger scale run) every case where the claim
+    holds is decided correctly on at least POWER_TARGET of its seeds (NaN where no scale run is such)."""
     rows = []
     scales = sorted(curves.scale.unique())
     for claim, part in curves.groupby("claim", sort=False):
@@ -672,7 +672,7 @@ def power_at_scales(curves: pd.DataFrame) -> pd.DataFrame:
             holds = at.power[at.truth == "holds"]
             row[f"holds x{scale}"] = float(holds.min()) if len(holds) else math.nan
             row[f"wrong x{scale}"] = float(at.wrong_share.max()) if len(at) else math.nan
-        reached = [k for k in scales if row[f"holds x{k}"] >= POWER_TARGET]
+        reached = [k for i, k in enumerate(scales) if all(row[f"holds x{j}"] >= POWER_TARGET for j in scales[i:])]
         row["80% at"] = f"x{reached[0]}" if reached else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
@@ -680,12 +680,19 @@ def power_at_scales(curves: pd.DataFrame) -> pd.DataFrame:
 
 def power_reach_text(scaled: pd.DataFrame) -> str:
     """A note (Markdown) on power_at_scales' table: how many rules reach POWER_TARGET on every case where their
-    claim holds at each scale, which reach it at none, and which err on over 10% of seeds at some scale."""
+    claim holds at each scale, which do not keep it up to the largest, whose power falls by over 20 points from the
+    smallest scale to the largest, and which err on over 10% of seeds at some scale."""
     scales = [int(c.removeprefix("holds x")) for c in scaled.columns if c.startswith("holds x")]
     if scaled.empty:
         return "No power curves yet: run `make power-curves`."
     reach = [f"{int((scaled[f'holds x{k}'] >= POWER_TARGET).sum())} at x{k}" for k in scales]
     never = scaled.claim[scaled["80% at"].isna()].tolist()
+    first, last = f"holds x{scales[0]}", f"holds x{scales[-1]}"
+    falls = [
+        f"`{r.claim}` ({r[first]:.0%} at x{scales[0]}, {r[last]:.0%} at x{scales[-1]})"
+        for _, r in scaled.iterrows()
+        if r[last] < r[first] - 0.2
+    ]
     errs = [
         f"`{r.claim}` (x{k}: {getattr(r, f'wrong_x{k}'):.0%})"
         for r in scaled.rename(columns=lambda c: c.replace(" ", "_")).itertuples()
@@ -698,6 +705,12 @@ def power_reach_text(scaled: pd.DataFrame) -> str:
         if never
         else f" Every rule reaches it by x{scales[-1]}."
     )
+    if falls:
+        text += (
+            " Power that falls as the run grows (typically a rule that needs every part to clear: more parts, more"
+            " chances for one to fall short): "
+        )
+        text += ", ".join(falls) + "."
     return text + (
         " Over the 10% check at some size: " + ", ".join(errs) + "."
         if errs
@@ -711,6 +724,8 @@ def power_curves_figure(curves: pd.DataFrame, columns: int = 4):
     axis), with the POWER_TARGET (dashed) and the 10% check (grey). Returns the figure."""
     import matplotlib.pyplot as plt
 
+    if curves.empty:
+        raise ValueError("no power curves to draw: run `make power-curves`")
     claims = list(dict.fromkeys(curves.claim))
     rows = math.ceil(len(claims) / columns)
     fig, axes = plt.subplots(

@@ -69,10 +69,11 @@ else:
 # page](antiberty) give the general claims one verdict per model.
 
 # %% [markdown]
-# Under an *inconclusive* verdict whose interval straddles its null, a line says how much larger a
-# run would have to be for an interval of the same shape to clear the null if the estimate held:
-# intervals shrink like one over the square root of the run's size, so the factor is (half-width /
-# distance from the null)². It is an approximation, not a promise: the estimate moves with the run,
+# Under an *inconclusive* verdict, a line says what run would decide it: the rule's own words where
+# it gives them (a run with events, more chains), else, where the interval straddles the null, how
+# much larger a run would have to be for an interval of the same shape to clear the null if the
+# estimate held: intervals shrink like one over the square root of the run's size, so the factor is
+# (half-width / distance from the null)². It is an approximation, not a promise: the estimate moves with the run,
 # and a rule whose statistic is capped by a ceiling or a budget may not decide at any size
 # ({doc}`trust` measures each rule's power at 4 and 16 times this size on known answers).
 #

@@ -137,6 +137,7 @@ missing = [
     for scale, part in curves.groupby("scale")
     if len(part) < len(versions)
 ]
+missing += [f"x{k}: no rows" for k in (1, 4, 16) if k not in set(curves.scale)]
 if old or missing:
     raise ValueError(
         "results/calibration/power_curves.csv is stale or incomplete "

@@ -357,6 +357,10 @@ def test_power_reach_text_counts_rules_at_each_scale_and_names_the_ones_that_nev
     assert "Of 3 rules" in text and "1 at x1, 2 at x4" in text
     assert "Not by x4: `trap_split`." in text and "`distance_saturates` (x4: 12%)" in text
     assert "run `make power-curves`" in bt.power_reach_text(bt.power_at_scales(quick.iloc[:0]))
+    falling = larger.assign(power=[0.5, 1.0, 0.05, 0.85, 0.2])  # nlogn_fit's true case: 90% at x1, 50% at x4
+    table = bt.power_at_scales(pd.concat([quick, falling])).set_index("claim")
+    assert math.isnan(table.loc["nlogn_fit", "80% at"])  # reached at x1, not kept at x4
+    assert "`nlogn_fit` (90% at x1, 50% at x4)" in bt.power_reach_text(table.reset_index())
 
 
 def test_decide_at_states_the_run_that_clears_the_null_only_for_an_inconclusive_interval_around_it():

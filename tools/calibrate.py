@@ -168,13 +168,16 @@ def stale_cases(summary: pd.DataFrame, cases=None) -> list[str]:
 
 def power_curves(out: Path = OUT, cases=None) -> pd.DataFrame:
     """Every scale's summary (the quick one and each out/power/x<K>/), one row per (case, scale) with the sizes the
-    claim scales; rows made at another code version than the case's today are left out."""
+    claim scales; rows made at another code version than the case's today are left out (the files are only read)."""
     cases = CASES if cases is None else cases
     sizes = {(c.claim, c.name): " and ".join(c.sizes) for c in cases}
+    versions = {(c.claim, c.name): case_version(c) for c in cases}
     folders = [(1, out), *sorted((int(f.name[1:]), f) for f in (out / "power").glob("x*") if f.name[1:].isdigit())]
     parts = []
     for scale, folder in folders:
-        summary = summarise(run_cases(cases, 0, folder, progress=False)) if (folder / "runs.csv").exists() else None
+        runs = read_runs(folder / "runs.csv")  # read only: a scale's job may be appending to it
+        current = [(r.claim, r.case) in versions and versions[(r.claim, r.case)] == r.code for r in runs.itertuples()]
+        summary = summarise(runs[current]) if len(runs) else None
         if summary is not None and len(summary):
             parts.append(summary.assign(scale=scale, sizes=[sizes[(r.claim, r.case)] for r in summary.itertuples()]))
     columns = ["claim", "case", "truth", "scale", "sizes", *SUMMARY_COLUMNS[3:]]
