@@ -275,8 +275,7 @@ def reproduction_table(
     """The rows of one table ("paper" or "beyond") in paper_claims.csv's order: the paper's value beside ours.
 
     A claim with no row under results/ gets the verdict "not run here"; a claim measured for several models
-    gets one row per model. `decide_at` states, for an inconclusive row, the run that would decide it
-    (decide_at). Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
+    gets one row per model. Column `decide_at`: for an inconclusive row, the run that would decide it. Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
     """
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
@@ -682,9 +681,9 @@ def power_reach_text(scaled: pd.DataFrame) -> str:
     """A note (Markdown) on power_at_scales' table: how many rules reach POWER_TARGET on every case where their
     claim holds at each scale, which do not keep it up to the largest, whose power falls by over 20 points from the
     smallest scale to the largest, and which err on over 10% of seeds at some scale."""
-    scales = [int(c.removeprefix("holds x")) for c in scaled.columns if c.startswith("holds x")]
     if scaled.empty:
         return "No power curves yet: run `make power-curves`."
+    scales = [int(c.removeprefix("holds x")) for c in scaled.columns if c.startswith("holds x")]
     reach = [f"{int((scaled[f'holds x{k}'] >= POWER_TARGET).sum())} at x{k}" for k in scales]
     never = scaled.claim[scaled["80% at"].isna()].tolist()
     first, last = f"holds x{scales[0]}", f"holds x{scales[-1]}"
@@ -694,10 +693,10 @@ def power_reach_text(scaled: pd.DataFrame) -> str:
         if r[last] < r[first] - 0.2
     ]
     errs = [
-        f"`{r.claim}` (x{k}: {getattr(r, f'wrong_x{k}'):.0%})"
-        for r in scaled.rename(columns=lambda c: c.replace(" ", "_")).itertuples()
+        f"`{r.claim}` (x{k}: {r[f'wrong x{k}']:.0%})"
+        for _, r in scaled.iterrows()
         for k in scales
-        if getattr(r, f"wrong_x{k}") > 0.10
+        if r[f"wrong x{k}"] > 0.10
     ]
     text = f"Of {len(scaled)} rules, the number with {POWER_TARGET:.0%} power on every true case: {', '.join(reach)}."
     text += (

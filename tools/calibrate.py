@@ -71,6 +71,14 @@ def read_runs(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"code": str, "verdict": str})
 
 
+def current_runs(runs: pd.DataFrame, versions: dict) -> pd.DataFrame:
+    """The rows of `runs` made at their case's version in `versions` ((claim, case) -> version); a case not in
+    `versions` keeps its rows."""
+    if runs.empty:
+        return runs
+    return runs[[versions.get((r.claim, r.case), r.code) == r.code for r in runs.itertuples()]]
+
+
 _PENDING: list = []  # the (case, seed, scale) a pool of worker processes runs (inherited by fork)
 
 
@@ -98,8 +106,7 @@ def run_cases(
     path = out / "runs.csv"
     runs = read_runs(path)
     versions = {(c.claim, c.name): version(c) for c in cases}
-    current = runs.apply(lambda r: versions.get((r.claim, r.case), r.code) == r.code, axis=1) if len(runs) else []
-    runs = runs[current] if len(runs) else runs
+    runs = current_runs(runs, versions)
     runs.to_csv(path, index=False)
     done = set(zip(runs.claim, runs.case, runs.seed.astype(int))) if len(runs) else set()
     todo = [(c, s, scale) for c in cases for s in range(seeds) if (c.claim, c.name, s) not in done]
@@ -175,10 +182,9 @@ def power_curves(out: Path = OUT, cases=None) -> pd.DataFrame:
     folders = [(1, out), *sorted((int(f.name[1:]), f) for f in (out / "power").glob("x*") if f.name[1:].isdigit())]
     parts = []
     for scale, folder in folders:
-        runs = read_runs(folder / "runs.csv")  # read only: a scale's job may be appending to it
-        current = [(r.claim, r.case) in versions and versions[(r.claim, r.case)] == r.code for r in runs.itertuples()]
-        summary = summarise(runs[current]) if len(runs) else None
-        if summary is not None and len(summary):
+        runs = current_runs(read_runs(folder / "runs.csv"), versions)  # read only: a job may be appending to it
+        summary = summarise(runs[[key in versions for key in zip(runs.claim, runs.case)]])
+        if len(summary):
             parts.append(summary.assign(scale=scale, sizes=[sizes[(r.claim, r.case)] for r in summary.itertuples()]))
     columns = ["claim", "case", "truth", "scale", "sizes", *SUMMARY_COLUMNS[3:]]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
