@@ -290,7 +290,8 @@ def reproduction_table(
     ]
     numbers = joined.reindex(columns=["ours", "low", "high", "null"]).apply(pd.to_numeric, errors="coerce")
     joined["decide_at"] = [
-        decide_at(v, r, *n) for v, r, n in zip(joined.verdict, joined.reason, numbers.itertuples(index=False))
+        decide_at(v, r, *n, side=side)
+        for v, r, n, side in zip(joined.verdict, joined.reason, numbers.itertuples(index=False), joined.side)
     ]
     if rates is not None:
         joined = joined.merge(rates, on="claim", how="left", sort=False)
@@ -299,17 +300,19 @@ def reproduction_table(
     return joined.reset_index(drop=True)
 
 
-def decide_at(verdict: str, reason: str, ours: float, low: float, high: float, null: float) -> str:
+def decide_at(verdict: str, reason: str, ours: float, low: float, high: float, null: float, side: str = "") -> str:
     """What run would decide an inconclusive row: the clause of its reason that says so, else, where its interval
-    contains its null, verdicts.decide_text (intervals shrinking like one over the square root of the run's size,
-    the estimate held); "" for a decided row or one with neither."""
+    contains its null, verdicts.decide_text (the size for 80% power at the observed effect, intervals shrinking
+    like one over the square root of the run's size, and, given the paper's `side` of the null, the verdict it
+    would reach); "" for a decided row or one with neither."""
     if verdict != INCONCLUSIVE:
         return ""
     said = [part for part in re.split(r"; |: ", str(reason)) if "would decide it" in part]
     if said:
         return said[-1]
     values = (ours, low, high, null)
-    return decide_text(*values) if finite(*values) and low <= null <= high else ""
+    direction = side if side in ("above", "below") else None
+    return decide_text(*values, direction) if finite(*values) and low <= null <= high else ""
 
 
 def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:

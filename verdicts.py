@@ -160,17 +160,30 @@ def spearman_ci(x, y, level: float = 0.95, resamples: int = 2_000, seed: int = 0
 # --------------------------------------------------------------------------------------------
 
 
-def decide_text(estimate: float, low: float, high: float, null: float) -> str:
-    """For an inconclusive interval: how much larger a run would have to be (intervals shrink as
-    1/sqrt(size)) for the interval to clear the null if the estimate held, or why no size would."""
+# z_0.975 + z_0.8: an effect this many standard errors from the null is decided at 5% with 80% power
+POWER_Z = 1.959964 + 0.841621
+
+
+def decide_text(estimate: float, low: float, high: float, null: float, direction: str | None = None) -> str:
+    """For an inconclusive interval: how much larger a run would have to be for 80% power at the observed effect
+    (intervals shrinking as 1/sqrt(size): a normal test at 5% two-sided reaches 80% power where the effect is
+    z_0.975 + z_0.8 = 2.80 standard errors from the null, so (2.80 / 1.96)^2 (half-width / distance)^2 times this
+    run) and, given the paper's side (`direction`, "above" or "below"), the verdict that run would reach:
+    reproduced where the estimate lies on that side of the null, differs where it lies on the other; or why no
+    size would decide it."""
+    if direction not in ("above", "below", None):
+        raise ValueError(f"direction must be 'above' or 'below', got {direction!r}")
     if not finite(estimate, low, high, null):
         return "a run large enough to give an interval would decide it"
     distance = abs(estimate - null)
     half = max(estimate - low, high - estimate)
     if distance == 0 or half == 0:
         return "the estimate sits at the null: no run size decides it unless the effect is not zero"
-    factor = (half / distance) ** 2
-    return f"about {max(factor, 1.1):.3g}x this run's size would decide it if the estimate holds"
+    factor = (POWER_Z / 1.959964 * half / distance) ** 2
+    text = f"about {max(factor, 1.1):.3g}x this run's size would decide it with 80% power if the estimate holds"
+    if direction is None:
+        return text
+    return text + f", and would find it {REPRODUCED if (estimate > null) == (direction == 'above') else DIFFERS}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +230,7 @@ def rule_one_sided(
         return DIFFERS, f"95% interval [{low:.3g}, {high:.3g}] lies {other} (or at) the null {null:g}"
     reason = f"95% interval [{low:.3g}, {high:.3g}] contains the null {null:g}"
     if estimate is not None:
-        reason += f"; {decide_text(estimate, low, high, null)}"
+        reason += f"; {decide_text(estimate, low, high, null, direction)}"
     return INCONCLUSIVE, reason
 
 
@@ -260,29 +273,6 @@ def rule_equivalence(low: float, high: float, band_low: float, band_high: float)
     if high < band_low or low > band_high:
         return DIFFERS, f"our interval [{low:.3g}, {high:.3g}] lies outside {band}"
     return INCONCLUSIVE, f"our interval [{low:.3g}, {high:.3g}] straddles an edge of {band}: a larger run decides"
-
-
-def rule_every_case_above(values, floor, what: str = "value") -> tuple[str, str]:
-    """Exact (computed, not sampled) values of a statistic that is 0 up to the rounding `floor` wherever the
-    claim fails (e.g. a distance that vanishes for every compatible chain); `floor` is one number or one per
-    case. Reproduced when every case lies above its floor, differs when none does, inconclusive when some do
-    and some do not, or with no case."""
-    values = np.asarray(values, dtype=float).reshape(-1)
-    floors = np.broadcast_to(np.asarray(floor, dtype=float), values.shape)
-    if not (np.isfinite(floors).all() and (floors >= 0).all()):
-        raise ValueError(f"floor must be finite numbers >= 0, got {floor}")
-    keep = np.isfinite(values)
-    values, floors = values[keep], floors[keep]
-    if len(values) == 0:
-        return INCONCLUSIVE, f"zero cases: no {what} to compare with the floor; a run with cases would decide it"
-    above = int((values > floors).sum())
-    where = f"the floor {floors[0]:g}" if np.ptp(floors) == 0 else f"its floor ({floors.min():.2g}-{floors.max():.2g})"
-    text = f"{above} of {len(values)} cases with {what} above {where} (exact values)"
-    if above == len(values):
-        return REPRODUCED, text
-    if above == 0:
-        return DIFFERS, text + ": every case sits at the floor"
-    return INCONCLUSIVE, text + ": the cases disagree"
 
 
 def rule_both_kinds(first: int, count: int, rare: float = 0.1, names=("perfect", "approximate")) -> tuple[str, str]:
@@ -332,22 +322,36 @@ def rule_preferred_form(scores: dict[str, float], claimed: str, margin: float = 
     )
 
 
-def rule_every_part(verdicts, parts=None) -> tuple[str, str]:
+def every_part_level(parts: int, level: float = 0.95) -> float:
+    """The level of each part's interval on rule_every_part's differs side (Bonferroni): with K parts, 1 - (1 -
+    level) / K, so that a claim true in every part is called "differs" by some part at most 1 - level of the time
+    (any of K parts each wrong 2.5% of the time would be, at 12 parts, up to 26%)."""
+    if isinstance(parts, bool) or int(parts) != parts or parts < 1 or not 0 < level < 1:
+        raise ValueError(f"need an integer number of parts >= 1 and 0 < level < 1, got {parts!r}, {level!r}")
+    return 1 - (1 - level) / parts
+
+
+def rule_every_part(verdicts, parts=None, *, corrected) -> tuple[str, str]:
     """A claim stated "in every case" (every n, every threshold), judged part by part with one of the rules
-    above. Differs when any part differs, reproduced when every part is reproduced, inconclusive otherwise.
-    `parts` names the parts in the reason."""
-    verdicts = list(verdicts)
+    above. `verdicts`: each part's verdict with its 95% interval; `corrected`: each part's verdict with its
+    interval at every_part_level(K) (the same list where the parts are exact, not sampled). Reproduced when every
+    part is reproduced at 95% (a claim that fails in some part then reproduces at most 2.5% of the time);
+    differs when some part differs at the corrected level (multiplicity: the claim is called "differs" if any
+    of K parts does); inconclusive otherwise. `parts` names the parts in the reason."""
+    verdicts, corrected = list(verdicts), list(corrected)
     if not verdicts:
         return INCONCLUSIVE, "no part could be judged"
     names = list(parts) if parts is not None else [str(k) for k in range(len(verdicts))]
-    if len(names) != len(verdicts):
-        raise ValueError(f"{len(verdicts)} verdicts but {len(names)} part names")
+    if len(names) != len(verdicts) or len(corrected) != len(verdicts):
+        raise ValueError(f"{len(verdicts)} verdicts, {len(corrected)} corrected verdicts and {len(names)} part names")
     tally = ", ".join(f"{name}: {v}" for name, v in zip(names, verdicts))
-    if DIFFERS in verdicts:
-        return DIFFERS, f"a part differs ({tally})"
+    level = every_part_level(len(verdicts))
+    if DIFFERS in corrected:
+        differing = ", ".join(name for name, v in zip(names, corrected) if v == DIFFERS)
+        return DIFFERS, f"a part differs at {level:.2%} per part ({differing}; at 95%: {tally})"
     if all(v == REPRODUCED for v in verdicts):
         return REPRODUCED, f"every part reproduced ({tally})"
-    return INCONCLUSIVE, f"not every part decided ({tally})"
+    return INCONCLUSIVE, f"not every part decided ({tally}; no part differs at {level:.2%} per part)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,23 +589,31 @@ def rule_growth_exponent(
     return REPRODUCED, f"{where}; it excludes " + ", ".join(f"{k} ({v:g})" for k, v in alternatives.items())
 
 
-def rule_reaches_ceiling(parts, floor: float, names=None) -> tuple[str, str]:
+def rule_reaches_ceiling(parts, floor: float, names=None, *, corrected) -> tuple[str, str]:
     """A distance at a fixed T against its ceiling (section 6.1, Fig. 3a: the distance saturates), per length.
     parts: one (low, high, rise_low, rise_high) per length, [low, high] the 95% interval of the mean distance
     over the ceiling d_ref (what unrelated starts of that length give) and [rise_low, rise_high] that of the
-    distance's rise over the run's last third, in units of the ceiling. Null: below `floor` of the ceiling. A
+    distance's rise over the run's last third, in units of the ceiling; `corrected`: one (low, high) per length,
+    the ratio's interval at every_part_level(K). Null: below `floor` of the ceiling. A
     part is reproduced when its interval lies above the floor; differs when it lies at or below it and the
     distance is shown to have stopped rising (the rise's interval reaches 0 and its upper end is at most
     flat_rise: a rise over the last third that could not close the gap to the floor in the run's length again);
-    inconclusive otherwise, a still-rising distance included (a longer run decides). Every part must be reproduced (rule_every_part)."""
+    inconclusive otherwise, a still-rising distance included (a longer run decides). Every part must be reproduced
+    (rule_every_part, differs judged on the corrected intervals)."""
     if not (finite(floor) and 0 < floor <= 1):
         raise ValueError(f"floor must lie in (0, 1], got {floor!r}")
-    verdicts = []
-    for low, high, rise_low, rise_high in parts:
+    parts, corrected = list(parts), list(corrected)
+    if len(corrected) != len(parts):
+        raise ValueError(f"{len(parts)} parts but {len(corrected)} corrected intervals")
+
+    def verdict_of(low, high, rise_low, rise_high):
         verdict = rule_one_sided(low, high, floor, "above")[0]
         stopped = finite(rise_low, rise_high, high) and rise_low <= 0 and rise_high <= flat_rise(floor, high)
-        verdicts.append(INCONCLUSIVE if verdict == DIFFERS and not stopped else verdict)
-    return rule_every_part(verdicts, names)
+        return INCONCLUSIVE if verdict == DIFFERS and not stopped else verdict
+
+    verdicts = [verdict_of(*part) for part in parts]
+    at_level = [verdict_of(low, high, *part[2:]) for (low, high), part in zip(corrected, parts)]
+    return rule_every_part(verdicts, names, corrected=at_level)
 
 
 def flat_rise(floor: float, high: float) -> float:
@@ -611,14 +623,16 @@ def flat_rise(floor: float, high: float) -> float:
     return max(floor - float(high), 0.0) / 3
 
 
-def rule_paired_mean(differences, null: float = 0.0, direction: str = "above", *, missing: str) -> tuple:
-    """A mean of paired differences (one per context) against `null` with Student's t interval (mean_interval),
-    by rule_one_sided. `missing` says why there is no difference at all. Returns (verdict, reason, mean, low,
-    high)."""
+def rule_paired_mean(
+    differences, null: float = 0.0, direction: str = "above", *, missing: str, level: float = 0.95
+) -> tuple:
+    """A mean of paired differences (one per context) against `null` with Student's t interval at `level`
+    (mean_interval), by rule_one_sided. `missing` says why there is no difference at all. Returns (verdict, reason,
+    mean, low, high)."""
     values = np.asarray(differences, dtype=float).reshape(-1)
     if not np.isfinite(values).any():
         return INCONCLUSIVE, f"no interval: {missing}", math.nan, math.nan, math.nan
-    mean, low, high = mean_interval(values)
+    mean, low, high = mean_interval(values, level)
     verdict, reason = rule_one_sided(low, high, null, direction, estimate=mean)
     return verdict, reason, mean, low, high
 
@@ -668,16 +682,18 @@ def welch_interval(x, y, level: float = 0.95) -> tuple[float, float, float]:
     return estimate, estimate - half, estimate + half
 
 
-def excess_rise_interval(target_start, target_end, control_start, control_end) -> tuple[float, float, float]:
+def excess_rise_interval(
+    target_start, target_end, control_start, control_end, level: float = 0.95
+) -> tuple[float, float, float]:
     """Table 3a's rise, paired per chain (section 6.2.1): the mean over chains of (target_end - target_start) -
     (control_end - control_start), the target label's rise beyond its control label's on the same chain, with
     Student's t interval over chains (mean_interval: a handful of chains a topic, where a bootstrap is too
-    narrow). NaNs with fewer than two chains."""
+    narrow) at `level`. NaNs with fewer than two chains."""
     values = [np.asarray(v, dtype=float).reshape(-1) for v in (target_start, target_end, control_start, control_end)]
     if len({len(v) for v in values}) != 1:
         raise ValueError(f"need four per-chain scores of one length, got lengths {[len(v) for v in values]}")
     start, end, control_start, control_end = values
-    return mean_interval((end - start) - (control_end - control_start))
+    return mean_interval((end - start) - (control_end - control_start), level)
 
 
 def rank_shares(values, reference) -> np.ndarray:
@@ -734,13 +750,19 @@ def rule_recurrence(target_share, control_share, chance_above) -> dict:
             "chance": nothing,
             "chance_share": chance_share,
         }
-    label, against = mean_interval(target_share - control_share), welch_interval(target_share, chance)
+    names = ["vs a control label", "vs basin-free text"]
+
+    def intervals(level):
+        return mean_interval(target_share - control_share, level), welch_interval(target_share, chance, level)
+
+    (label, against), corrected = intervals(0.95), intervals(every_part_level(2))
     parts, reasons = [], []
-    for name, (estimate, low, high) in (("vs a control label", label), ("vs basin-free text", against)):
+    for name, (estimate, low, high) in zip(names, (label, against)):
         verdict, reason = rule_one_sided(low, high, 0.0, "above", estimate=estimate)
         parts.append(verdict)
         reasons.append(f"{name}: {estimate:+.2f}, {reason}" if math.isfinite(estimate) else f"{name}: {reason}")
-    verdict, tally = rule_every_part(parts, ["vs a control label", "vs basin-free text"])
+    at_level = [rule_one_sided(low, high, 0.0, "above")[0] for _, low, high in corrected]
+    verdict, tally = rule_every_part(parts, names, corrected=at_level)
     return {
         "verdict": verdict,
         "reason": f"{tally}; " + "; ".join(reasons),
@@ -899,13 +921,15 @@ def rule_escapes_at_weakest(hits: int, tries: int, chance: float) -> tuple[str, 
     return verdict, reason, low, high
 
 
-def rule_cold_stays_near(distance, warm_distance, factor: float = COLD_FACTOR) -> tuple[str, str, float, float, float]:
+def rule_cold_stays_near(
+    distance, warm_distance, factor: float = COLD_FACTOR, level: float = 0.95
+) -> tuple[str, str, float, float, float]:
     """cold_chains_stay (C.3), one cold temperature at one step: per chain, the cold chain's distance from its start
     d(x_t, x_0) (eq. B.1, `distance`) against the warm chain's from the same start at the same step
     (`warm_distance`). The paper says the cold chain stays near its start: mean(distance) < factor *
     mean(warm_distance). Null: equality; judged on the paired excess distance - factor * warm_distance by
-    rule_paired_mean (Student's t interval): reproduced when it lies below 0, differs at or above it. A chain that
-    falls far from its start and then freezes does not stay. (verdict, reason, mean excess, low, high)."""
+    rule_paired_mean (Student's t interval at `level`): reproduced when it lies below 0, differs at or above it. A
+    chain that falls far from its start and then freezes does not stay. (verdict, reason, mean excess, low, high)."""
     distance = np.asarray(distance, dtype=float).reshape(-1)
     warm_distance = np.asarray(warm_distance, dtype=float).reshape(-1)
     if distance.shape != warm_distance.shape:
@@ -914,7 +938,8 @@ def rule_cold_stays_near(distance, warm_distance, factor: float = COLD_FACTOR) -
         )
     if len(distance) < 2:
         return INCONCLUSIVE, f"{len(distance)} chain(s): too few for an interval; 2 or more decide it", *(math.nan,) * 3
-    return rule_paired_mean(distance - factor * warm_distance, 0.0, "below", missing="no chain has a distance")
+    excess = distance - factor * warm_distance
+    return rule_paired_mean(excess, 0.0, "below", missing="no chain has a distance", level=level)
 
 
 def rule_not_run(why: str) -> tuple[str, str]:

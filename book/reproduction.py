@@ -71,9 +71,12 @@ else:
 # %% [markdown]
 # Under an *inconclusive* verdict, a line says what run would decide it: the rule's own words where
 # it gives them (a run with events, more chains), else, where the interval straddles the null, how
-# much larger a run would have to be for an interval of the same shape to clear the null if the
-# estimate held: intervals shrink like one over the square root of the run's size, so the factor is
-# (half-width / distance from the null)². It is an approximation, not a promise: the estimate moves with the run,
+# much larger a run would have to be to decide it with 80% power if the estimate held, and which
+# verdict that run would reach (*reproduced* when the estimate lies on the paper's side of the null,
+# *differs* when it lies on the other): intervals shrink like one over the square root of the run's
+# size, so the factor is (2.80 / 1.96)² (half-width / distance from the null)², where 2.80 standard
+# errors is how far an effect must lie from the null for a 5% test to find it 80% of the time.
+# It is an approximation, not a promise: the estimate moves with the run,
 # and a rule whose statistic is capped by a ceiling or a budget may not decide at any size
 # ({doc}`trust` measures each rule's power at 4 and 16 times this size on known answers).
 #

@@ -242,7 +242,8 @@ if not cfg.protein:
 #   over chains (t interval); (b) *the chains carry no basin*: minus the
 #   share of basin-free texts above $1/9$ (Welch interval).
 #   *Reproduced* when both lie above 0, *differs* when either lies at or
-#   below 0, *inconclusive* otherwise.
+#   below 0 at 97.5% (two comparisons: each judged at $1 - 0.05/2$ so that
+#   the pair errs at most 5% of the time), *inconclusive* otherwise.
 # - **Politics rises for every topic** (`politics_rises_every_topic`,
 #   Table 3a). The scores sum to one, so a chain that loses its seed topic
 #   raises the other labels on average; a rise says politics is a basin
@@ -251,8 +252,9 @@ if not cfg.protein:
 #   the rise of its control label (the same one as above) on the same
 #   chain. Per seed topic, *reproduced* when the t interval of the mean of
 #   these paired differences lies above 0, *differs* when it lies at or
-#   below 0; the claim needs every topic reproduced and differs if one
-#   differs.
+#   below 0. The claim needs every topic reproduced (95% intervals), and
+#   differs if one topic's interval at $1 - 0.05/K$ ($K$ topics) lies at
+#   or below 0: with $K$ chances to err, each gets a $K$-th of the 5%.
 # - **Politics ends above basin-free text**
 #   (`politics_ends_above_basin_free`, ours, beyond the paper: Table 3a
 #   reports the rise only). A sign test over all chains seeded outside
@@ -263,17 +265,21 @@ if not cfg.protein:
 #   the time. *Reproduced* when the Wilson interval of the share of chains
 #   above the median lies above 1/2, *differs* when it lies at or below
 #   1/2.
-# - **Loss of the seed topic** (`seed_topic_loss`, "in every case"). For
-#   every chain, does its last state score the seed label below the median
-#   of basin-free text? (A rank comparison, so the skew of topic scores on
-#   salad cannot tip it.) Null: a chain ends like word salad, below that
-#   median half the time. Per seed topic (politics included), a sign test:
-#   *reproduced* when the Wilson interval of the share of its chains below
-#   the median lies above 1/2: they end further from their topic than
-#   salad, having moved on to other readable text; *differs* when it lies
-#   at or below 1/2: they keep more of their topic than salad has;
-#   *inconclusive* otherwise. The claim needs every topic reproduced and
-#   differs if one differs.
+# - **Loss of the seed topic** (`seed_topic_loss`, "in every case"). The
+#   paper's claim is a fall: seed-topic scores "fall sharply", the chains
+#   losing their initial topic. Per chain, the seed label's score at the
+#   start minus at the last state; per seed topic (politics included), the
+#   t interval of the mean fall over its chains. Null: no fall.
+#   *Reproduced* when the interval lies above 0, *differs* when it lies at
+#   or below 0 (the chains keep or gain their topic), *inconclusive*
+#   otherwise. The claim needs every topic reproduced, and differs if one
+#   topic's interval at $1 - 0.05/K$ lies at or below 0. A chain that has
+#   forgotten its topic altogether ends as word salad does, so word salad
+#   is the level the fall is read against, shown beside it and not judged:
+#   the share of a topic's chains whose last state scores the seed label
+#   below the median of basin-free text (a rank comparison, so the skew of
+#   topic scores on salad cannot tip it; 1/2 where the chains end like
+#   salad, above 1/2 where they have moved on to other readable text).
 # - The paper's own numbers for BERT (the crossing count and the peak
 #   politics score) are shown beside ours and judged only on the paper's
 #   model and protocol: our model, scorer and seeds differ from the paper's.
@@ -422,9 +428,10 @@ if not cfg.protein:
     )
 
 # %% [markdown]
-# Loss of the seed topic against basin-free text, topic by topic (the share
-# of a topic's chains whose last state scores the seed label below the
-# median of basin-free text):
+# Loss of the seed topic, topic by topic: the seed label's fall from the
+# start (judged), and beside it the word-salad level (the share of a topic's
+# chains whose last state scores the seed label below the median of
+# basin-free text):
 
 # %%
 if not cfg.protein:
@@ -438,10 +445,10 @@ if not cfg.protein:
     display(ch.loss_view(loss))
 
 # %% [markdown]
-# :::{admonition} The code: how `rule_median_sign` sets chains against basin-free text
+# :::{admonition} The code: how `seed_loss_verdict` judges the fall and reads it beside word salad
 # :class: dropdown
-# ```{literalinclude} ../verdicts.py
-# :pyobject: rule_median_sign
+# ```{literalinclude} ../chapters/basins/judging.py
+# :pyobject: seed_loss_verdict
 # ```
 # :::
 
@@ -932,10 +939,11 @@ if not cfg.protein:
 #
 # In this run ({glue:text}`ch4_run`), the seed label's mean score falls
 # from start to end for {glue:text}`ch4_seed_falls`; the paper reports that
-# BERT's seed-topic scores fall in every case. Against basin-free text,
-# topic by topic (the share of chains ending with the seed label below the
-# median of basin-free text): {glue:text}`ch4_seed_loss`; so the loss of the seed
-# topic in every case comes out
+# BERT's seed-topic scores fall in every case. Topic by topic, the fall
+# with its interval, and beside it the share of chains ending with the seed
+# label below the median of basin-free text (word salad, the level a chain
+# that has forgotten its topic reaches): {glue:text}`ch4_seed_loss`; so the
+# loss of the seed topic in every case, judged on the fall, comes out
 # *{glue:text}`ch4_seed_topic_loss_verdict`*. In this run
 # {glue:text}`ch4_politics_seed`; where the scorer's misses on politics
 # snippets go is in the scorer check above, and why politics starts where

@@ -69,7 +69,8 @@ def test_chapter_runs_on_any_masked_lm(chapter, architecture, tiny_model_dirs, t
         specific = claims[claims.kind == "model-specific"]
         assert (specific.verdict == "other setup").all(), "a model-specific number judged on a random model"
         if chapter in ("04_basins", "05_traps"):  # random weights have no basins and no traps to find
-            assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
+            found = claims[claims.claim != "seed_topic_loss"]  # losing the seed is mixing, which random weights do
+            assert (found.verdict != "reproduced").all(), found[["claim", "verdict", "reason"]]
 
 
 @pytest.mark.quick_profile
@@ -79,6 +80,7 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
 ):
     """Issue 23's must-hold: at the quick profile (not only at smoke, where a run is too small to reproduce
     anything), a random-weight MLM has no basins and no traps, and no model-specific number is judged on it.
+    seed_topic_loss may reproduce: it says chains forget their seed topic, which a mixing chain does (issue 63).
     Run by `make check-random` (CI), not by `make test`."""
     import papermill
 
@@ -95,7 +97,8 @@ def test_a_random_weight_mlm_reproduces_no_basin_trap_or_model_specific_claim_at
     )
     claims = pd.read_csv(tmp_path / "results" / chapter / "claims.csv")
     assert set(claims.profile) == {"quick"}
-    assert (claims.verdict != "reproduced").all(), claims[["claim", "verdict", "reason"]]
+    found = claims[claims.claim != "seed_topic_loss"]  # losing the seed topic is mixing, not a basin
+    assert (found.verdict != "reproduced").all(), found[["claim", "verdict", "reason"]]
     assert (claims[claims.kind == "model-specific"].verdict == "other setup").all()
 
 

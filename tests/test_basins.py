@@ -399,9 +399,24 @@ def _rise_ends(politics_rise, control_rise, chains=6, seed=0):
 def test_rise_frame_judges_politics_rise_against_its_control_paired_per_chain(politics, control, verdict):
     rises = ch.rise_frame(_rise_ends(politics, control))
     assert rises.loc["business", "verdict"] == verdict and rises.loc["business", "chains"] == 6
+    assert rises.loc["business", "corrected"] == verdict  # one topic: every_part_level(1) is 95%
     assert rises.loc["business", "rise"] == pytest.approx(politics, abs=0.05)
     assert ch.rises_verdict(rises)[0] == verdict
     assert ch.rise_frame(_rise_ends(0.5, 0.1, chains=1)).loc["business", "verdict"] == bt.INCONCLUSIVE
+
+
+def test_rises_differ_only_where_a_topic_differs_at_the_corrected_level():
+    """Two topics: business clearly rises beyond its control; sport's mean excess is -0.1 with a t interval (4
+    degrees of freedom) below 0 at 95% but reaching it at every_part_level(2) = 97.5%: sport differs alone, the
+    claim stays inconclusive (multiplicity)."""
+    clear = _rise_ends(0.5, 0.1, chains=5)
+    weak = _rise_ends(0.0, 0.0, chains=5).assign(seed_topic="sport", chain=range(5, 10))
+    weak["target_end"] = weak.target_start + np.array([0.0, -0.05, -0.1, -0.15, -0.2])
+    weak["control_end"] = weak.control_start
+    rises = ch.rise_frame(pd.concat([clear, weak], ignore_index=True))
+    assert rises.verdict.tolist() == [bt.REPRODUCED, bt.DIFFERS]
+    assert rises.corrected.tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE]
+    assert ch.rises_verdict(rises)[0] == bt.INCONCLUSIVE
 
 
 def test_ends_verdict_ranks_chain_ends_against_basin_free_text():
@@ -419,44 +434,51 @@ def test_ends_verdict_ranks_chain_ends_against_basin_free_text():
 
 
 def test_seed_loss_intervals_and_verdict_reach_every_outcome():
+    """Judged on the fall from the start (null 0), word salad read beside it: chains that move on to other text
+    and chains that dissolve into salad both lose their seed label's score; chains whose score moves either way
+    by as much on average decide nothing; chains that gain their topic differ."""
     rng = np.random.default_rng(0)
     start = 0.8 + rng.normal(0, 0.02, 30)
     chance_end = 0.10 + rng.normal(0, 0.02, (200, 30))  # basin-free text sits at the salad level
-    cases = {"left for other text": 0.02, "dissolved like salad": None, "kept the topic": 0.85}
-    verdicts = {}
-    for name, level in cases.items():
-        end = 0.10 + rng.normal(0, 0.02, 30) if level is None else level + rng.normal(0, 0.01, 30)
+    even = 0.05 * np.linspace(-1, 1, 30)[rng.permutation(30)]  # a spread whose mean is 0 exactly
+    cases = {
+        "left for other text": (0.02 + rng.normal(0, 0.01, 30), bt.REPRODUCED, 1.0),
+        "dissolved like salad": (0.10 + rng.normal(0, 0.02, 30), bt.REPRODUCED, 0.5),
+        "no fall on average": (start + even, bt.INCONCLUSIVE, 0.0),
+        "gained the topic": (start + 0.05 + rng.normal(0, 0.01, 30), bt.DIFFERS, 0.0),
+    }
+    for name, (end, verdict, salad) in cases.items():
         loss = ch.seed_loss_intervals(start, end, chance_end)
         assert loss["fall"][1] <= loss["fall"][0] <= loss["fall"][2] and loss["shares"].shape == (30,)
-        verdict, _, (share, low, high) = ch.seed_loss_verdict(loss)
-        assert low <= share <= high
-        verdicts[name] = verdict
-    assert verdicts == {
-        "left for other text": bt.REPRODUCED,
-        "dissolved like salad": bt.INCONCLUSIVE,
-        "kept the topic": bt.DIFFERS,
-    }
+        share, low, high = loss["beyond"]
+        assert low <= share <= high and (low <= salad <= high or share == salad), name
+        judged, reason = ch.seed_loss_verdict(loss)
+        assert judged == verdict and "word salad" in reason, (name, reason)
+    assert loss["fall"][0] == pytest.approx(-0.05, abs=0.01)
+    wide = ch.seed_loss_intervals(start, start + even, chance_end, 0.99)["fall"]
+    narrow = ch.seed_loss_intervals(start, start + even, chance_end)["fall"]
+    assert wide[1] < narrow[1] and wide[2] > narrow[2]  # the interval at a higher level is wider
     few = ch.seed_loss_intervals([0.5], [0.1], [[0.1]])
     assert all(math.isnan(v) for v in few["fall"][1:])  # one chain: no interval
     assert ch.seed_loss_verdict(few)[0] == bt.INCONCLUSIVE
     same = ch.seed_loss_intervals([0.5, 0.5], [0.2, 0.2], [[0.2, 0.2]])
-    assert same["shares"].tolist() == [0.5, 0.5]
-    assert ch.seed_loss_verdict(same)[0] == bt.INCONCLUSIVE  # at the median exactly: no sign to count
+    assert same["shares"].tolist() == [0.5, 0.5] and math.isnan(same["beyond"][0])  # at the median: no sign
+    assert ch.seed_loss_verdict(same)[0] == bt.INCONCLUSIVE  # every chain falls by 0.3: no spread measured
     with pytest.raises(ValueError, match="one length"):
         ch.seed_loss_intervals(start, start[:3], chance_end)
 
 
 def test_seed_loss_is_judged_topic_by_topic():
-    """A topic whose chains keep their seed makes the claim differ, though pooled over all chains most
-    end below the median; every topic leaving it reproduces; a topic of one chain is inconclusive."""
+    """A topic whose chains gain their seed label makes the claim differ, though pooled over all chains the
+    score falls; every topic losing it reproduces; a topic of one chain is inconclusive."""
     rng = np.random.default_rng(1)
     chance_end = rng.uniform(0.0, 0.5, (200, 24))
     start = np.full(24, 0.9)
-    kept = np.r_[0.02 + rng.normal(0, 0.005, 20), 0.8 + rng.normal(0, 0.01, 4)]
+    kept = np.r_[0.02 + rng.normal(0, 0.005, 20), 0.95 + rng.normal(0, 0.01, 4)]
     topics = ["a"] * 10 + ["b"] * 10 + ["c"] * 4
     table = ch.seed_loss_frame(topics, start, kept, chance_end)
     assert table.index.tolist() == ["a", "b", "c"] and table.chains.tolist() == [10, 10, 4]
-    assert table.verdict.tolist() == [bt.REPRODUCED, bt.REPRODUCED, bt.DIFFERS]
+    assert table.verdict.tolist() == table.corrected.tolist() == [bt.REPRODUCED, bt.REPRODUCED, bt.DIFFERS]
     assert ch.seed_loss_verdict(ch.seed_loss_intervals(start, kept, chance_end))[0] == bt.REPRODUCED  # pooled
     assert ch.seed_loss_topics_verdict(table)[0] == bt.DIFFERS
     assert ch.seed_loss_topics_verdict(table.iloc[:2])[0] == bt.REPRODUCED
@@ -467,15 +489,27 @@ def test_seed_loss_is_judged_topic_by_topic():
         ch.seed_loss_frame(topics[:3], start, kept, chance_end)
 
 
-def test_seed_loss_rank_is_not_tipped_by_skewed_salad_scores():
+def test_seed_loss_differs_only_where_a_topic_differs_at_the_corrected_level():
+    """Two topics: one loses its seed, one's mean fall is -0.1 with a t interval (4 degrees of freedom) that
+    lies below 0 at 95% (upper end -0.002) but reaches it at every_part_level(2) = 97.5% (upper end +0.024):
+    that topic differs alone, the claim stays inconclusive (multiplicity)."""
+    start = np.full(10, 0.5)
+    end = np.r_[np.full(5, 0.1) + 0.01 * np.arange(5), 0.6 + np.array([0.1, 0.05, 0.0, -0.05, -0.1])]
+    table = ch.seed_loss_frame(["a"] * 5 + ["b"] * 5, start, end, np.full((20, 10), 0.2))
+    assert table.verdict.tolist() == [bt.REPRODUCED, bt.DIFFERS]
+    assert table.corrected.tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE]
+    assert ch.seed_loss_topics_verdict(table)[0] == bt.INCONCLUSIVE
+
+
+def test_seed_loss_reference_is_not_tipped_by_skewed_salad_scores():
     """Skewed scores (mostly low, now and then high): one draw sits below the mean of the chance texts
-    most of the time, which a difference of means would call a loss; the sign against the median stays
-    at chance."""
+    most of the time, which a difference of means would call a loss; the word-salad reference, a share of chains
+    against the median, stays at 1/2 for chains that end like salad, while their fall from 1 is judged."""
     rng = np.random.default_rng(2)
     draws = rng.beta(0.3, 1.5, size=(401, 400))  # the chains' last states and 400 chance texts, one law
     loss = ch.seed_loss_intervals(np.ones(400), draws[0], draws[1:])
-    verdict, _, (share, low, high) = ch.seed_loss_verdict(loss)
-    assert low < 0.5 < high and verdict == bt.INCONCLUSIVE
+    share, low, high = loss["beyond"]
+    assert low < 0.5 < high and ch.seed_loss_verdict(loss)[0] == bt.REPRODUCED
 
 
 def _verdict_inputs():
@@ -484,7 +518,7 @@ def _verdict_inputs():
     ends = ch.chain_ends(_frame(), ["politics", "finance", "sport"])
     rises = ch.rise_frame(ends)
     ends_judged = ch.ends_verdict(ends, np.linspace(0.0, 0.1, 10))
-    rng = np.random.default_rng(0)  # two topics whose chains keep their seed label (share below 0.5)
+    rng = np.random.default_rng(0)  # two topics whose chains gain their seed label (from 0.5 to 0.8)
     loss = ch.seed_loss_frame(
         ["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8), rng.uniform(0.0, 0.5, (50, 8))
     )

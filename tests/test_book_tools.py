@@ -364,9 +364,12 @@ def test_power_reach_text_counts_rules_at_each_scale_and_names_the_ones_that_nev
 
 
 def test_decide_at_states_the_run_that_clears_the_null_only_for_an_inconclusive_interval_around_it():
-    """ours 0.2 in [-0.3, 0.7] against 0: half-width 0.5 over the effect 0.2, squared, 6.25 times this run; nothing
+    """ours 0.2 in [-0.3, 0.7] against 0: half-width 0.5 over the effect 0.2, squared, times (2.80 / 1.96)^2 for 80%
+    power, 12.8 times this run, which finds the paper's side ("above") reproduced and the other side differs; nothing
     for a decided row, an interval that excludes the null or a missing bound; a reason's own clause where it has one."""
-    assert "about 6.25x this run's size" in bt.decide_at(bt.INCONCLUSIVE, "", 0.2, -0.3, 0.7, 0.0)
+    text = bt.decide_at(bt.INCONCLUSIVE, "", 0.2, -0.3, 0.7, 0.0, side="above")
+    assert "about 12.8x this run's size" in text and "find it reproduced" in text
+    assert "find it differs" in bt.decide_at(bt.INCONCLUSIVE, "", 0.2, -0.3, 0.7, 0.0, side="below")
     assert "no run size decides it" in bt.decide_at(bt.INCONCLUSIVE, "", 0.0, -1.0, 1.0, 0.0)
     assert bt.decide_at(bt.REPRODUCED, "", 0.2, -0.3, 0.7, 0.0) == ""
     assert bt.decide_at(bt.INCONCLUSIVE, "", 0.2, 0.1, 0.7, 0.0) == ""

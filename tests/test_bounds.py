@@ -434,9 +434,11 @@ def test_pseudo_likelihood_of_a_joint_matches_the_model_when_compatible():
     "gaps, verdict",
     [
         ([0.02, 0.03, 0.05, 0.01, 0.04, 0.03], bt.REPRODUCED),
+        ([0.02] * 9 + [0.0], bt.REPRODUCED),  # one window at the floor among ten: the share is still above 1/2
         ([1e-13, 2e-14, 0.0, 5e-13], bt.DIFFERS),  # every window at the rounding floor
-        ([0.0, 0.0, 0.0, 0.2], bt.INCONCLUSIVE),  # the exact windows disagree
-        ([0.02], bt.REPRODUCED),  # one exact window above the floor shows it
+        ([1.5e-9] * 6, bt.DIFFERS),  # above the floor but within twice it: no window is a hit
+        ([0.0, 0.0, 0.0, 0.2], bt.INCONCLUSIVE),  # one hit of four: the share's interval contains 1/2
+        ([0.02], bt.INCONCLUSIVE),  # one window cannot put a share above 1/2
         ([], bt.INCONCLUSIVE),
     ],
 )
@@ -444,8 +446,10 @@ def test_pseudo_likelihood_rule_reaches_every_outcome(gaps, verdict):
     row = judging._pseudo_likelihood_row(gaps, [1e-9] * len(gaps), ["float32"] * len(gaps))
     assert row["claim"] == "mu_vs_pseudolikelihood_tv" and row["verdict"] == verdict
     assert "nan" not in row["ours_text"].lower().split()
-    if gaps:  # the row names the floor it used and the dtype its epsilon came from
-        assert "1e-09-1e-09 from float32's epsilon" in row["ours_text"] and row["null"] == 1e-9
+    if gaps:  # the row is the share of hits against 1/2 and names the floors and the dtype their epsilon came from
+        hits = sum(g > ch.PL_HIT_FACTOR * 1e-9 for g in gaps)
+        assert row["ours"] == hits / len(gaps) and row["low"] <= row["ours"] <= row["high"] and row["null"] == 0.5
+        assert "1e-09-1e-09 from float32's epsilon" in row["ours_text"] and "mean gap" in row["ours_text"]
 
 
 def test_stationarity_makes_the_site_average_of_model_over_mu_conditionals_one():

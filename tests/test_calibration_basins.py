@@ -2,7 +2,8 @@
 chapter's own functions (the ones notebooks/04_basins.py calls) at a small size.
 
 Ground truth: a tiny masked LM with random weights (tests/conftest.py) has near-uniform conditionals, so its
-chains end as basin-free text: no basin claim may be reproduced on it. The same model with a constant added to
+chains end as basin-free text: no basin claim may be reproduced on it, while the seed topics are lost (the seed
+label's score falls to the level of word salad). The same model with a constant added to
 the scores of politics tokens (tokens far more frequent in BBC politics training text than elsewhere) has a
 stationary law tilted to politics by construction: chains from every topic fill with politics words, so
 politics recurs, rises for every topic and the seed topics are lost. With the tilt on sport tokens instead,
@@ -211,8 +212,10 @@ def runs(tiny_bert, topic_tokens):
     )
     chance = ch.state_topic_scores(tiny_bert, text, LABELS)
     built = {name: functools.lru_cache(maxsize=1)(lambda m=m: chapter_run(m, chance)) for name, m in models.items()}
-    # per seed topic, few chains leave a topic whose seeds the scorer half-reads undecided: 8 for the trap
-    built["keeper, 8 seeds"] = functools.lru_cache(maxsize=1)(lambda: chapter_run(models["keeper"], chance, 8))
+    # a seed's fall depends on how well the scorer reads it at the start (it half-reads some 16-token snippets):
+    # per seed topic, 6 chains' falls leave some topics undecided, 12 decide them
+    for name in ("food tilt", "random"):
+        built[f"{name}, 12 seeds"] = functools.lru_cache(maxsize=1)(lambda m=models[name]: chapter_run(m, chance, 12))
     return built
 
 
@@ -233,23 +236,23 @@ def test_politics_rises_every_topic_calibration(runs):
 
 
 def test_seed_topic_loss_calibration(runs):
-    """Judged per seed topic (rule_every_part): each side holds topic by topic."""
-    food = runs["food tilt"]()
-    assert (food["loss"].verdict == vd.REPRODUCED).all() and food["seed_topic_loss"] == vd.REPRODUCED
-    assert runs["keeper"]()["seed_topic_loss"] == vd.DIFFERS  # chains that keep their seed
-    keeper = runs["keeper, 8 seeds"]().get("loss").verdict
-    # every topic the scorer reads on its 16-token seeds differs; tech snippets are often read as another
-    # label, so a trap on them keeps no tech to speak of: undecided, never reproduced
-    assert (keeper.drop(index="tech") == vd.DIFFERS).all() and keeper["tech"] != vd.REPRODUCED
-    random = runs["random"]()
-    assert list(random["loss"].index) == list(ch.BBC_TOPIC_LABELS)
-    assert (random["loss"].fall > 0).all()  # the seed score falls, but only to the level of word salad
-    assert vd.DIFFERS not in set(random["loss"].verdict) and random["seed_topic_loss"] == vd.INCONCLUSIVE
+    """Judged per seed topic on the fall of the seed label's score from the start (rule_every_part): a food tilt
+    pulls every topic's chains off their seed and a random-weight model's chains forget it (their score falls to
+    the level of word salad), so both lose their seed topic; a perfect trap moves nothing (every fall 0: no
+    spread, nothing decided)."""
+    for name in ("food tilt", "random"):
+        assert (runs[name]()["loss"].fall > 0).all() and runs[name]()["seed_topic_loss"] != vd.DIFFERS
+        more = runs[f"{name}, 12 seeds"]()
+        assert list(more["loss"].index) == list(ch.BBC_TOPIC_LABELS)
+        assert (more["loss"].verdict == vd.REPRODUCED).all() and more["seed_topic_loss"] == vd.REPRODUCED, name
+    keeper = runs["keeper"]()
+    assert (keeper["loss"].fall == 0).all() and keeper["seed_topic_loss"] == vd.INCONCLUSIVE
 
 
 def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
-    """Through the chapter's claims rows: no row of a random-weight MLM is reproduced (the model-specific
-    ones are other setup: not the paper's model)."""
+    """Through the chapter's claims rows: no basin row of a random-weight MLM is reproduced (the model-specific
+    ones are other setup: not the paper's model); only the loss of the seed topic is, which its chains' mixing
+    gives without any basin."""
     random = runs["random"]()
     frame_rows = ch.claim_rows(
         random["crossings"],
@@ -262,7 +265,7 @@ def test_random_weights_reproduce_no_basin_claim(runs, tiny_bert):
         model="tiny-random-bert",
     )
     verdicts = {row["claim"]: row["verdict"] for row in frame_rows}
-    assert vd.REPRODUCED not in verdicts.values()
+    assert {claim for claim, verdict in verdicts.items() if verdict == vd.REPRODUCED} <= {"seed_topic_loss"}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == vd.OTHER_SETUP
 
 

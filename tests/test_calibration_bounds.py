@@ -131,10 +131,10 @@ def test_the_pl_floor_follows_the_scores_precision():
 @pytest.mark.parametrize("k, q", [(3, 8), (2, 20)])
 def test_the_calibration_windows_are_fp32_scores_through_window_conditionals(k, q):
     """The cases of make calibrate: a symmetric J's window (k free sites of k + 1, one frozen) is compatible, its
-    gap under its float32 floor; an asymmetric one's gap is far above it."""
+    gap under its float32 floor; an asymmetric one's gap is a hit, far above twice its floor."""
     compatible = potts_window(torch.Generator().manual_seed(0), True, k, q)
     laws = ch.stationary_vs_pseudo_likelihood(compatible, k, 1.0)
     assert compatible.token_set.tolist() == list(range(q)) and compatible.score_dtype == torch.float32
     assert laws["pl_gap"] < 1e-12 < laws["pl_floor"] and laws["score_dtype"] == "float32"
     laws = ch.stationary_vs_pseudo_likelihood(potts_window(torch.Generator().manual_seed(0), False, k, q), k, 1.0)
-    assert laws["pl_gap"] > laws["pl_floor"]
+    assert laws["pl_gap"] > ch.PL_HIT_FACTOR * laws["pl_floor"]

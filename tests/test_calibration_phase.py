@@ -244,6 +244,14 @@ def test_crossover_fractions_fails_when_hot_chains_leave_less():
     assert "n=8 R=0.2: differs" in row["reason"] and "R=1: differs" in row["reason"]
 
 
+def test_crossover_calibration_has_a_near_null_case_over_at_least_12_parts():
+    # rule_every_part's Bonferroni correction is calibrated where it matters: at the quick profile's (n, R) parts
+    # (K >= 12: any of K parts wrong at 2.5% would be up to 26%), on a case that holds with a rise barely off the null
+    quick = ch.settings("quick")
+    assert len(quick.drift_lengths) * len(ch.crossover_radii()) >= 12
+    assert any(c.claim == "crossover_fractions" and c.truth == "holds" and "near the null" in c.name for c in CASES)
+
+
 # ---------------------------------------------------------------------------------------------
 # Section 7: influence on visited states (context_averaged_alpha)
 # ---------------------------------------------------------------------------------------------

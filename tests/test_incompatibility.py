@@ -488,6 +488,8 @@ def test_rank_correlation_is_nan_with_a_reason_when_it_cannot_be_estimated():
         ((0.4, 0.2, 0.6, ""), bt.REPRODUCED),
         ((-0.4, -0.6, -0.2, ""), bt.DIFFERS),
         ((0.1, -0.1, 0.3, ""), bt.INCONCLUSIVE),
+        ((0.15, 0.05, 0.25, ""), bt.INCONCLUSIVE),  # above 0, yet it contains the smallest effect of interest 0.1
+        ((0.05, 0.01, 0.09, ""), bt.DIFFERS),  # above 0, below 0.1: at most a weak relation
         ((math.nan,) * 3 + ("one side is constant",), bt.INCONCLUSIVE),
     ],
 )

@@ -11,6 +11,7 @@ from pandas.testing import assert_frame_equal
 
 import book_tools as bt
 import glauber_core as glauber
+import verdicts as vd
 from chapters import phase as ch
 from chapters.phase import judging
 
@@ -510,6 +511,30 @@ def test_saturation_rule_reaches_each_outcome(ratio, rise, verdict):
     assert "nan" not in row["ours_text"].lower()
 
 
+def test_ceiling_ratios_carry_the_corrected_interval_of_every_length():
+    table = ceiling_table(1.0)
+    assert (table.corrected_low <= table.ratio_low).all() and (table.corrected_high >= table.ratio_high).all()
+    assert (table.corrected_high - table.corrected_low > table.ratio_high - table.ratio_low).any()
+    one = ceiling_table(1.0, lengths=(8,))  # one length: every_part_level(1) is 95%
+    assert (
+        one.corrected_low.tolist() == one.ratio_low.tolist() and one.corrected_high.tolist() == one.ratio_high.tolist()
+    )
+
+
+def test_saturation_differs_only_where_a_length_misses_the_floor_at_the_corrected_level():
+    # n = 24 sits at half the ceiling and has stopped rising, its 95% interval below the floor, but its interval at
+    # every_part_level(4) reaches above the floor: no length differs after the Bonferroni correction
+    table = ceiling_table(1.0)
+    columns = ["ratio", "ratio_low", "ratio_high", "corrected_low", "corrected_high", "rise", "rise_low", "rise_high"]
+    table.loc[table.n == 24, columns] = [0.5, 0.45, 0.55, 0.4, 0.95, 0.0, -0.01, 0.01]
+    trend = ch.saturation_trend(np.repeat([8, 12, 16, 24], 6), np.full(24, 0.9), n_boot=20)
+    row = judging._saturation_row(table, trend, 1.0, 300)
+    assert row["verdict"] == bt.INCONCLUSIVE and "no part differs at 98.75% per part" in row["reason"], row["reason"]
+    table.loc[table.n == 24, "corrected_high"] = 0.6
+    row = judging._saturation_row(table, trend, 1.0, 300)
+    assert row["verdict"] == bt.DIFFERS and "differs at 98.75% per part (n=24;" in row["reason"], row["reason"]
+
+
 def test_ceiling_ratios_and_distance_at_ends_of_known_traces():
     table = ch.ceiling_ratios([8, 8, 16, 16], [0.4, 0.6, 0.9, 0.9], [0.4, 0.4, 0.9, 0.9], [8, 8, 16], [1.0, 1.0, 0.9])
     assert table.ratio.tolist() == pytest.approx([0.5, 1.0]) and table.rise.tolist() == pytest.approx([0.1, 0.0])
@@ -568,6 +593,57 @@ def test_crossover_needs_every_length_and_radius():
     assert judging._crossover_row(rise)["verdict"] == bt.DIFFERS  # rises at n = 8, falls at n = 16
     assert judging._crossover_row(rise[rise.n == 8])["verdict"] == bt.REPRODUCED
     assert "1 of 2 parts rise" in ch.rise_text(rise) and "n = 16, R = 0.7" in ch.rise_text(rise)
+    assert "1 fall or stay flat at the corrected 97.50% per part" in ch.rise_text(rise)
+
+
+def test_crossover_corrected_interval_is_the_same_draws_at_the_bonferroni_level():
+    traces, rows = crossover_table({0.3: 2, 1.0: 5, 2.5: 8})
+    one = ch.rise_with_temperature(traces, STEPS, rows, [0.7])  # one part: every_part_level(1) is 95%
+    assert (
+        one[["corrected_low", "corrected_high"]].to_numpy().tolist()
+        == one[["slope_low", "slope_high"]].to_numpy().tolist()
+    )
+    radii = [0.2, 0.5, 0.7]
+    both = pd.concat([rows, rows.assign(n=16)], ignore_index=True)
+    six = ch.rise_with_temperature(torch.cat([traces, traces]), STEPS, both, radii)  # 2 lengths x 3 radii
+    assert len(six) == 6 and (six.corrected_low < six.slope_low).all() and (six.corrected_high > six.slope_high).all()
+    wider = ch.rise_with_temperature(torch.cat([traces, traces]), STEPS, both, radii, level=vd.every_part_level(6))
+    assert wider.slope_low.tolist() == six.corrected_low.tolist()  # the same draws, read at the corrected level
+
+
+def crossover_parts(corrected_high: float, parts: int = 12) -> pd.DataFrame:
+    """A rise table of `parts` (n, R) parts, every slope clearly positive but the first: its 95% interval lies below
+    0, and its interval at every_part_level(parts) reaches up to `corrected_high`."""
+    rise = pd.DataFrame(
+        {
+            "n": np.repeat([8, 12, 16, 24], parts // 4),
+            "radius": [0.4, 0.7, 1.0] * (parts // 3),
+            "cutoff": 40,
+            "temperatures": "0.3 1 1.4 2.5",
+            "reached": "1/6 2/6 4/6 5/6",
+            "slope": 0.3,
+            "slope_low": 0.1,
+            "slope_high": 0.5,
+            "corrected_low": 0.05,
+            "corrected_high": 0.55,
+        }
+    )
+    rise.loc[0, ["slope", "slope_low", "slope_high", "corrected_low", "corrected_high"]] = [
+        -0.2,
+        -0.35,
+        -0.01,
+        -0.45,
+        corrected_high,
+    ]
+    return rise
+
+
+def test_crossover_differs_only_where_a_part_falls_at_the_corrected_level():
+    # twelve parts: the first falls at 95% but not at 1 - 0.05/12 (about 99.58%): no part differs after Bonferroni
+    row = judging._crossover_row(crossover_parts(0.05))
+    assert row["verdict"] == bt.INCONCLUSIVE and "no part differs at 99.58% per part" in row["reason"], row["reason"]
+    row = judging._crossover_row(crossover_parts(-0.001))
+    assert row["verdict"] == bt.DIFFERS and "differs at 99.58% per part (n=8 R=0.4;" in row["reason"], row["reason"]
 
 
 def test_crossover_reads_a_ceiling_share_where_half_the_chains_had_arrived():

@@ -636,6 +636,7 @@ def test_the_page_reads_its_profiles_from_the_settings():
         assert row["window"] == f"{cfg.window:,} steps" and row["seeds"] == cfg.passages
     text = ch.setup_text(ch.settings("smoke"), SimpleNamespace(allowed=torch.ones(30, dtype=torch.bool)))
     assert text["paper_n"] == str(ch.SETTINGS["paper"]["seq_len"]) and text["colder_taus"] == "0.5"
+    assert text["cold_level"] == "98.75%"  # every_part_level over 2 cold temperatures x 2 steps
 
 
 def test_model_specific_rows_are_judged_on_the_papers_model_and_setup_only(monkeypatch):
@@ -762,7 +763,43 @@ def test_cold_row_judges_the_distance_from_the_start_not_the_freezing():
                      (0.01, "end"): bt.REPRODUCED}  # fmt: skip
     assert ch.cold_row(away)["verdict"] == bt.DIFFERS
     view = ch.cold_view(stayed, 1.0).data
-    assert view["read at"].tolist() == ["burn-in", "end"] * 2 and view.verdict.eq(bt.REPRODUCED).all()
+    assert view["read at"].tolist() == ["burn-in", "end"] * 2
+    assert view["verdict at 95%"].eq(bt.REPRODUCED).all() and view["verdict at 98.75%"].eq(bt.REPRODUCED).all()
+
+
+def test_cold_row_differs_only_where_a_part_differs_at_the_corrected_level():
+    """Bonferroni over the 4 parts (2 temperatures x 2 steps, every_part_level(4) = 98.75%): a part whose paired
+    excess lies 4.9 standard errors above 0 over 4 chains differs at 95% (t_3 = 3.18) but not at 98.75% (t_3 =
+    5.39): the claim is inconclusive, not differs; at 9.8 standard errors the part differs at both and so does the
+    claim."""
+    warm = np.array([0.8, 0.75, 0.85, 0.8])
+    stayed = cold_table(warm, {0.1: [0.0, 0.1, 0.05, 0.0], 0.01: [0.0, 0.0, 0.02, 0.01]})
+    for excess, part, claim in (
+        ([0.1, 0.2, 0.3, 0.2], (bt.DIFFERS, bt.INCONCLUSIVE), bt.INCONCLUSIVE),
+        ([0.15, 0.2, 0.25, 0.2], (bt.DIFFERS, bt.DIFFERS), bt.DIFFERS),
+    ):
+        away = np.where(stayed.temperature == 0.1, np.tile(warm / 2 + excess, 2), stayed.burn_in_distance)
+        parts = ch.cold_parts(stayed.assign(burn_in_distance=away))
+        assert (parts[0]["verdict"], parts[0]["corrected"]) == part
+        assert all(p["corrected"] == bt.REPRODUCED for p in parts[1:])
+        row = ch.cold_row(stayed.assign(burn_in_distance=away))
+        assert row["verdict"] == claim and "98.75% per part" in row["reason"]
+
+
+def test_the_movement_after_the_burn_in_is_shown_not_judged():
+    """The measure judged until version 0.5.0 (cold_movement): per cold temperature, the chains' mean movement after
+    the burn-in, cold and warm, and the paired excess over COLD_FACTOR x warm with its 95% t interval; chains that
+    fell from their start and froze move 0 (far below half the warm chains') while the judged distance differs."""
+    warm = [0.8, 0.75, 0.85, 0.8]
+    fell = cold_table(warm, {0.1: [0.75, 0.7, 0.8, 0.75], 0.01: [0.75, 0.8, 0.7, 0.75]})
+    moves = ch.cold_movement(fell)
+    assert [m["tau"] for m in moves] == [0.1, 0.01] and all(m["moved"] == 0 for m in moves)
+    assert moves[0]["excess"] == pytest.approx(-0.4) and moves[0]["high"] < 0
+    assert ch.cold_row(fell)["verdict"] == bt.DIFFERS
+    view = ch.cold_movement_view(fell, 1.0).data
+    assert view.columns.tolist()[:3] == ["τ", "chains", "moved after burn-in"] and "verdict" not in view
+    assert ch.cold_text(fell)["cold_moved"] == "τ = 0.1: 0.000 against warm 0.800; τ = 0.01: 0.000 against warm 0.800"
+    assert ch.cold_text(fell.head(0))["cold_moved"] == "no cold run"
 
 
 def test_split_row_counts_distinct_held_states_and_ties_as_neither_kind():

@@ -1,5 +1,6 @@
 """Chapter 4's judging (section 6.2): the per-topic and per-claim verdicts, built from `verdicts.py`'s rules
-(rule_one_sided per comparison, rule_every_part over comparisons or topics; rule_reversion on a protein model),
+(rule_one_sided per comparison, rule_every_part over comparisons or topics, each part also judged at
+every_part_level(K) for its differs side; rule_reversion on a protein model),
 and the claims rows with their text."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pandas as pd
 
 import book_tools as bt
 from verdicts import (
+    every_part_level,
     excess_rise_interval,
     finite,
     rank_shares,
@@ -23,6 +25,8 @@ from verdicts import (
 
 from .reversion import reversion_ends
 from .science import seed_loss_intervals
+
+_TIES = "every chain ties the median"
 
 # --------------------------------------------------------------------------------------------
 # The verdicts of section 6.2's general claims (rules: verdicts.py)
@@ -43,11 +47,14 @@ def rise_frame(ends: pd.DataFrame) -> pd.DataFrame:
     to the last step, its control label's, and the target's rise beyond the control's paired per chain
     (verdicts.excess_rise_interval, t interval over the topic's chains). A topic is reproduced when that
     interval lies above 0 (rule_one_sided): the target gains more than another label does on the same
-    chains; differs when it lies at or below 0. Columns chains, rise, control_rise, excess, excess_low,
-    excess_high, verdict, reason."""
+    chains; differs when it lies at or below 0. `corrected`: the same rule on the interval at
+    every_part_level(K), K the number of topics (rule_every_part's differs side). Columns chains, rise,
+    control_rise, excess, excess_low, excess_high, verdict, corrected, reason."""
+    level = every_part_level(max(ends.seed_topic.nunique(), 1))
     rows = []
     for topic, group in ends.groupby("seed_topic", sort=False):
-        excess = excess_rise_interval(group.target_start, group.target_end, group.control_start, group.control_end)
+        scores = (group.target_start, group.target_end, group.control_start, group.control_end)
+        excess, wide = excess_rise_interval(*scores), excess_rise_interval(*scores, level=level)
         verdict, reason = rule_one_sided(excess[1], excess[2], 0.0, "above", estimate=excess[0])
         rows.append(
             {
@@ -59,16 +66,28 @@ def rise_frame(ends: pd.DataFrame) -> pd.DataFrame:
                 "excess_low": excess[1],
                 "excess_high": excess[2],
                 "verdict": verdict,
+                "corrected": rule_one_sided(wide[1], wide[2], 0.0, "above")[0],
                 "reason": reason,
             }
         )
-    columns = ["chains", "rise", "control_rise", "excess", "excess_low", "excess_high", "verdict", "reason"]
+    columns = [
+        "chains",
+        "rise",
+        "control_rise",
+        "excess",
+        "excess_low",
+        "excess_high",
+        "verdict",
+        "corrected",
+        "reason",
+    ]
     return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
 
 
 def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
-    """politics_rises_every_topic: rule_every_part over the seed topics of rise_frame."""
-    return rule_every_part(rises.verdict.tolist(), rises.index.tolist())
+    """politics_rises_every_topic: rule_every_part over the seed topics of rise_frame (each topic at 95%, and at
+    every_part_level(K) for differs)."""
+    return rule_every_part(rises.verdict.tolist(), rises.index.tolist(), corrected=rises.corrected.tolist())
 
 
 def ends_verdict(ends: pd.DataFrame, chance_target) -> dict:
@@ -84,24 +103,25 @@ def ends_verdict(ends: pd.DataFrame, chance_target) -> dict:
     return {"verdict": verdict, "reason": reason, "share": tuple(share)}
 
 
-def seed_loss_verdict(loss: dict) -> tuple[str, str, tuple[float, float, float]]:
-    """The seed-topic-loss verdict on seed_loss_intervals' per-chain shares: verdicts.rule_median_sign, a
-    sign test of the chains against the median of basin-free text (null: a chain ends like word salad,
-    as likely below that median as above). Reproduced when the share of chains ending below it (further
-    from their topic than salad: they moved on to other readable text) has its Wilson interval above 1/2;
-    differs at or below 1/2 (they keep more of their topic than salad has); inconclusive otherwise.
-    Returns (verdict, reason, (share, low, high))."""
-    verdict, reason, *beyond = rule_median_sign(loss["shares"], "below")
-    fall = loss["fall"]
-    words = f"fall from the start {fall[0]:+.3f} [{fall[1]:+.3f}, {fall[2]:+.3f}]; " if finite(*fall) else ""
-    return verdict, words + reason, tuple(beyond)
+def seed_loss_verdict(loss: dict) -> tuple[str, str]:
+    """The seed-topic-loss verdict on seed_loss_intervals' fall (section 6.2.1: seed-topic scores "fall sharply"):
+    verdicts.rule_one_sided on the t interval of the mean fall of the seed label's score from the start to the
+    last state (null: no fall). Reproduced when it lies above 0, differs at or below 0 (the chains keep or gain
+    their topic), inconclusive otherwise. Word salad is the level the fall is read against, shown, not judged:
+    the share of chains ending below basin-free text's median (seed_loss_intervals' "beyond"). Returns
+    (verdict, reason)."""
+    fall, beyond = loss["fall"], loss["beyond"]
+    verdict, reason = rule_one_sided(fall[1], fall[2], 0.0, "above", estimate=fall[0])
+    salad = bt.interval_text(*beyond, missing=_TIES)
+    return verdict, f"fall from the start: {reason}; beside word salad: chains ending below its median {salad}"
 
 
 def seed_loss_frame(seed_topic, start, end, chance_end) -> pd.DataFrame:
     """seed_loss_intervals and seed_loss_verdict per seed topic (the paper: seed-topic scores fall "in
     every case"): seed_topic [C] names each chain's topic; start, end [C] and chance_end [M, C] as in
-    seed_loss_intervals. Columns chains, fall, fall_low, fall_high, beyond, beyond_low, beyond_high,
-    verdict, reason; one row per seed topic, in order of first appearance."""
+    seed_loss_intervals. `corrected`: the fall's verdict at every_part_level(K), K the number of topics
+    (rule_every_part's differs side). Columns chains, fall, fall_low, fall_high, beyond, beyond_low, beyond_high,
+    verdict, corrected, reason; one row per seed topic, in order of first appearance."""
     seed_topic = np.asarray(list(seed_topic), dtype=object)
     start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
     if seed_topic.shape != start.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(seed_topic):
@@ -109,29 +129,44 @@ def seed_loss_frame(seed_topic, start, end, chance_end) -> pd.DataFrame:
             f"need seed_topic, start and end [C] and chance_end [M, C] of one length C, got "
             f"{seed_topic.shape}, {start.shape}, {chance_end.shape}"
         )
+    topics = list(dict.fromkeys(seed_topic))
+    level = every_part_level(max(len(topics), 1))
     rows = []
-    for topic in dict.fromkeys(seed_topic):
+    for topic in topics:
         at = seed_topic == topic
         loss = seed_loss_intervals(start[at], end[at], chance_end[:, at])
-        verdict, reason, beyond = seed_loss_verdict(loss)
+        wide = seed_loss_intervals(start[at], end[at], chance_end[:, at], level)["fall"]
+        verdict, reason = seed_loss_verdict(loss)
         rows.append(
             {
                 "seed topic": topic,
                 "chains": int(at.sum()),
                 **dict(zip(("fall", "fall_low", "fall_high"), loss["fall"])),
-                **dict(zip(("beyond", "beyond_low", "beyond_high"), beyond)),
+                **dict(zip(("beyond", "beyond_low", "beyond_high"), loss["beyond"])),
                 "verdict": verdict,
+                "corrected": rule_one_sided(wide[1], wide[2], 0.0, "above")[0],
                 "reason": reason,
             }
         )
-    columns = ["chains", "fall", "fall_low", "fall_high", "beyond", "beyond_low", "beyond_high", "verdict", "reason"]
+    columns = [
+        "chains",
+        "fall",
+        "fall_low",
+        "fall_high",
+        "beyond",
+        "beyond_low",
+        "beyond_high",
+        "verdict",
+        "corrected",
+        "reason",
+    ]
     return pd.DataFrame(rows, columns=["seed topic", *columns]).set_index("seed topic")
 
 
 def seed_loss_topics_verdict(losses: pd.DataFrame) -> tuple[str, str]:
-    """seed_topic_loss: rule_every_part over the seed topics of seed_loss_frame (a new rule shape made of
-    verdicts' rules: rule_one_sided per topic, combined by rule_every_part)."""
-    return rule_every_part(losses.verdict.tolist(), losses.index.tolist())
+    """seed_topic_loss: rule_every_part over the seed topics of seed_loss_frame (rule_one_sided on each topic's
+    fall at 95%, and at every_part_level(K) for differs)."""
+    return rule_every_part(losses.verdict.tolist(), losses.index.tolist(), corrected=losses.corrected.tolist())
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,15 +202,16 @@ def _rises_text(rises: pd.DataFrame, target: str) -> str:
 def _ends_text(ends: pd.DataFrame, verdict: dict, target: str) -> str:
     if ends.empty:
         return f"no chain seeded outside {target} in this run"
-    share = bt.interval_text(*verdict["share"], digits=2, missing="every chain ties the median")
+    share = bt.interval_text(*verdict["share"], digits=2, missing=_TIES)
     return f"share of chains ending with {target} above the median of basin-free text {share} ({len(ends)} chains)"
 
 
 def _loss_text(loss: pd.DataFrame) -> str:
     return (
         "; ".join(
-            f"{topic}: {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, digits=2, missing=_MISSING)} (fall "
-            f"from the start {bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, missing=_MISSING)})"
+            f"{topic}: fall from the start "
+            f"{bt.interval_text(r.fall, r.fall_low, r.fall_high, digits=3, signed=True, missing=_MISSING)} (chains "
+            f"ending below word salad's median {bt.interval_text(r.beyond, r.beyond_low, r.beyond_high, missing=_TIES)})"
             for topic, r in loss.iterrows()
         )
         or "no seed topic in this run"
@@ -356,8 +392,9 @@ def claim_rows(
         ),
         _loss_row(
             loss,
-            "per seed topic: share of its chains whose last state scores the seed label below the median "
-            "of basin-free text (sign test, null 1/2)",
+            "per seed topic: mean fall of the seed label's score from the start to the last state (t interval "
+            "over the topic's chains, null 0), read beside word salad (the share of chains ending below the "
+            "median of basin-free text)",
         ),
         _count_row(crossings, recurrence, setup=setup, model=model),
         _peak_row(crossings, setup=setup, model=model),

@@ -120,18 +120,18 @@ def rises_view(rises: pd.DataFrame, target: str = "politics"):
 
 
 def loss_view(loss: pd.DataFrame):
-    """seed_loss_frame for the page: per seed topic, the seed label's fall from the start and the share of
-    its chains ending below the median of basin-free text (null 1/2), each with its 95% interval, and the
-    topic's verdict."""
+    """seed_loss_frame for the page: per seed topic, the seed label's fall from the start (the topic's verdict is
+    judged on it, null 0) and, beside it, the word-salad level it is read against: the share of its chains ending
+    below the median of basin-free text (shown, not judged), each with its 95% interval."""
     view = pd.DataFrame(
         {
             "seed topic": loss.index,
             "chains": loss.chains.to_numpy(),
             "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
-            "chains below basin-free text's median": _interval_column(
+            "verdict": loss.verdict.to_numpy(),
+            "beside word salad: chains ending below its median": _interval_column(
                 loss, "beyond", "beyond_low", "beyond_high", 2, signed=False
             ),
-            "verdict": loss.verdict.to_numpy(),
         }
     )
     return bt.reading_table(view)

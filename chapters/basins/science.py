@@ -24,7 +24,7 @@ from glauber_core import (
     is_protein,
     seed_passages,
 )
-from verdicts import mean_interval, rank_shares
+from verdicts import mean_interval, rank_shares, share_intervals
 
 from .scorer import BBC_TOPIC_LABELS, TOPIC_LABELS, scores_or_uniform, topic_descriptions
 
@@ -484,19 +484,25 @@ def chain_ends(frame: pd.DataFrame, labels, target: str = "politics", seed_label
     ).reset_index(drop=True)
 
 
-def seed_loss_intervals(start, end, chance_end) -> dict:
+def seed_loss_intervals(start, end, chance_end, level: float = 0.95) -> dict:
     """Per chain, its seed label's score at the start and at the last step, and chance_end [M, C]: the
     same label's score on M basin-free texts (chance_tokens), in the chain's column. Returns
-    {"fall": (estimate, low, high) of mean(start - end), Student's t interval over chains (NaNs with fewer
-    than two chains), "shares": per chain, the share of chance texts scoring the seed label higher than its
+    {"fall": (estimate, low, high) of mean(start - end), Student's t interval over chains at `level` (NaNs with
+    fewer than two chains), "shares": per chain, the share of chance texts scoring the seed label higher than its
     last state (verdicts.rank_shares: ties count half; 0.5 when the chain ends like basin-free text, whatever
-    the skew of the scores)}; with a non-finite score, NaNs and no share."""
+    the skew of the scores), "beyond": (share, low, high), the share of chains ending with the seed label below
+    the median of basin-free text (chains at it left out) with its 95% Wilson interval, the word-salad level the
+    fall is read against}; with a non-finite score, NaNs and no share."""
     start, end, chance_end = (np.asarray(v, dtype=float) for v in (start, end, chance_end))
     if start.ndim != 1 or start.shape != end.shape or chance_end.ndim != 2 or chance_end.shape[1] != len(end):
         raise ValueError(
             f"need start and end [C] and chance_end [M, C] of one length C, got {start.shape}, "
             f"{end.shape}, {chance_end.shape}"
         )
+    nothing = (math.nan, math.nan, math.nan)
     if not np.isfinite(np.concatenate([start, end, chance_end.ravel()])).all():
-        return {"fall": (math.nan, math.nan, math.nan), "shares": np.zeros(0)}
-    return {"fall": mean_interval(start - end), "shares": rank_shares(end, chance_end)}
+        return {"fall": nothing, "shares": np.zeros(0), "beyond": nothing}
+    shares = rank_shares(end, chance_end)
+    below, counted = int((shares > 0.5).sum()), int((shares != 0.5).sum())
+    beyond = (below / counted, *(float(v[0]) for v in share_intervals([below], [counted]))) if counted else nothing
+    return {"fall": mean_interval(start - end, level), "shares": shares, "beyond": beyond}

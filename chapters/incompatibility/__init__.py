@@ -19,7 +19,7 @@ Three modules, imported as one (`from chapters import incompatibility as ch`):
 Its modules import the core, `verdicts`, `book_tools` and one another; never another chapter.
 """
 
-from .judging import check_rows, claim_rows, mean_text, rho_text
+from .judging import RHO_SESOI, check_rows, claim_rows, mean_text, rho_text
 from .presentation import (
     ZERO_AT,
     band_position_text,
@@ -117,6 +117,7 @@ __all__ = [
     "temperature_check_frame",
     "token_influence",
     # judging
+    "RHO_SESOI",
     "check_rows",
     "claim_rows",
     "mean_text",

@@ -670,7 +670,9 @@ def random_rectangles(cond, n: int, count: int, seed: int = 0) -> Rectangles:
     small reference models that have no text."""
     count = check_count(count, "count", 1)
     allowed = cond.allowed.cpu().nonzero().squeeze(1)
-    generator = torch.Generator().manual_seed(int(seed))
+    # the states' own stream, apart from sample_rectangles' (seed): one stream would tie a state's colours to
+    # other rectangles' sites and replacements
+    generator = torch.Generator().manual_seed(int(seed) + 15_485_863)
     states = allowed[torch.randint(len(allowed), (count, check_count(n, "n", 2)), generator=generator)]
     return sample_rectangles(cond, states, count, top_k=int(cond.vocab_size), seed=seed)
 

@@ -406,24 +406,28 @@ def ceiling_ratios(n, final, late, ref_n, ref_distances, n_boot: int = 200, seed
     d_ref(n), the mean distance between unrelated starts of that length (what a chain that forgot its start shows),
     with a percentile interval from a bootstrap of both (verdicts.group_bootstrap), and the rise of the distance
     over the run's last third, the mean over chains of d(x_T, x_0) - d(x_2T/3, x_0) with Student's t interval
-    (verdicts.mean_interval). final, late: per chain d at T and at 2T/3, with their lengths n; ref_distances with
-    their lengths ref_n. One row per length: n, mean_distance, ceiling, ratio, ratio_low, ratio_high, rise,
-    rise_low, rise_high."""
+    (verdicts.mean_interval), both at `level`; the ratio's interval also from the same draws at
+    vd.every_part_level(K, level), K the lengths (corrected_low, corrected_high: vd.rule_reaches_ceiling's differs
+    side). final, late: per chain d at T and at 2T/3, with their lengths n; ref_distances with their lengths ref_n.
+    One row per length: n, mean_distance, ceiling, ratio, ratio_low, ratio_high, corrected_low, corrected_high,
+    rise, rise_low, rise_high."""
     n, final, late = (np.asarray(v, dtype=float) for v in (n, final, late))
     ref_n, ref = np.asarray(ref_n, dtype=float), np.asarray(ref_distances, dtype=float)
     if not (n.shape == final.shape == late.shape) or n.ndim != 1 or ref_n.shape != ref.shape:
         raise ValueError("n, final and late must be equal-length 1-d arrays, ref_n and ref_distances too")
-    rows = []
+    rows, corrected = [], vd.every_part_level(len(np.unique(n)), level)
     for k, m in enumerate(np.unique(n)):
         d, r = final[n == m], ref[ref_n == m]
         if not len(r):
             raise ValueError(f"no reference distance at n = {m:g}")
         draws = vd.group_bootstrap([d, r], lambda g: g[0].mean(1) / g[1].mean(1), n_boot, seed + k)
         low, high, _ = vd.percentile_interval(draws, level)
+        corrected_low, corrected_high, _ = vd.percentile_interval(draws, corrected)
         rise, rise_low, rise_high = vd.mean_interval(d - late[n == m], level)
         rows.append(
             dict(n=m, mean_distance=d.mean(), ceiling=r.mean(), ratio=d.mean() / r.mean(), ratio_low=low)
-            | dict(ratio_high=high, rise=rise, rise_low=rise_low, rise_high=rise_high)
+            | dict(ratio_high=high, corrected_low=corrected_low, corrected_high=corrected_high)
+            | dict(rise=rise, rise_low=rise_low, rise_high=rise_high)
         )
     return pd.DataFrame(rows)
 
@@ -446,8 +450,12 @@ def threshold_shares(distances, rows: pd.DataFrame, radii=(0.4, 0.7, 1.0), level
     return table
 
 
+# rise_with_temperature's posterior draws: the corrected interval of 12 parts has 0.21% tails, 42 draws of 20,000
+SLOPE_DRAWS = 20_000
+
+
 def rise_with_temperature(
-    distances, steps, rows: pd.DataFrame, radii, draws: int = 2000, seed: int = 0, level: float = 0.95
+    distances, steps, rows: pd.DataFrame, radii, draws: int = SLOPE_DRAWS, seed: int = 0, level: float = 0.95
 ) -> pd.DataFrame:
     """Fig. 7 per (n, radius): does the share of chains that reached the radius rise with tau? The share is read at
     the part's `cutoff`, the earliest recorded step by which half of its chains, every temperature pooled, had
@@ -457,7 +465,9 @@ def rise_with_temperature(
     `rows`, if any) and radius: the cutoff, the chains and hits per temperature, the least-squares slope of the share
     against tau, and its interval from Jeffreys posterior draws of each temperature's share (Beta(k + 1/2,
     m - k + 1/2), honest at 0 of m and m of m: a cell at the ceiling or the floor at every temperature gets an
-    interval around 0). distances [B, R]: d(x_t, x_0) of each chain at the recorded steps [R]."""
+    interval around 0) at `level`, and from the same draws at vd.every_part_level(K, level), K the table's parts
+    (lengths times radii): corrected_low, corrected_high, the interval on vd.rule_every_part's differs side.
+    distances [B, R]: d(x_t, x_0) of each chain at the recorded steps [R]."""
     distances, steps = torch.as_tensor(distances), torch.as_tensor(steps)
     if distances.dim() != 2 or len(distances) != len(rows) or "temperature" not in rows:
         raise ValueError(
@@ -467,6 +477,7 @@ def rise_with_temperature(
     lengths = rows.n.to_numpy() if "n" in rows else np.zeros(len(rows))
     temperatures = rows.temperature.to_numpy()
     rng, out = np.random.default_rng(seed), []
+    corrected = vd.every_part_level(len(np.unique(lengths)) * len(radii), level)
     for n in np.unique(lengths):
         in_n = lengths == n
         taus = np.unique(temperatures[in_n])
@@ -477,13 +488,14 @@ def rise_with_temperature(
             cutoff = min(float(np.quantile(times, 0.5, method="inverted_cdf")), float(steps.max()))
             hits = np.array([(times[temperatures[in_n] == t] <= cutoff).sum() for t in taus])
             if len(taus) < 2:
-                slope, low, high = math.nan, math.nan, math.nan
+                slope, low, high, corrected_low, corrected_high = (math.nan,) * 5
             else:
                 shares = rng.beta(hits + 0.5, chains - hits + 0.5, (check_count(draws, "draws", 1), len(taus)))
                 centred = taus - taus.mean()
                 fit = (shares - shares.mean(1, keepdims=True)) @ centred / (centred**2).sum()
                 slope = float((hits / chains - (hits / chains).mean()) @ centred / (centred**2).sum())
                 low, high, _ = vd.percentile_interval(fit, level, max_undefined=1.0)
+                corrected_low, corrected_high, _ = vd.percentile_interval(fit, corrected, max_undefined=1.0)
             out.append(
                 {
                     "n": n,
@@ -494,6 +506,8 @@ def rise_with_temperature(
                     "slope": slope,
                     "slope_low": low,
                     "slope_high": high,
+                    "corrected_low": corrected_low,
+                    "corrected_high": corrected_high,
                 }
             )
     return pd.DataFrame(out)

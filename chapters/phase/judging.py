@@ -258,7 +258,9 @@ def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int) 
     that length (ceiling_ratios, both as means over chains and pairs). Null: below SATURATION_FLOOR of the
     ceiling at some length. By vd.rule_reaches_ceiling: reproduced when every length's ratio interval lies above the
     floor, differs when one lies at or below it and its distance is shown to have stopped rising over the run's last
-    third (its rise, in units of the ceiling, too small to reach the floor: inconclusive while it may still rise).
+    third (its rise, in units of the ceiling, too small to reach the floor: inconclusive while it may still rise),
+    the ratio's interval then taken at vd.every_part_level(K) over the K lengths (corrected_low, corrected_high:
+    Bonferroni, so that a ceiling reached at every length is called "differs" by some length at most 5% of the time).
     The growth with n (`trend`) is shown, not judged: at the ceiling it is the embedder's."""
     in_ceilings = ceiling.assign(
         rise_low=ceiling.rise_low / ceiling.ceiling, rise_high=ceiling.rise_high / ceiling.ceiling
@@ -267,6 +269,7 @@ def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int) 
         in_ceilings[["ratio_low", "ratio_high", "rise_low", "rise_high"]].itertuples(index=False, name=None),
         SATURATION_FLOOR,
         [f"n={m:g}" for m in ceiling.n],
+        corrected=ceiling[["corrected_low", "corrected_high"]].itertuples(index=False, name=None),
     )
     weakest = ceiling.loc[ceiling.ratio.idxmin()] if ceiling.ratio.notna().any() else None
     return bt.claim_row(
@@ -303,10 +306,13 @@ def _crossover_row(rise: pd.DataFrame) -> dict:
     """crossover_fractions (general, Fig. 7): the share of chains reaching d >= R rises with tau at every
     n and threshold. Per (n, R) part, vd.rule_trend on the slope against tau of the share read at the part's cutoff
     (rise_with_temperature: the step by which half its chains had reached R) (null: no rise);
-    the parts are combined by vd.rule_every_part (differs when any part differs, reproduced when all are)."""
+    the parts are combined by vd.rule_every_part: reproduced when every part's 95% interval lies above 0, differs
+    when some part's interval at vd.every_part_level(K) over the K parts (corrected_low, corrected_high:
+    Bonferroni) lies at or below 0, so that a claim true in every part is called "differs" at most 5% of the time."""
     parts = [vd.rule_trend(r.slope, r.slope_low, r.slope_high, "above", what="slope")[0] for r in rise.itertuples()]
+    corrected = [vd.rule_trend(r.slope, r.corrected_low, r.corrected_high, "above")[0] for r in rise.itertuples()]
     names = [f"n={r.n:g} R={r.radius:g}" for r in rise.itertuples()]
-    verdict, reason = vd.rule_every_part(parts, names)
+    verdict, reason = vd.rule_every_part(parts, names, corrected=corrected)
     rising = int((rise.slope_low > 0).sum())
     if len(rise) and rise.slope_low.notna().any():
         weakest = rise.loc[rise.slope_low.idxmin()]

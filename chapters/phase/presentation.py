@@ -1,7 +1,7 @@
 """Chapter 3's presentation: the figures (`*_figure`, each returns its Figure), the tables made for reading
 (`*_view`) and the sentences glued into the page (`*_text`). Nothing here changes a saved number or a verdict.
 
-Imports the core, book_tools and the chapter's estimators; never another chapter.
+Imports the core, verdicts, book_tools and the chapter's estimators; never another chapter.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 import book_tools as bt
+import verdicts as vd
 from glauber_core import is_protein
 
 from .estimators import SCALING_FORMS
@@ -92,14 +93,21 @@ def direction_text(low: float, high: float, null: float, above: str, below: str,
 
 
 def rise_text(rise: pd.DataFrame) -> str:
-    """How many (n, R) parts of rise_with_temperature rise, fall or stay undecided, in words."""
+    """How many (n, R) parts of rise_with_temperature rise, fall or stay undecided at 95%, in words, and how many
+    fall at the corrected level (the claims row's differs side, vd.every_part_level of the parts)."""
     if rise.empty or rise.slope_low.isna().all():
         return "no part has two temperatures to compare"
     up, down = rise[rise.slope_low > 0], rise[rise.slope_high <= 0]
     text = f"{len(up)} of {len(rise)} parts rise with tau (slope interval above 0), {len(down)} fall or stay flat"
     if len(down):
         text += " (" + ", ".join(f"n = {r.n:g}, R = {r.radius:g}" for r in down.itertuples()) + ")"
-    return text + f" and {len(rise) - len(up) - len(down)} are undecided"
+    text += f" and {len(rise) - len(up) - len(down)} are undecided at 95%"
+    if len(down):
+        text += (
+            f"; {int((rise.corrected_high <= 0).sum())} fall or stay flat at the corrected "
+            f"{vd.every_part_level(len(rise)):.2%} per part"
+        )
+    return text
 
 
 def alpha_means_text(alpha: pd.DataFrame) -> str:

@@ -33,6 +33,8 @@ from .judging import (
 )
 from .presentation import (
     catalogue_view,
+    cold_movement_view,
+    cold_text,
     cold_view,
     correlation_view,
     counts_view,
@@ -71,6 +73,7 @@ from .protocol import (
 from .science import (
     TRAP_COLUMNS,
     cold_frame,
+    cold_movement,
     departure_counts,
     detect_traps,
     distance_at,
@@ -114,6 +117,7 @@ __all__ = [
     # science
     "TRAP_COLUMNS",
     "cold_frame",
+    "cold_movement",
     "departure_counts",
     "detect_traps",
     "distance_at",
@@ -148,6 +152,8 @@ __all__ = [
     "weakest_row",
     # presentation
     "catalogue_view",
+    "cold_movement_view",
+    "cold_text",
     "cold_view",
     "correlation_view",
     "counts_view",

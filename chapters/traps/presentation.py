@@ -11,15 +11,17 @@ import pandas as pd
 
 from book_tools import interval_text, paper_claim, paper_number, parse_pairs, reading_table, share_text
 from glauber_core import is_protein
+from verdicts import every_part_level
 
-from .judging import COLD_FACTOR, DURATION_FACTOR, TIE_TOLERANCE, _count_text, cold_parts, final_escapes
+from .judging import COLD_FACTOR, COLD_POINTS, DURATION_FACTOR, TIE_TOLERANCE, _count_text, cold_parts, final_escapes
 from .protocol import COLD_PROTOCOL, PAPER_TAU, SETTINGS, TABLE4, settings
-from .science import kernel_chance, weakest_site_chance, window_drift
+from .science import cold_movement, kernel_chance, weakest_site_chance, window_drift
 
 
 def setup_text(cfg, cond) -> dict:
     """Sentences for the chapter's opening: the paper's Table 4 protocol, C.3's cold chains, the vocabulary
-    size, ln(4|V|) and trap_split's tie tolerance."""
+    size, ln(4|V|), trap_split's tie tolerance and the level of each cold part's interval on cold_chains_stay's
+    differs side (every_part_level over its cold temperatures x 2 steps)."""
     vocab = int(cond.allowed.sum())
     return {
         "table4": f"{int(TABLE4['chains'])} chains of {int(TABLE4['steps']):,} steps at τ = {TABLE4['tau']}, "
@@ -31,6 +33,7 @@ def setup_text(cfg, cond) -> dict:
         "cold_steps": f"{cfg.cold_steps:,}",
         "burn_in": f"{cfg.burn_in:,}",
         "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none",
+        "cold_level": f"{every_part_level(max(len(cfg.cold_temperatures) * len(COLD_POINTS), 1)):.2%}",
         "paper_n": f"{SETTINGS['paper']['seq_len']}",
         "colder_taus": " and ".join(
             f"{t:g}" for t in sorted({t for s in SETTINGS.values() for t in s["temperatures"]} - {PAPER_TAU})
@@ -391,11 +394,13 @@ def weakest_view(traps: pd.DataFrame):
 
 def cold_view(cold: pd.DataFrame, warm_tau: float):
     """Appendix C.3 as a reading table, per cold temperature and step (cold_parts): the judged comparison (the mean
-    distance from the start, eq. B.1, cold and warm, their paired excess with its 95% t interval and the part
-    verdict), the paper's distance at the end (BERT: model-specific, shown, not judged) and the cold chains' movement
-    after the burn-in (shown, not judged: a chain that falls from its start and then freezes moves 0)."""
+    distance from the start, eq. B.1, cold and warm, their paired excess with its 95% t interval, the part's verdict
+    at 95% and at rule_every_part's corrected level, which alone can make the claim differ) and the paper's distance
+    at the end (BERT: model-specific, shown, not judged)."""
     paper = parse_pairs(paper_claim("cold_chains_stay")["values"])
+    parts = cold_parts(cold)
     warm = f"warm distance (τ = {warm_tau:g})"
+    corrected = f"verdict at {every_part_level(max(len(parts), 1)):.2%}"
     rows = [
         {
             "τ": p["tau"],
@@ -406,16 +411,43 @@ def cold_view(cold: pd.DataFrame, warm_tau: float):
             f"excess over {COLD_FACTOR:g} × warm [95%]": interval_text(
                 p["excess"], p["low"], p["high"], digits=3, signed=True, missing="too few chains"
             ),
-            "verdict": p["verdict"],
+            "verdict at 95%": p["verdict"],
+            corrected: p["corrected"],
             "paper's distance (BERT)": paper.get("tau" + f"{p['tau']:g}".replace(".", ""), "—")
             if p["point"] == "end"
             else "—",
-            "moved after burn-in": p["moved"] if p["point"] == "end" else math.nan,
         }
-        for p in cold_parts(cold)
+        for p in parts
     ]
-    formats = {"τ": "{:g}", "distance from start": "{:.3f}", warm: "{:.3f}", "moved after burn-in": "{:.3f}"}
-    return reading_table(pd.DataFrame(rows), formats)
+    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", "distance from start": "{:.3f}", warm: "{:.3f}"})
+
+
+def cold_movement_view(cold: pd.DataFrame, warm_tau: float):
+    """The measure cold_chains_stay was judged on until version 0.5.0 (cold_movement), shown, not judged: per cold
+    temperature, the mean movement after the burn-in, cold and warm, and their paired excess with its 95% t
+    interval."""
+    warm = f"warm moved (τ = {warm_tau:g})"
+    rows = [
+        {
+            "τ": m["tau"],
+            "chains": m["chains"],
+            "moved after burn-in": m["moved"],
+            warm: m["warm_moved"],
+            f"excess over {COLD_FACTOR:g} × warm [95%]": interval_text(
+                m["excess"], m["low"], m["high"], digits=3, signed=True, missing="too few chains"
+            ),
+        }
+        for m in cold_movement(cold)
+    ]
+    return reading_table(pd.DataFrame(rows), {"τ": "{:g}", "moved after burn-in": "{:.3f}", warm: "{:.3f}"})
+
+
+def cold_text(cold: pd.DataFrame) -> dict:
+    """The sentence the closing section quotes beside the judged distance: the cold chains' movement after the
+    burn-in against the warm chains', per cold temperature (cold_movement; not judged)."""
+    moves = cold_movement(cold)
+    text = "; ".join(f"τ = {m['tau']:g}: {m['moved']:.3f} against warm {m['warm_moved']:.3f}" for m in moves)
+    return {"cold_moved": text or "no cold run"}
 
 
 def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg) -> dict:

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from glauber_core import Conditionals, Trajectory, check_count, conditional_probs, score_gaps
-from verdicts import bootstrap_ci, poisson_interval, share_intervals, spearman_difference_ci
+from verdicts import COLD_FACTOR, bootstrap_ci, mean_interval, poisson_interval, share_intervals, spearman_difference_ci
 
 from .protocol import state_vectors, with_context
 
@@ -465,6 +465,28 @@ def cold_frame(warm, cold: dict, burn_in: int, end: int) -> pd.DataFrame:
             )
         )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def cold_movement(cold: pd.DataFrame) -> list[dict]:
+    """The measure cold_chains_stay was judged on until version 0.5.0, shown, not judged: per cold temperature, how
+    far the cold chains moved from their burn-in to the end (cold_frame's `moved`) against the warm chains from the
+    same starts over the same steps, and the paired excess moved - COLD_FACTOR x warm_moved with its 95% t interval
+    (mean_interval). A chain that falls from its start and then freezes moves 0 here, however far from its start."""
+    rows = []
+    for tau, group in cold.groupby("temperature", sort=False):
+        excess, low, high = mean_interval(group.moved - COLD_FACTOR * group.warm_moved, 0.95)
+        rows.append(
+            dict(
+                tau=float(tau),
+                chains=len(group),
+                moved=float(group.moved.mean()),
+                warm_moved=float(group.warm_moved.mean()),
+                excess=excess,
+                low=low,
+                high=high,
+            )
+        )
+    return rows
 
 
 # --------------------------------------------------------------------------------------------

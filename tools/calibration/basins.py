@@ -6,8 +6,11 @@ colour, and basin-free text (chance_tokens: uniform colours) has no favoured lab
 label's colour at 70% of their sites. What each chain does is known by construction: a field on the politics
 colour is a politics basin (every claim about politics holds, and every seed topic but politics is lost); no field
 makes every label alike (the claims about politics fail: the null is exact); a field against politics keeps it
-below chance (they fail the other way); a field on food, no seed topic's label, draws every chain off its seed
-(seed_topic_loss holds); a strong ferromagnetic coupling keeps each chain's majority colour, its seed's (it fails).
+below chance (they fail the other way). seed_topic_loss (the seed label's score falls from the start) holds where a
+chain leaves its seed: a field on food, no seed topic's label, draws every chain off it, and with no field a seed's
+colour dissolves into uniform colours (word salad); it fails where the start is already the chain's law (uniform
+colours under no field: the seed label's score has one law at the start and the end, a mean fall of 0 exactly) and
+where a strong ferromagnetic coupling keeps each chain's majority colour, its seed's (the score rises).
 From there on the chapter's own statistics and rules run at the quick profile's chains, steps and scoring interval.
 
 germline_reversion (a protein model's basin, one claim a temperature: germline_reversion_tau05, _tau10, _tau20) runs
@@ -71,26 +74,29 @@ def potts_model(kind: str, n: int, strength: float = 1.0) -> glauber.PottsCondit
     return glauber.PottsConditionals(coupling, field, len(LABELS))
 
 
-def seed_states(n_seeds: int, n: int, seed: int) -> tuple[torch.Tensor, list[str]]:
-    """n_seeds seeds per BBC topic: each site in the topic's label colour with probability SEED_SHARE, else a
-    uniform colour."""
+def seed_states(n_seeds: int, n: int, seed: int, share: float = SEED_SHARE) -> tuple[torch.Tensor, list[str]]:
+    """n_seeds seeds per BBC topic: each site in the topic's label colour with probability `share`, else a
+    uniform colour (share 0: uniform colours, the no-field chain's stationary law)."""
     generator = torch.Generator().manual_seed(seed)
     topics = [topic for topic in ch.BBC_TOPIC_LABELS for _ in range(n_seeds)]
     own = torch.tensor([LABELS.index(ch.BBC_TOPIC_LABELS[t]) for t in topics])
     uniform = torch.randint(len(LABELS), (len(topics), n), generator=generator)
-    keep = torch.rand(len(topics), n, generator=generator) < SEED_SHARE
+    keep = torch.rand(len(topics), n, generator=generator) < share
     return torch.where(keep, own[:, None], uniform), topics
 
 
 @functools.cache
-def chapter_verdicts(kind: str, strength: float, seed: int, scale: int = 1) -> dict[str, str]:
+def chapter_verdicts(
+    kind: str, strength: float, seed: int, scale: int = 1, share: float = SEED_SHARE
+) -> dict[str, str]:
     """The chapter's pipeline at the quick profile's sizes on one known chain: chains per seed topic, steps,
     scoring interval and chance texts of ch.settings("quick"), the topic frame, and each general claim's verdict
-    through the chapter's own estimators and rules (chains per topic and chance texts `scale` times the quick ones)."""
+    through the chapter's own estimators and rules (chains per topic and chance texts `scale` times the quick ones;
+    seeds with `share` of their sites in their topic's colour, seed_states)."""
     cfg = quick_sizes(ch, TOPIC_SIZES, scale)
     n, every = cfg.seq_len, cfg.pca_every * cfg.score_every
     cond = potts_model(kind, n, strength)
-    x0, topics = seed_states(cfg.n_seeds, n, seed)
+    x0, topics = seed_states(cfg.n_seeds, n, seed, share)
     run = glauber.glauber(cond, x0, cfg.steps, cfg.temperature, seed=seed, record_every=every, progress=False)
     scores = colour_scores(run.tokens).float()
     frame = ch.topic_frame(scores, run.steps, LABELS, seed_topic=topics)
@@ -109,10 +115,16 @@ def chapter_verdicts(kind: str, strength: float, seed: int, scale: int = 1) -> d
     }
 
 
-def _case(claim: str, kind: str, truth: str, strength: float = 1.0):
-    """One case: `claim` on the chain `kind` (potts_model) at `strength`, whose answer is `truth`."""
+def _case(claim: str, kind: str, truth: str, strength: float = 1.0, share: float = SEED_SHARE):
+    """One case: `claim` on the chain `kind` (potts_model) at `strength` from seeds of `share` (seed_states), whose
+    answer is `truth`."""
     name = kind if kind in ("no well", "sticky") else f"{kind}, field {strength:g}"
-    return (claim, name, truth, "04_basins", lambda seed, scale=1: chapter_verdicts(kind, strength, seed, scale)[claim])
+    if share != SEED_SHARE:
+        name += ", stationary starts" if share == 0 else f", seeds {share:.0%} their colour"
+    return (
+        claim, name, truth, "04_basins",
+        lambda seed, scale=1: chapter_verdicts(kind, strength, seed, scale, share)[claim],
+    )  # fmt: skip
 
 
 def reversion_model(colours: int, field: float, germline: torch.Tensor, weak: float | None = None):
@@ -183,8 +195,13 @@ REVERSION_CHAINS = (
 
 
 # The politics claims hold in a politics well (a shallow and a deep one: the power at each depth), fail where no
-# label is favoured (the null, exactly) and where politics is repelled; the seed topics are lost in a food well
-# (three depths), kept by a sticky chain, and neither in basin-free text (the null).
+# label is favoured (the null, exactly) and where politics is repelled. seed_topic_loss, the seed label's score
+# falling from the start: seeds of 70% their colour fall in a food well (three depths; the chains move to food) and
+# with no field (they dissolve into word salad, the seed label's score falling to its chance level); seeds of 15%
+# their colour, with no field, fall by less (a weak fall that the quick size decides in some topics and not in
+# others, as it does on the bundled model: the power there); from stationary starts (uniform colours, no field)
+# the score has one law at the start and at the end, a mean fall of 0 exactly (the null); a sticky chain keeps and
+# strengthens its seed's colour (the score rises).
 POLITICS_CLAIMS = ("politics_recurrence", "politics_rises_every_topic", "politics_ends_above_basin_free")
 CASES = cases(
     __file__,
@@ -202,7 +219,9 @@ CASES = cases(
         _case("seed_topic_loss", "food well", "holds", 1.0),
         _case("seed_topic_loss", "food well", "holds", 2.0),
         _case("seed_topic_loss", "food well", "holds", 3.0),
-        _case("seed_topic_loss", "no well", "fails"),
+        _case("seed_topic_loss", "no well", "holds"),
+        _case("seed_topic_loss", "no well", "holds", share=0.15),
+        _case("seed_topic_loss", "no well", "fails", share=0.0),
         _case("seed_topic_loss", "sticky", "fails"),
         *(_reversion_case(claim, *case) for claim in ch.REVERSION_CLAIMS.values() for case in REVERSION_CHAINS),
     ],

@@ -37,8 +37,9 @@ def potts_window(generator: torch.Generator, symmetric: bool, k: int, q: int) ->
 
 def _pseudo_likelihood_verdict(seed: int, symmetric: bool, plan) -> str:
     """Chapter 2's windows at one of the quick profile's sizes, `plan` (k free sites, windows, q values), through
-    its rule: one random fp32 Potts window (`potts_window`) a window, the claim failing on symmetric couplings
-    (every PL gap is 0 up to rounding) and holding on asymmetric ones."""
+    its rule (the share of windows whose PL gap exceeds twice its floor, against 1/2): one random fp32 Potts window
+    (`potts_window`) a window, the claim failing on symmetric couplings (every PL gap is 0 up to rounding, so no
+    window is a hit) and holding on asymmetric ones (most gaps far above the floor, a few near 0)."""
     gaps, floors, dtypes = [], [], []
     for k, count, q in plan:
         for window in range(count):

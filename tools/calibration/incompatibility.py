@@ -1,7 +1,8 @@
 """Chapter 1's general claims on known-answer chains at the quick profile's sizes (make calibrate): Potts chains
 only. incompatibility_detected: asymmetric against symmetric coupling, and a Potts chain scored in fp32 (as a masked
 LM is) whose largest true |delta| lies just above or just below the fp32 rounding floor the chapter computes for
-it; influence_amplifies_delta: asymmetry that grows with the coupling, falls as it grows, or is constant."""
+it; influence_amplifies_delta: asymmetry that grows with the coupling, falls as it grows, or is constant with the
+influence read on colours drawn apart from the rectangle's (rho = 0 exactly)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from . import cases, quick_sizes
 
 # The size each claim's power curve scales: the random rectangles its statistic is read on.
 SIZES = {"incompatibility_detected": ("rectangles",), "influence_amplifies_delta": ("rectangles",)}
+GRID = 2.0**-10  # influence_chain's couplings and fields lie on this grid
 
 
 def detected(cond, rectangles, top_k: int, resamples: int):
@@ -74,15 +76,22 @@ def _floor_verdict(seed: int, factor: float, scale: int = 1) -> str:
     return detected(cond, rectangles, 3, ch1.settings("quick").resamples)[0][0]
 
 
+def _on_grid(values: torch.Tensor) -> torch.Tensor:
+    """`values` rounded to multiples of GRID: sums of a few of them are exact in fp64."""
+    return torch.round(values / GRID) * GRID
+
+
 def influence_chain(kind, n=8, q=4, seed=0):
     """Potts J = S + A with S symmetric (log-uniform magnitudes 0.05..2.5, random signs) and A antisymmetric
     (random signs sigma): asymmetry |J_ji - J_ij| = 2|A_ij| is 0.6 |S_ij| ("scales": grows with the
-    coupling), 0.6 ("constant": |delta| independent of the pair, hence of any influence), or
-    0.6 (2.6 - |S_ij|) / 2.6 ("falls": shrinks as the coupling grows)."""
+    coupling), 0.6 (2.6 - |S_ij|) / 2.6 ("falls": shrinks as the coupling grows), or 0.6 ("constant", with no
+    field: the null case of `null_frame`). S, A and the field lie on the grid GRID, so every score and every
+    delta is exact in fp64: rectangles whose |delta| is equal tie exactly. (Rounding would break such ties by the
+    state's other sites, on which the influence depends too: on the constant chains it moved rho by up to 0.07.)"""
     g = torch.Generator().manual_seed(seed)
     size = torch.exp(torch.empty(n, n, dtype=torch.float64).uniform_(np.log(0.05), np.log(2.5), generator=g))
     sign = torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double()
-    symmetric = torch.triu(size * sign, 1)
+    symmetric = _on_grid(torch.triu(size * sign, 1))
     symmetric = symmetric + symmetric.T
     sigma = torch.triu(torch.where(torch.rand(n, n, generator=g) < 0.5, -1.0, 1.0).double(), 1)
     sigma = sigma - sigma.T
@@ -91,8 +100,10 @@ def influence_chain(kind, n=8, q=4, seed=0):
         "constant": 0.3 * torch.ones(n, n, dtype=torch.float64),
         "falls": 0.3 * (2.6 - symmetric.abs()) / 2.6,
     }[kind]
-    field = 0.5 * torch.randn(n, q, generator=g, dtype=torch.float64)
-    return glauber.PottsConditionals(symmetric + asymmetry * sigma, field, q=q)
+    field = torch.zeros(n, q, dtype=torch.float64)
+    if kind != "constant":
+        field = _on_grid(0.5 * torch.randn(n, q, generator=g, dtype=torch.float64))
+    return glauber.PottsConditionals(symmetric + _on_grid(asymmetry) * sigma, field, q=q)
 
 
 def influence_frame(cond, count: int, seed: int):
@@ -102,11 +113,32 @@ def influence_frame(cond, count: int, seed: int):
     return ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
 
 
+def null_frame(cond, count: int, seed: int, k: int = 3):
+    """influence_frame with the influence from `k` colours a site drawn uniformly from all q on their own stream
+    (ch1.pair_influence), not from ch1.alternative_tokens, which never tries a rectangle's own colours (on 4
+    colours: exactly the other two at each site, a function of the four colours A, A', B, B').
+
+    On influence_chain("constant") Spearman's rho of |delta| with this influence is exactly 0 on every chain:
+    |delta| = |J_ji - J_ij| |[A = B] + [A' = B'] - [A = B'] - [A' = B]| (fields and the other sites cancel)
+    with |J_ji - J_ij| = 0.6 on every pair, a function of the four colours alone; the influence is a function
+    of the sites i, j, the state off i and j and the colours tried, all independent of the four colours
+    (states uniform, A' and B' uniform over the other colours, the tried ones on their own stream). The two
+    are independent, so their population rank correlation is 0."""
+    rectangles = ch1.random_rectangles(cond, cond.n_sites, count, seed=seed)
+    generator = torch.Generator().manual_seed(int(seed) + 104729)
+    tried = torch.rand(count, 2, cond.vocab_size, generator=generator).argsort(2)[:, :, :k]
+    ij, ji = ch1.pair_influence(cond, rectangles, tried).numpy().T
+    frame = ch1.rectangle_frame(cond, rectangles, top_k=cond.vocab_size, alternatives=3)
+    return frame.assign(influence_ij=ij, influence_ji=ji, influence=np.fmax(ij, ji))
+
+
 def _influence_verdict(seed: int, kind: str, scale: int = 1) -> str:
     """Chapter 1's influence protocol (the quick profile's rectangle count and bootstrap) on a Potts chain whose
-    asymmetry grows with the coupling (the claim holds), falls as it grows, or is constant (it fails: rho = 0)."""
+    asymmetry grows with the coupling (the claim holds: rho about 0.6), falls as it grows (it fails: rho about
+    -0.4), or is constant with its influence read by null_frame (it fails: rho = 0, below the rule's RHO_SESOI)."""
     cfg = quick_sizes(ch1, SIZES["influence_amplifies_delta"], scale)
-    frame = influence_frame(influence_chain(kind, seed=seed), cfg.rectangles, seed)
+    cond = influence_chain(kind, seed=seed)
+    frame = (null_frame if kind == "constant" else influence_frame)(cond, cfg.rectangles, seed)
     estimate = ch1.rank_correlation_ci(frame.influence, frame.abs_delta, resamples=cfg.resamples // 5, seed=seed)
     return judging1._influence_verdict(estimate)[0]
 
@@ -126,7 +158,8 @@ CASES = cases(
          lambda seed, scale=1: _influence_verdict(seed, "scales", scale)),
         ("influence_amplifies_delta", "Potts, asymmetry falls as the coupling grows", "fails", "01_incompatibility",
          lambda seed, scale=1: _influence_verdict(seed, "falls", scale)),
-        ("influence_amplifies_delta", "Potts, constant asymmetry (rho = 0)", "fails", "01_incompatibility",
+        ("influence_amplifies_delta", "Potts, constant asymmetry, no field, colours tried apart (rho = 0)", "fails",
+         "01_incompatibility",
          lambda seed, scale=1: _influence_verdict(seed, "constant", scale)),
     ],
     SIZES,

@@ -89,7 +89,7 @@ def well_starts(chains: int, n: int, colours: int, seed: int) -> torch.Tensor:
 def cold_verdict(cond, seed: int, scale: int = 1, starts=None) -> str:
     """The notebook's cold comparison at the quick sizes (`scale` times its chains): the warm (tau = 1) and cold
     chains from the same starts (`starts(chains)`, else uniformly random ones), cold_frame on Hamming vectors,
-    cold_row's verdict."""
+    cold_row's verdict (rule_every_part over 2 cold temperatures x 2 steps: differs at every_part_level(4))."""
     cfg = sized("cold_chains_stay", scale)
     taus = [cfg.temperatures[0], *cfg.cold_temperatures]
     x0 = random_starts(cfg.n_chains, N, cond.vocab_size, seed) if starts is None else starts(cfg.n_chains)
