@@ -114,10 +114,10 @@ ch.profiles_view(cond)
 # the sequence, which would be the paper's window *if* its passages had that many tokens (an
 # assumption, not a number the paper gives), so that a site is offered about as many updates per
 # window at every length. The threshold stays at the paper's value at every size (a cosine
-# distance from the same kind of embedder). The smaller profiles also run a colder
-# $\tau$ = {glue:text}`ch5_colder_taus` beside the paper's $\tau = 1$, fixed in advance (appendix
-# C.3 names $\tau \le 0.5$ as the regime where chains stall), not tuned to produce traps. Their
-# runs are short: traps need the `paper` profile's chains. On a protein model
+# distance from the same kind of embedder). Every profile also runs the chains at a temperature
+# matched to the model, $\tau_m$, fixed by a rule before the chains run (next section), when it
+# differs from the paper's $\tau = 1$. The smaller profiles' runs are short: traps need long
+# chains. On a protein model
 # (`-p model antiberty`) each chain's state is a whole germline V gene (its first 90 residues,
 # FR1 to FR3), only its first $n$ residues (FR1) move, every gap and every Hamming distance is read on
 # those $n$ sites with the gene around them, and the profiles stay the same except that the chains
@@ -126,9 +126,8 @@ ch.profiles_view(cond)
 # ## What we test, and how we judge it
 #
 # The rules are fixed here, before the run. The paper states its trap claims at $\tau = 1$
-# (Table 4), so **each is judged on the $\tau = 1$ traps only**; the colder
-# $\tau$ = {glue:text}`ch5_colder_taus` of the smaller profiles (on a text model) gets its own
-# labelled rows in the tables below, never a verdict. Each rule has a null that the run must exclude to count as
+# (Table 4), so **each is judged on the $\tau = 1$ traps only**; the matched $\tau_m$ gets its
+# own labelled rows in the tables below, not yet a verdict. Each rule has a null that the run must exclude to count as
 # **reproduced**; it **differs** when the run excludes what the paper says, and it is
 # **inconclusive** otherwise, saying what would decide it (how many traps, or how much larger a
 # run). Every rule is calibrated on chains whose answer is known by mathematics
@@ -188,6 +187,41 @@ ch.profiles_view(cond)
 # it depends on $|V|$ and the model's logit scale) are numbers measured on BERT with Table 4's
 # protocol: judged against the band in `book/paper_claims.csv` only on that model and protocol,
 # else shown as **other setup**.
+#
+# ## A temperature matched to this model
+#
+# The kernel sees scores only as $s/\tau$, so $\tau = 1$ means different things on models whose
+# scores differ in scale. A trap holds when its score gaps are large against $\tau$; the paper's
+# traps at $\tau = 1$ on BERT have mean gaps $\bar\Delta$ of 4.12 and more (its shallowest, the
+# scoring sentence of appendix A.1). Our rule, fixed before any trap claim is judged at the result:
+# from each of the first {glue:text}`ch5_match_starts` seed passages (seed 0) at
+# $n$ = {glue:text}`ch5_match_length` (appendix B.2's length, where the paper set its window and
+# threshold), sweep the sites in order, setting each to its most likely token (ties to the lowest
+# id), until a sweep changes nothing: the chain's $\tau \to 0$ limit, a perfect trap. A start that
+# has not settled within {glue:text}`ch5_max_sweeps` sweeps, or comes back to a state it had
+# (the sweeps are deterministic: it cycles), is counted and left out. Then
+#
+# $$\tau_m = \min\bigl(1,\ \operatorname{median}\bar\Delta / 4.12\bigr),$$
+#
+# rounded to 0.05: the temperature at which this model's fixed points are as deep, in units of
+# $\tau$, as the paper's shallowest trap. The cap keeps a model sharper than BERT at the paper's
+# $\tau$. (`ch.matched_temperature`; its tests read it off chains whose gaps are known.)
+
+# %%
+starts, free_sites = ch.matching_starts(cond, cfg)
+matched = ch.matched_temperature(cond, starts, free_sites)
+run.save(ch.matched_frame(matched, bt.code_version("05_traps")), "matched_temperature")
+cfg.temperatures = ch.run_temperatures(cfg.temperatures, matched["tau_m"])
+matched
+
+# %% tags=["remove-input"]
+run.glue(ch.matched_text(matched))
+
+# %% [markdown]
+# {glue:text}`ch5_tau_m_settled` starts settled; their median mean gap is
+# {glue:text}`ch5_tau_m_gap` against the paper's {glue:text}`ch5_paper_trap_gap`, so
+# $\tau_m$ = {glue:text}`ch5_tau_m` (unrounded {glue:text}`ch5_tau_m_unrounded`).
+# {glue:text}`ch5_matched_runs`
 #
 # ## Running the chains
 #
@@ -489,6 +523,7 @@ run.claims(rows)
 
 # %% tags=["remove-input"]
 run.glue(ch.run_text(traps, summaries, median_drift, rows, cfg))
+run.glue(ch.matched_text(matched, traps, cfg.n_chains, cfg.steps))
 
 # %% [markdown]
 # ## What this shows
@@ -500,6 +535,7 @@ run.glue(ch.run_text(traps, summaries, median_drift, rows, cfg))
 #   threshold, and the detector finds {glue:text}`ch5_hot_traps` (perfect:
 #   {glue:text}`ch5_hot_perfect`){glue:text}`ch5_colder_traps`. Only the $\tau$ = {glue:text}`ch5_paper_tau` traps
 #   ({glue:text}`ch5_paper_tau_traps`) are judged.
+# - At the matched temperature: {glue:text}`ch5_matched_need`.
 # - Both kinds of trap: *{glue:text}`ch5_trap_split_verdict`*; approximate traps outlasting the
 #   detector's null: *{glue:text}`ch5_approximate_trap_duration_verdict`*.
 # - Theorem 8: {glue:text}`ch5_theorem8`; the bound says nothing about how long a trap lasts

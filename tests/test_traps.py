@@ -599,7 +599,8 @@ def test_settings_follow_the_profile_and_derive_the_rest():
 
     assert set(ch.SETTINGS) == set(bt.PROFILES)
     smoke = ch.settings("smoke", None, seq_len=0, temperatures=[], passages="", window=0)
-    assert (smoke.seq_len, smoke.window, smoke.temperatures, smoke.passages) == (8, 120, [1.0, 0.5], "bbc")
+    assert (smoke.seq_len, smoke.window, smoke.temperatures, smoke.passages) == (8, 120, [1.0], "bbc")
+    assert (smoke.match_starts, ch.settings("quick").match_starts, ch.MATCH_LENGTH) == (4, 30, 20)
     assert smoke.threshold == float(bt.paper_protocol("trap_split")["threshold"])
     assert smoke.cold_temperatures == [0.1, 0.01]
     odd = ch.settings("quick", steps=1_005, record_every=10, cold_steps=5_000, window=100, seq_len=7)
@@ -635,7 +636,7 @@ def test_the_page_reads_its_profiles_from_the_settings():
         assert (row["n"], row["chains per τ"], row["steps"]) == (cfg.seq_len, cfg.n_chains, f"{cfg.steps:,}")
         assert row["window"] == f"{cfg.window:,} steps" and row["seeds"] == cfg.passages
     text = ch.setup_text(ch.settings("smoke"), SimpleNamespace(allowed=torch.ones(30, dtype=torch.bool)))
-    assert text["paper_n"] == str(ch.SETTINGS["paper"]["seq_len"]) and text["colder_taus"] == "0.5"
+    assert text["paper_n"] == str(ch.SETTINGS["paper"]["seq_len"])
     assert text["cold_level"] == "98.75%"  # every_part_level over 2 cold temperatures x 2 steps
 
 
@@ -881,3 +882,72 @@ def test_no_trap_in_a_window_run_gives_an_empty_frame():
     vectors = {tau: (chains, ch.state_vectors(potts, None, chains)) for tau, chains in runs.items()}
     found = {1.0: ch.trap_catalogue(potts, runs[1.0], ch.detect_traps(vectors[1.0][1], runs[1.0].steps, 8, 1e-9))}
     assert found[1.0].empty and ch.trap_frame(potts, vectors, found, contexts=genes).empty
+
+
+# ---- the matched temperature (issue 63, item 3) ----
+
+
+def test_fixed_points_of_independent_sites_are_each_sites_favourite_with_ties_to_the_lowest_id():
+    """No coupling: one sweep sets every site to its field's argmax (a tie to the lowest colour), the next changes
+    nothing, so every start settles there."""
+    field = torch.tensor([[0.0, 2.0, 1.0], [1.5, 0.0, 1.5], [0.0, 0.0, 3.0]])
+    potts = glauber.PottsConditionals(torch.zeros(3, 3), field, q=3)
+    starts = torch.tensor([[0, 0, 0], [2, 1, 0], [1, 0, 2]])
+    states, settled = ch.fixed_points(potts, starts)
+    assert settled.all() and (states == torch.tensor([1, 0, 2])).all()
+
+
+def test_fixed_points_stop_on_a_cycle_of_incompatible_conditionals():
+    """Site 0 copies site 1, site 1 avoids site 0 (asymmetric J, incompatible): from (0, 0) a sweep gives (0, 1),
+    then (1, 0), then (0, 1) again, a cycle, so the start never settles; the check stops it after three sweeps."""
+    coupling = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
+    potts = glauber.PottsConditionals(coupling, q=2)
+    states, settled = ch.fixed_points(potts, torch.tensor([[0, 0]]), max_sweeps=50)
+    assert not settled.any() and states.tolist() in ([[0, 1]], [[1, 0]])
+
+
+def test_matched_temperature_reads_the_median_mean_gap_against_the_papers():
+    """Independent sites whose favourite leads by g at every site: every fixed point has mean gap g, so tau_m =
+    min(1, g / 4.12) rounded to 0.05; a gap deeper than the paper's caps at 1."""
+    for gap, expected in ((2.06, 0.5), (1.0, 0.25), (9.0, 1.0)):
+        field = torch.zeros(4, 3)
+        field[:, 2] = gap
+        potts = glauber.PottsConditionals(torch.zeros(4, 4), field, q=3)
+        matched = ch.matched_temperature(potts, torch.zeros(5, 4, dtype=torch.long))
+        assert matched["tau_m"] == pytest.approx(expected) and matched["settled"] == matched["starts"] == 5
+        assert matched["median_gap"] == pytest.approx(gap) and ch.PAPER_TRAP_GAP == 4.12
+    with pytest.raises(ValueError, match="reference_gap"):
+        ch.matched_temperature(potts, torch.zeros(1, 4, dtype=torch.long), reference_gap=0.0)
+
+
+def test_matched_temperature_leaves_out_starts_that_do_not_settle_and_reads_free_sites_only():
+    """A cycling start is counted and left out; with `sites`, the gaps are those of the free sites alone."""
+    coupling = torch.tensor([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    field = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 3.0]])
+    potts = glauber.PottsConditionals(coupling, field, q=2)
+    cycling = ch.matched_temperature(potts, torch.tensor([[0, 0, 0]]))
+    assert cycling["settled"] == 0 and math.isnan(cycling["tau_m"])
+    free = ch.matched_temperature(potts, torch.tensor([[0, 0, 1]]), sites=[2])
+    assert free["settled"] == 1 and free["median_gap"] == pytest.approx(3.0)
+
+
+def test_the_run_adds_the_matched_temperature_after_the_profiles_once():
+    assert ch.run_temperatures([1.0], 0.55) == [1.0, 0.55]
+    assert ch.run_temperatures([1.0], 1.0) == [1.0]  # a model as sharp as BERT runs at the paper's tau alone
+    assert ch.run_temperatures([1.0], math.nan) == [1.0]  # no start settled: no matched run
+
+
+def test_matched_text_says_how_long_a_run_would_need_to_be_for_trap_split():
+    """35 distinct held states (cases_to_rule_out(10%)) at the run's rate, or at the paper's with none seen."""
+    matched = dict(tau_m=0.5, median_gap=2.06, unrounded=0.5, settled=28, starts=30)
+    traps = pd.DataFrame(
+        dict(temperature=[0.5, 0.5, 1.0], chain=[0, 1, 0], state=[(1, 2), (3, 4), (5, 6)], min_gap=[0.1, -0.2, 0.3])
+    )
+    text = ch.matched_text(matched, traps, chains=10, steps=1_000)
+    assert text["tau_m"] == "0.5" and text["tau_m_settled"] == "28 of 30"
+    assert "2 distinct held states" in text["matched_need"] and "175,000 chain-steps" in text["matched_need"]
+    none = ch.matched_text(matched, traps.head(0), chains=10, steps=1_000)["matched_need"]
+    assert "617,647 chain-steps at the paper's rate" in none
+    assert "matched_need" not in ch.matched_text(matched)
+    unsettled = ch.matched_text(dict(tau_m=math.nan, median_gap=math.nan, unrounded=math.nan, settled=0, starts=4))
+    assert "nan" not in " ".join(unsettled.values()).lower()

@@ -11,11 +11,11 @@ import pandas as pd
 
 from book_tools import interval_text, paper_claim, paper_number, parse_pairs, reading_table, share_text
 from glauber_core import is_protein
-from verdicts import every_part_level
+from verdicts import cases_to_rule_out, every_part_level
 
 from .judging import COLD_FACTOR, COLD_POINTS, DURATION_FACTOR, TIE_TOLERANCE, _count_text, cold_parts, final_escapes
-from .protocol import COLD_PROTOCOL, PAPER_TAU, SETTINGS, TABLE4, settings
-from .science import cold_movement, kernel_chance, weakest_site_chance, window_drift
+from .protocol import COLD_PROTOCOL, MATCH_LENGTH, PAPER_TAU, PAPER_TRAP_GAP, SETTINGS, TABLE4, paper_counts, settings
+from .science import MAX_SWEEPS, cold_movement, distinct_held_states, kernel_chance, weakest_site_chance, window_drift
 
 
 def setup_text(cfg, cond) -> dict:
@@ -35,11 +35,44 @@ def setup_text(cfg, cond) -> dict:
         "cold_taus": " and ".join(f"{t:g}" for t in cfg.cold_temperatures) or "none",
         "cold_level": f"{every_part_level(max(len(cfg.cold_temperatures) * len(COLD_POINTS), 1)):.2%}",
         "paper_n": f"{SETTINGS['paper']['seq_len']}",
-        "colder_taus": " and ".join(
-            f"{t:g}" for t in sorted({t for s in SETTINGS.values() for t in s["temperatures"]} - {PAPER_TAU})
-        )
-        or "none",
     }
+
+
+def matched_text(matched: dict, traps: pd.DataFrame | None = None, chains: int = 0, steps: int = 0) -> dict:
+    """The matched temperature in words (matched_temperature's result): tau_m, the median gap it was read from, the
+    starts that settled; given the run's traps, chains and steps, `matched_need`: how many distinct held states the
+    run saw at tau_m and how long a run would have to be to see the cases_to_rule_out(10%) = 35 that trap_split
+    needs to say differs, at the rate this run shows (or, with none seen, the paper's 17 traps in 30 chains x 10^4
+    steps)."""
+    text = {
+        "tau_m": f"{matched['tau_m']:g}" if math.isfinite(matched["tau_m"]) else "undefined (no start settled)",
+        "tau_m_gap": f"{matched['median_gap']:.2f}" if math.isfinite(matched["median_gap"]) else "undefined",
+        "tau_m_unrounded": f"{matched['unrounded']:.3f}" if math.isfinite(matched["unrounded"]) else "undefined",
+        "tau_m_settled": f"{matched['settled']} of {matched['starts']}",
+        "match_starts": f"{matched['starts']}",
+        "matched_runs": "The chains below run at τ = 1 and at τ_m."
+        if math.isfinite(matched["tau_m"]) and not math.isclose(matched["tau_m"], PAPER_TAU)
+        else "The chains below run at the paper's τ alone.",
+        "paper_trap_gap": f"{PAPER_TRAP_GAP:g}",
+        "match_length": f"{MATCH_LENGTH}",
+        "max_sweeps": f"{MAX_SWEEPS}",
+    }
+    if traps is None or not math.isfinite(matched["tau_m"]):
+        return text
+    here = traps[np.isclose(traps.temperature, matched["tau_m"])] if len(traps) else traps
+    seen, needed = len(distinct_held_states(here)) if len(here) else 0, cases_to_rule_out(0.1)
+    counts = paper_counts()
+    rate = seen / (chains * steps) if seen else counts["count"] / (counts["chains"] * counts["steps"])
+    source = "this run's rate" if seen else "the paper's rate (17 traps in 30 chains of 10,000 steps)"
+    text["matched_need"] = (
+        f"{_count_text(seen, 'distinct held state')} at τ = {matched['tau_m']:g} in {chains} chains of {steps:,} steps"
+        + (
+            f"; trap_split needs {needed} to be able to say differs, about {needed / rate:,.0f} chain-steps at {source}"
+            if seen < needed
+            else f", enough for trap_split to be able to say differs ({needed})"
+        )
+    )
+    return text
 
 
 PROFILE_ROLES = {"smoke": "smoke (CI)", "quick": "quick (this book)", "paper": "paper (GPU)"}

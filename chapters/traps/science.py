@@ -11,10 +11,83 @@ import numpy as np
 import pandas as pd
 import torch
 
-from glauber_core import Conditionals, Trajectory, check_count, conditional_probs, score_gaps
+from glauber_core import Conditionals, Trajectory, check_count, check_tokens, conditional_probs, score_gaps
 from verdicts import COLD_FACTOR, bootstrap_ci, mean_interval, poisson_interval, share_intervals, spearman_difference_ci
 
-from .protocol import state_vectors, with_context
+from .protocol import PAPER_TRAP_GAP, state_vectors, with_context
+
+# --------------------------------------------------------------------------------------------
+# The matched temperature: the model's tau -> 0 fixed points against the paper's traps (appendix A.1)
+# --------------------------------------------------------------------------------------------
+
+# The sweeps a start may take to settle (issue 63's rule, fixed before any trap claim is judged)
+MAX_SWEEPS = 50
+# tau_m is rounded to this step, so that a change in the last digits of a median gap does not move it
+MATCHED_STEP = 0.05
+
+
+def fixed_points(
+    cond: Conditionals, tokens, sites=None, max_sweeps: int = MAX_SWEEPS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tau -> 0 limit of a systematic-scan chain from each start: sweep the sites in order, setting each to
+    the argmax of its conditional over allowed tokens (ties to the lowest id), until a sweep changes nothing. A
+    settled state is a perfect trap at tau -> 0 (every Delta_i >= 0, Assumption 1 up to ties). The sweeps are
+    deterministic, so a start whose state after a sweep repeats an earlier sweep's is on a cycle and never settles:
+    it stops there. `sites`: the free sites, in order (None: all). Returns (states LongTensor[B, n], settled
+    BoolTensor[B]); a start that neither settles nor cycles within `max_sweeps` is not settled."""
+    x = check_tokens(cond, tokens, "tokens").clone()
+    order = torch.arange(x.shape[1]) if sites is None else torch.as_tensor(sites).long().reshape(-1)
+    check_count(max_sweeps, "max_sweeps", 1)
+    settled = torch.zeros(len(x), dtype=torch.bool)
+    active = torch.ones(len(x), dtype=torch.bool)
+    seen = [{tuple(row.tolist())} for row in x]
+    for _ in range(max_sweeps):
+        rows = active.nonzero().reshape(-1)
+        if not len(rows):
+            break
+        part = x[rows]
+        for site in order.tolist():
+            scores = cond.log_scores(part, torch.full((len(part),), site)).double().cpu()
+            part[:, site] = scores.masked_fill(~cond.allowed.cpu(), -math.inf).argmax(1)
+        for row, state in zip(rows.tolist(), part):
+            key = tuple(state.tolist())
+            settled[row] = key == tuple(x[row].tolist())
+            active[row] = not settled[row] and key not in seen[row]
+            seen[row].add(key)
+        x[rows] = part
+    return x, settled
+
+
+def matched_temperature(cond: Conditionals, tokens, sites=None, reference_gap: float = PAPER_TRAP_GAP) -> dict:
+    """The temperature at which this model's traps are as deep, in units of tau, as the paper's shallowest trap
+    that held at tau = 1 (issue 63's rule; the kernel sees scores only as s / tau): from each start, its tau -> 0
+    fixed point (fixed_points); tau_m = min(1, median over the settled starts of the mean score gap Delta-bar at the
+    fixed point / `reference_gap`), rounded to MATCHED_STEP (at least one step). `reference_gap`: the paper's 4.12
+    (the scoring sentence of section A.1, the smallest Delta-bar it gives for a trap). The cap keeps a model
+    sharper than BERT at the paper's tau. Returns {"tau_m", "median_gap", "settled", "starts", "unrounded"}; tau_m
+    is NaN when no start settles."""
+    if not (reference_gap and math.isfinite(reference_gap) and reference_gap > 0):
+        raise ValueError(f"reference_gap must be a positive number, got {reference_gap!r}")
+    states, settled = fixed_points(cond, tokens, sites)
+    starts = len(states)
+    if not settled.any():
+        return dict(tau_m=math.nan, median_gap=math.nan, settled=0, starts=starts, unrounded=math.nan)
+    gaps = score_gaps(cond, states[settled], sites=sites)
+    free = gaps.shape[1] if sites is None else len(torch.as_tensor(sites).reshape(-1))
+    mean_gaps = gaps.masked_fill(torch.isinf(gaps), 0.0).sum(1) / free  # frozen sites (+inf) left out
+    median = float(np.median(mean_gaps.numpy()))
+    unrounded = min(1.0, median / reference_gap)
+    tau_m = max(MATCHED_STEP, round(unrounded / MATCHED_STEP) * MATCHED_STEP)
+    return dict(
+        tau_m=round(tau_m, 10), median_gap=median, settled=int(settled.sum()), starts=starts, unrounded=unrounded
+    )
+
+
+def matched_frame(matched: dict, code: str) -> pd.DataFrame:
+    """matched_temperature's result as the one-row table the chapter writes before any trap claim is judged at
+    tau_m, with the reference gap, the sweep budget and the code version that fixed it."""
+    return pd.DataFrame([matched | dict(reference_gap=PAPER_TRAP_GAP, max_sweeps=MAX_SWEEPS, code=code)])
+
 
 # --------------------------------------------------------------------------------------------
 # The drift and the trap detector (appendix A.1)
