@@ -308,11 +308,25 @@ def decide_at(verdict: str, reason: str, ours: float, low: float, high: float, n
     if verdict != INCONCLUSIVE:
         return ""
     said = [part for part in re.split(r"; |: ", str(reason)) if "would decide it" in part]
+    if len(said) > 1:  # a claim of several parts: the part that needs the largest run binds
+        return _binding_clause(said)
     if said:
-        return said[-1]
+        return said[0]
     values = (ours, low, high, null)
     direction = side if side in ("above", "below") else None
     return decide_text(*values, direction) if finite(*values) and low <= null <= high else ""
+
+
+def _binding_clause(clauses: list[str]) -> str:
+    """Of several parts' "would decide it" clauses, the one naming the largest run (a claim "in every part" is
+    reproduced only when every part is); when the parts would reach different verdicts, the clause without its
+    verdict, saying so."""
+    sizes = [float(m.group(1).replace(",", "")) if (m := re.search(r"about ([\d.,]+)x", c)) else 0.0 for c in clauses]
+    binding = clauses[int(np.argmax(sizes))]
+    reached = {m.group(1) for c in clauses if (m := re.search(r"would find it (\w+)", c))}
+    if len(reached) > 1:
+        return re.sub(r", and would find it \w+", "", binding) + ", though its parts point to different verdicts"
+    return binding
 
 
 def chapter_href(chapter: str, root: str | Path = REPO_ROOT) -> str | None:

@@ -316,8 +316,10 @@ ch.ecdf_figure(models, floors[run.model]["floor"]);
 # any faint dependence an amplification. **Reproduced** when the 95% interval of $\rho$ lies above
 # 0.1, **differs** when it lies at or below 0.1 (at most a weak relation), **inconclusive** when it
 # contains 0.1 (or cannot be estimated). Calibrated on Potts chains whose asymmetry
-# $|J_{ji} - J_{ij}|$ grows with $|J_{ij}|$ (holds), falls as it grows (fails), or is constant with
-# the influence read on tokens drawn apart from the rectangle's, so that $\rho = 0$ exactly (fails).
+# $|J_{ji} - J_{ij}|$ grows with $|J_{ij}|$ (holds), falls as it grows (fails), or is constant, with
+# no field and the influence read on colours drawn uniformly on a stream of their own (not the
+# chapter's alternatives, which avoid the rectangle's colours and so would tie the influence to
+# them), so that $\rho = 0$ exactly (fails).
 # The paper's measure is shown beside it, not judged.
 
 # %%

@@ -192,7 +192,7 @@ ch.profiles_view(cond)
 #
 # The kernel sees scores only as $s/\tau$, so $\tau = 1$ means different things on models whose
 # scores differ in scale. A trap holds when its score gaps are large against $\tau$; the paper's
-# traps at $\tau = 1$ on BERT have mean gaps $\bar\Delta$ of 4.12 and more (its shallowest, the
+# traps at $\tau = 1$ on BERT have mean gaps $\bar\Delta$ of {glue:text}`ch5_paper_trap_gap` and more (its shallowest, the
 # scoring sentence of appendix A.1). Our rule, fixed before any trap claim is judged at the result:
 # from each of the first {glue:text}`ch5_match_starts` seed passages (seed 0) at
 # $n$ = {glue:text}`ch5_match_length` (appendix B.2's length, where the paper set its window and
@@ -201,17 +201,19 @@ ch.profiles_view(cond)
 # has not settled within {glue:text}`ch5_max_sweeps` sweeps, or comes back to a state it had
 # (the sweeps are deterministic: it cycles), is counted and left out. Then
 #
-# $$\tau_m = \min\bigl(1,\ \operatorname{median}\bar\Delta / 4.12\bigr),$$
+# $$\tau_m = \min\bigl(1,\ \operatorname{median}\bar\Delta / \bar\Delta_{\text{paper}}\bigr),$$
 #
-# rounded to 0.05: the temperature at which this model's fixed points are as deep, in units of
+# with $\bar\Delta_{\text{paper}}$ that shallowest trap's mean gap, rounded to
+# {glue:text}`ch5_matched_step`: the temperature at which this model's fixed points are as deep, in units of
 # $\tau$, as the paper's shallowest trap. The cap keeps a model sharper than BERT at the paper's
 # $\tau$. (`ch.matched_temperature`; its tests read it off chains whose gaps are known.)
 
 # %%
 starts, free_sites = ch.matching_starts(cond, cfg)
 matched = ch.matched_temperature(cond, starts, free_sites)
-run.save(ch.matched_frame(matched, bt.code_version("05_traps")), "matched_temperature")
-cfg.temperatures = ch.run_temperatures(cfg.temperatures, matched["tau_m"])
+code = bt.code_version("05_traps")
+run.save(ch.matched_frame(matched, code), "matched_temperature")
+temperatures = ch.run_temperatures(cfg.temperatures, matched["tau_m"])
 matched
 
 # %% tags=["remove-input"]
@@ -237,7 +239,7 @@ seeds = glauber.seed_passages(
 warm = ch.chains_at_temperatures(
     cond,
     seeds.tokens,
-    cfg.temperatures,
+    temperatures,
     cfg.steps,
     seed=seed,
     record_every=cfg.record_every,

@@ -363,6 +363,16 @@ def test_power_reach_text_counts_rules_at_each_scale_and_names_the_ones_that_nev
     assert "`nlogn_fit` (90% at x1, 50% at x4)" in bt.power_reach_text(table.reset_index())
 
 
+def test_decide_at_reads_the_binding_part_of_a_claim_of_several_parts():
+    """Two parts' clauses: the larger run binds; parts pointing to different verdicts name none."""
+    a = "about 2x this run's size would decide it with 80% power if the estimate holds, and would find it reproduced"
+    b = "about 9.5x this run's size would decide it with 80% power if the estimate holds, and would find it reproduced"
+    c = "about 3x this run's size would decide it with 80% power if the estimate holds, and would find it differs"
+    assert bt.decide_at(bt.INCONCLUSIVE, f"x: {a}; y: {b}", 0.1, -0.1, 0.3, 0.0) == b
+    mixed = bt.decide_at(bt.INCONCLUSIVE, f"x: {b}; y: {c}", 0.1, -0.1, 0.3, 0.0)
+    assert mixed.startswith("about 9.5x") and "find it" not in mixed and "different verdicts" in mixed
+
+
 def test_decide_at_states_the_run_that_clears_the_null_only_for_an_inconclusive_interval_around_it():
     """ours 0.2 in [-0.3, 0.7] against 0: half-width 0.5 over the effect 0.2, squared, times (2.80 / 1.96)^2 for 80%
     power, 12.8 times this run, which finds the paper's side ("above") reproduced and the other side differs; nothing

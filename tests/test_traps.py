@@ -938,16 +938,19 @@ def test_the_run_adds_the_matched_temperature_after_the_profiles_once():
 
 
 def test_matched_text_says_how_long_a_run_would_need_to_be_for_trap_split():
-    """35 distinct held states (cases_to_rule_out(10%)) at the run's rate, or at the paper's with none seen."""
+    """35 distinct held states (cases_to_rule_out(10%)) at the run's rate, or at the paper's with none seen; before
+    the run the rule's numbers, after it the need alone (a glue key is written once)."""
     matched = dict(tau_m=0.5, median_gap=2.06, unrounded=0.5, settled=28, starts=30)
     traps = pd.DataFrame(
         dict(temperature=[0.5, 0.5, 1.0], chain=[0, 1, 0], state=[(1, 2), (3, 4), (5, 6)], min_gap=[0.1, -0.2, 0.3])
     )
-    text = ch.matched_text(matched, traps, chains=10, steps=1_000)
-    assert text["tau_m"] == "0.5" and text["tau_m_settled"] == "28 of 30"
-    assert "2 distinct held states" in text["matched_need"] and "175,000 chain-steps" in text["matched_need"]
+    before = ch.matched_text(matched)
+    assert before["tau_m"] == "0.5" and before["tau_m_settled"] == "28 of 30" and "matched_need" not in before
+    after = ch.matched_text(matched, traps, chains=10, steps=1_000)
+    assert set(after) == {"matched_need"} and not set(after) & set(before)
+    assert "2 distinct held states" in after["matched_need"] and "175,000 chain-steps" in after["matched_need"]
     none = ch.matched_text(matched, traps.head(0), chains=10, steps=1_000)["matched_need"]
     assert "617,647 chain-steps at the paper's rate" in none
-    assert "matched_need" not in ch.matched_text(matched)
-    unsettled = ch.matched_text(dict(tau_m=math.nan, median_gap=math.nan, unrounded=math.nan, settled=0, starts=4))
-    assert "nan" not in " ".join(unsettled.values()).lower()
+    unsettled = dict(tau_m=math.nan, median_gap=math.nan, unrounded=math.nan, settled=0, starts=4)
+    assert "nan" not in " ".join(ch.matched_text(unsettled).values()).lower()
+    assert "no start settled" in ch.matched_text(unsettled, traps, chains=10, steps=1_000)["matched_need"]

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 import book_tools as bt
-from verdicts import finite
+from verdicts import every_part_level, finite
 
 from .judging import _ends_text, _loss_text, _peak_text, _rises_text
 from .science import leading_label_shares
@@ -105,7 +105,7 @@ def _interval_column(
 def rises_view(rises: pd.DataFrame, target: str = "politics"):
     """Table 3a (rise_frame) for the page: per seed topic, the mean rise of the target and of the chains'
     control labels, the target's rise beyond the control's (paired per chain) with its 95% interval, and
-    the topic's verdict."""
+    the topic's verdict at 95% and at every_part_level(K) (the level at which a topic can make the claim differ)."""
     view = pd.DataFrame(
         {
             "seed topic": rises.index,
@@ -113,7 +113,7 @@ def rises_view(rises: pd.DataFrame, target: str = "politics"):
             f"{target} rise": [f"{v:+.3f}" for v in rises.rise],
             "control label's rise": [f"{v:+.3f}" for v in rises.control_rise],
             "beyond the control": _interval_column(rises, "excess", "excess_low", "excess_high", 3),
-            "verdict": rises.verdict.to_numpy(),
+            **_verdicts_column(rises),
         }
     )
     return bt.reading_table(view)
@@ -122,19 +122,26 @@ def rises_view(rises: pd.DataFrame, target: str = "politics"):
 def loss_view(loss: pd.DataFrame):
     """seed_loss_frame for the page: per seed topic, the seed label's fall from the start (the topic's verdict is
     judged on it, null 0) and, beside it, the word-salad level it is read against: the share of its chains ending
-    below the median of basin-free text (shown, not judged), each with its 95% interval."""
+    below the median of basin-free text (shown, not judged), each with its 95% interval; the topic's verdict at 95%
+    and at every_part_level(K), the level at which a topic can make the claim differ."""
     view = pd.DataFrame(
         {
             "seed topic": loss.index,
             "chains": loss.chains.to_numpy(),
             "fall from the start": _interval_column(loss, "fall", "fall_low", "fall_high", 3),
-            "verdict": loss.verdict.to_numpy(),
+            **_verdicts_column(loss),
             "beside word salad: chains ending below its median": _interval_column(
                 loss, "beyond", "beyond_low", "beyond_high", 2, signed=False
             ),
         }
     )
     return bt.reading_table(view)
+
+
+def _verdicts_column(frame: pd.DataFrame) -> dict:
+    """A per-topic table's verdicts at 95% and at every_part_level(K) (rule_every_part's differs side), one column."""
+    heading = f"verdict at 95% / at {every_part_level(max(len(frame), 1)):.2%}"
+    return {heading: [f"{a} / {b}" for a, b in zip(frame.verdict, frame.corrected)]}
 
 
 def overall_view(overall: pd.DataFrame, target: str = "politics", top: int = 5):

@@ -15,7 +15,15 @@ from verdicts import cases_to_rule_out, every_part_level
 
 from .judging import COLD_FACTOR, COLD_POINTS, DURATION_FACTOR, TIE_TOLERANCE, _count_text, cold_parts, final_escapes
 from .protocol import COLD_PROTOCOL, MATCH_LENGTH, PAPER_TAU, PAPER_TRAP_GAP, SETTINGS, TABLE4, paper_counts, settings
-from .science import MAX_SWEEPS, cold_movement, distinct_held_states, kernel_chance, weakest_site_chance, window_drift
+from .science import (
+    MATCHED_STEP,
+    MAX_SWEEPS,
+    cold_movement,
+    distinct_held_states,
+    kernel_chance,
+    weakest_site_chance,
+    window_drift,
+)
 
 
 def setup_text(cfg, cond) -> dict:
@@ -39,40 +47,51 @@ def setup_text(cfg, cond) -> dict:
 
 
 def matched_text(matched: dict, traps: pd.DataFrame | None = None, chains: int = 0, steps: int = 0) -> dict:
-    """The matched temperature in words (matched_temperature's result): tau_m, the median gap it was read from, the
-    starts that settled; given the run's traps, chains and steps, `matched_need`: how many distinct held states the
-    run saw at tau_m and how long a run would have to be to see the cases_to_rule_out(10%) = 35 that trap_split
-    needs to say differs, at the rate this run shows (or, with none seen, the paper's 17 traps in 30 chains x 10^4
-    steps)."""
-    text = {
-        "tau_m": f"{matched['tau_m']:g}" if math.isfinite(matched["tau_m"]) else "undefined (no start settled)",
+    """The matched temperature in words (matched_temperature's result), before the run and after it. Before (no
+    `traps`): tau_m, the median gap it was read from, the starts that settled, the rule's constants. After, given
+    the run's traps, chains and steps, `matched_need` alone (each glue key is written once): how many distinct held
+    states the run saw at tau_m and how long a run would have to be to see the cases_to_rule_out(10%) = 35 that
+    trap_split needs to say differs, at the rate this run shows (or, with none seen, the paper's 17 traps in 30
+    chains x 10^4 steps)."""
+    defined = math.isfinite(matched["tau_m"])
+    if traps is not None:
+        return {
+            "matched_need": _matched_need(matched, traps, chains, steps)
+            if defined
+            else "no start settled, so no run at a matched temperature"
+        }
+    return {
+        "tau_m": f"{matched['tau_m']:g}" if defined else "undefined (no start settled)",
         "tau_m_gap": f"{matched['median_gap']:.2f}" if math.isfinite(matched["median_gap"]) else "undefined",
         "tau_m_unrounded": f"{matched['unrounded']:.3f}" if math.isfinite(matched["unrounded"]) else "undefined",
         "tau_m_settled": f"{matched['settled']} of {matched['starts']}",
         "match_starts": f"{matched['starts']}",
         "matched_runs": "The chains below run at τ = 1 and at τ_m."
-        if math.isfinite(matched["tau_m"]) and not math.isclose(matched["tau_m"], PAPER_TAU)
+        if defined and not math.isclose(matched["tau_m"], PAPER_TAU)
         else "The chains below run at the paper's τ alone.",
         "paper_trap_gap": f"{PAPER_TRAP_GAP:g}",
         "match_length": f"{MATCH_LENGTH}",
         "max_sweeps": f"{MAX_SWEEPS}",
+        "matched_step": f"{MATCHED_STEP:g}",
     }
-    if traps is None or not math.isfinite(matched["tau_m"]):
-        return text
+
+
+def _matched_need(matched: dict, traps: pd.DataFrame, chains: int, steps: int) -> str:
+    """matched_text's `matched_need` for a defined tau_m."""
     here = traps[np.isclose(traps.temperature, matched["tau_m"])] if len(traps) else traps
     seen, needed = len(distinct_held_states(here)) if len(here) else 0, cases_to_rule_out(0.1)
     counts = paper_counts()
     rate = seen / (chains * steps) if seen else counts["count"] / (counts["chains"] * counts["steps"])
     source = "this run's rate" if seen else "the paper's rate (17 traps in 30 chains of 10,000 steps)"
-    text["matched_need"] = (
+    found = (
         f"{_count_text(seen, 'distinct held state')} at τ = {matched['tau_m']:g} in {chains} chains of {steps:,} steps"
-        + (
-            f"; trap_split needs {needed} to be able to say differs, about {needed / rate:,.0f} chain-steps at {source}"
-            if seen < needed
-            else f", enough for trap_split to be able to say differs ({needed})"
-        )
     )
-    return text
+    if seen >= needed:
+        return found + f", enough for trap_split to be able to say differs ({needed})"
+    return (
+        found
+        + f"; trap_split needs {needed} to be able to say differs, about {needed / rate:,.0f} chain-steps at {source}"
+    )
 
 
 PROFILE_ROLES = {"smoke": "smoke (CI)", "quick": "quick (this book)", "paper": "paper (GPU)"}
