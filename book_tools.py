@@ -97,7 +97,10 @@ NUMBER_COLUMNS = ("ours", "low", "high", "null")
 # Each row also says which run made it: model, profile, the code version (a hash of the code that ran), the
 # commit and the date, so that the summary pages can refuse to mix runs.
 RUN_COLUMNS = ("model", "profile", "code", "commit", "run_date")
-CLAIM_COLUMNS = ROW_COLUMNS + RUN_COLUMNS
+# `judged`: False for a row shown beside a claim's judged row and not judged (chapter 5's rows at the paper's tau
+# when the claims are judged at a temperature matched to the model): outside the verdict count, the forest plot,
+# the glue and the seed record. A row without the key is judged.
+CLAIM_COLUMNS = ROW_COLUMNS + ("judged",) + RUN_COLUMNS
 BENCHMARK_COLUMNS = ("batch", "glauber_rate", "bare_rate", "naive_rate", "speedup_vs_naive", "step_over_forward")
 
 
@@ -189,6 +192,7 @@ def write_claims(rows: list[dict], notebook: str, model: str, profile: str) -> p
     run that made it (model, profile, code version, commit, date); returns the frame."""
     frame = pd.DataFrame(rows)
     _check_columns(frame, ROW_COLUMNS, f"{notebook} claims")
+    frame["judged"] = frame.judged.fillna(True).astype(bool) if "judged" in frame else True
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     frame = frame.assign(
         model=model, profile=profile, code=code_version(notebook), commit=git_commit(), run_date=stamp
@@ -226,6 +230,7 @@ def read_claims(root: str | Path) -> pd.DataFrame:
             path, dtype={c: str for c in CLAIM_COLUMNS if c not in NUMBER_COLUMNS}, keep_default_na=False
         )
         frame = frame.assign(**{c: pd.to_numeric(frame[c], errors="coerce") for c in NUMBER_COLUMNS if c in frame})
+        frame["judged"] = frame.judged.ne("False") if "judged" in frame else True  # older files: every row judged
         _check_columns(frame, CLAIM_COLUMNS, str(path))
         _check_values(frame, "verdict", VERDICTS, str(path))
         _check_values(frame, "table", TABLES, str(path))
@@ -275,7 +280,8 @@ def reproduction_table(
     """The rows of one table ("paper" or "beyond") in paper_claims.csv's order: the paper's value beside ours.
 
     A claim with no row under results/ gets the verdict "not run here"; a claim measured for several models
-    gets one row per model. Column `decide_at`: for an inconclusive row, the run that would decide it. Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
+    gets one row per model, and a row shown beside the judged one (`judged` False) follows it. Column
+    `decide_at`: for an inconclusive judged row, the run that would decide it. Given `rates` (rule_rates), each claim's rule's measured rates join its rows.
     """
     if table not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {table!r}")
@@ -289,9 +295,12 @@ def reproduction_table(
         f"no row in results/{c}/claims.csv: the chapter has not run in this build" for c in joined.chapter[missing]
     ]
     numbers = joined.reindex(columns=["ours", "low", "high", "null"]).apply(pd.to_numeric, errors="coerce")
+    joined["judged"] = joined.judged.fillna(True).astype(bool)
     joined["decide_at"] = [
-        decide_at(v, r, *n, side=side)
-        for v, r, n, side in zip(joined.verdict, joined.reason, numbers.itertuples(index=False), joined.side)
+        decide_at(v, r, *n, side=side) if judged else ""
+        for v, r, n, side, judged in zip(
+            joined.verdict, joined.reason, numbers.itertuples(index=False), joined.side, joined.judged
+        )
     ]
     if rates is not None:
         joined = joined.merge(rates, on="claim", how="left", sort=False)
@@ -467,6 +476,8 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
         decide = str(getattr(row, "decide_at", "") or "")
         weak += f"<br><small>{esc(decide)}</small>" if decide else ""
         items = "".join(f"<p><b>{name}:</b> {esc(str(text))}</p>" for name, text in details if str(text or "").strip())
+        if not getattr(row, "judged", True):
+            weak = "<br><small><b>shown beside, not judged</b></small>"
         verdict = f"{verdict_label(row.verdict)}{weak}<details><summary>why</summary>{items}</details>"
         cells = (claim, paper, ours, verdict, chapter)
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -478,6 +489,11 @@ def claims_html(table: pd.DataFrame, root: str | Path = REPO_ROOT) -> str:
     )
 
 
+def judged_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows that carry a verdict: all but those shown beside a judged row (`judged` False)."""
+    return rows[rows.judged.fillna(True).astype(bool)] if "judged" in rows else rows
+
+
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     """How many rows carry each verdict (all five keys present)."""
     return {v: int((table.verdict == v).sum()) for v in VERDICTS}
@@ -485,8 +501,8 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
 
 def run_summary_text(run: dict, tables: dict[str, pd.DataFrame]) -> str:
     """The reproduction page's first line: which run it shows (check_one_run's `run`) and its verdicts, the
-    general claims' and the model-specific ones' counted apart."""
-    rows = pd.concat(list(tables.values()), ignore_index=True)
+    general claims' and the model-specific ones' counted apart; rows shown beside, not judged, are not counted."""
+    rows = judged_rows(pd.concat(list(tables.values()), ignore_index=True))
     counts = []
     for kind in ("general", "model-specific"):
         tally = verdict_counts(rows[rows.kind == kind])
@@ -523,7 +539,7 @@ def checks_html(checks: pd.DataFrame) -> str:
 def forest_rows(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The general claims that ran, in paper_claims.csv's order, each with its place on the forest plot's common
     scale (standardised_interval): `z`, `z_low`, `z_high`, NaN for a rule with no interval against a null."""
-    rows = pd.concat([t[t.kind == "general"] for t in tables.values()], ignore_index=True)
+    rows = judged_rows(pd.concat([t[t.kind == "general"] for t in tables.values()], ignore_index=True))
     rows = rows[rows.verdict != NOT_RUN].reset_index(drop=True)
     scaled = [standardised_interval(r.ours, r.low, r.high, r.null, r.side) for r in rows.itertuples(index=False)]
     return rows.assign(**dict(zip(("z", "z_low", "z_high"), np.array(scaled, dtype=float).reshape(-1, 3).T)))
@@ -926,7 +942,7 @@ def verdict_grid(
     column per model (in the order given); a claim a model has no row for is "not run here"."""
     paper = read_paper_claims() if paper is None else paper
     order = paper.claim[(paper.kind == "general") & paper.chapter.isin(chapters)].tolist()
-    general = claims[claims.kind == "general"]
+    general = judged_rows(claims[claims.kind == "general"])
     grid = general.pivot_table(index="claim", columns="model", values="verdict", aggfunc="first")
     return grid.reindex(index=order, columns=models).fillna(NOT_RUN).rename_axis(index="claim", columns="model")
 
@@ -1197,7 +1213,7 @@ class ChapterRun:
         """Write the claims rows (write_claims, stamped with this run), glue each claim's verdict as
         `<prefix>_<claim>_verdict` and return the verdicts table a reader sees (claims_view)."""
         frame = write_claims(rows, self.notebook, self.model, self.profile)
-        self.glue({f"{row.claim}_verdict": row.verdict for row in frame.itertuples(index=False)})
+        self.glue({f"{row.claim}_verdict": row.verdict for row in judged_rows(frame).itertuples(index=False)})
         return claims_view(frame)
 
     def checks(self, rows: list[dict]) -> pd.DataFrame:
@@ -1377,7 +1393,7 @@ def verdicts_beside(claims: dict[str, pd.DataFrame], paper: pd.DataFrame | None 
     general = paper[paper.kind == "general"]
     frame = pd.DataFrame({"claim": general.claim.to_numpy(), "chapter": general.chapter.to_numpy()})
     for label, rows in claims.items():
-        verdicts = rows[rows.kind == "general"].drop_duplicates("claim").set_index("claim")
+        verdicts = judged_rows(rows[rows.kind == "general"]).drop_duplicates("claim").set_index("claim")
         frame[label] = frame.claim.map(verdicts.verdict).fillna(NOT_RUN)
         frame[f"{label}: what was measured"] = frame.claim.map(verdicts.quantity).fillna("—")
     return frame

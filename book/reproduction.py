@@ -80,6 +80,11 @@ else:
 # and a rule whose statistic is capped by a ceiling or a budget may not decide at any size
 # ({doc}`trust` measures each rule's power at 4 and 16 times this size on known answers).
 #
+# A row marked *shown beside, not judged* follows the judged row of its claim: the trap claims are
+# judged at the temperature matched to the model (chapter 5), and their rows at the paper's $\tau = 1$,
+# where a model far flatter than BERT (the bundled one) may show no trap at all, are shown for
+# comparison, outside the counts and the figure.
+#
 # Under a verdict, a rule's label says how far its power reaches at this size, measured on
 # known-answer chains ({doc}`trust`) and computed from that table by these rules:
 

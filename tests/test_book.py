@@ -105,6 +105,29 @@ def paper(tmp_path):
     return bt.read_paper_claims(path)
 
 
+def test_a_row_shown_beside_is_outside_the_count_the_forest_and_the_decide_line(tmp_path, paper):
+    """A claim judged at one setting with a row shown beside it (`judged` False: chapter 5's rows at the paper's tau
+    when the model's matched tau is judged): both rows in the table, the judged one first; only the judged row is
+    counted, drawn in the forest plot, compared across models and given a "would decide it" line; a claims file
+    written before the column existed reads as judged."""
+    results = tmp_path / "results"
+    judged = claim_row("a_claim", 0.05, "inconclusive", setup="τ = 0.5 (matched)")
+    shown = claim_row("a_claim", 0.05, "inconclusive", setup="τ = 1", judged=False, reason="shown beside, not judged")
+    write_claims(results, "01_first", [judged, shown])
+    write_claims(results, "02_second", [claim_row("c_claim", 12.0, "differs", source="02_second")])
+    ours = bt.read_claims(results)
+    assert ours.judged.tolist() == [True, False, True]  # 02_second's file has no judged column
+    table = bt.reproduction_table(paper, ours, "paper")
+    rows = table[table.claim == "a_claim"]
+    assert rows.setup.tolist() == ["τ = 0.5 (matched)", "τ = 1"] and rows.judged.tolist() == [True, False]
+    assert rows.decide_at.iloc[0] and not rows.decide_at.iloc[1]  # only the judged row says what would decide it
+    summary = bt.run_summary_text(bt.check_one_run(ours), {"paper": table})
+    assert "general claims: 1 differs, 1 inconclusive;" in summary
+    assert bt.forest_rows({"paper": table}).claim.tolist() == ["a_claim", "c_claim"]
+    assert "shown beside, not judged" in bt.claims_html(rows)
+    assert bt.verdicts_beside({"m": ours}, paper).set_index("claim").loc["a_claim", "m: what was measured"]
+
+
 def test_join_keeps_the_paper_order_and_marks_missing_claims(tmp_path, paper):
     results = tmp_path / "results"
     write_claims(results, "02_second", [claim_row("c_claim", 12.0, "differs", source="02_second")])

@@ -123,3 +123,18 @@ def test_three_seeds_count_flips_and_opposed_verdicts(tmp_path):
     assert "ours_text_seed2" in table.columns and "code_seed2" in table.columns
     with pytest.raises(ValueError, match="at least two"):
         compare_verdicts.compare(runs[0])
+
+
+def test_rows_shown_beside_a_judged_row_are_left_out(tmp_path):
+    """Chapter 5's rows at the paper's tau, shown beside the claims judged at the matched tau (`judged` False), carry
+    no verdict of their own: the comparison keys on the judged row alone, so a claim is not "twice in one run"."""
+    runs = []
+    for name, shown in (("a", "inconclusive"), ("b", "differs")):
+        folder = write_run(tmp_path / name, {"trap_split": "reproduced"}, "pass")
+        claims = pd.read_csv(folder / "05_traps" / "claims.csv").assign(judged=True)
+        beside = claims.assign(verdict=shown, judged=False)
+        pd.concat([claims, beside]).to_csv(folder / "05_traps" / "claims.csv", index=False)
+        runs.append(folder)
+    table = compare_verdicts.compare(*runs).set_index(["chapter", "claim"])
+    row = table.loc[("05_traps", "trap_split")]
+    assert row.verdict_seed0 == row.verdict_seed1 == "reproduced" and not row.flipped

@@ -468,6 +468,7 @@ def test_zero_traps_finish_with_sentences_and_inconclusive_rows(capsys):
     phrases = ch.run_text(traps, summaries, drift, rows, cfg)
     assert phrases["hot_traps"] == "no trap" and "no perfect trap" in phrases["theorem8"]
     assert "no final escape" in phrases["weakest"] and phrases["repeat_traps"] == "0 of 0"
+    assert phrases["judged_tau"] == "1" and phrases["judged_traps"] == "no trap"
 
 
 def constructed_traps(kinds, durations, departures_at_weakest, temperature=1.0):
@@ -519,7 +520,7 @@ def cold_table(warm_distance, distance: dict) -> pd.DataFrame:
     )
 
 
-def test_claim_rows_judge_the_papers_temperature_only():
+def test_claim_rows_judge_one_temperature_and_show_the_papers_beside():
     kinds = ["perfect"] * 4 + ["approximate"] * 8
     traps = constructed_traps(
         kinds, [500, 450, 900, 700] + [300, 320, 400, 380, 500, 350, 420, 330], [True] * 11 + [False]
@@ -538,9 +539,34 @@ def test_claim_rows_judge_the_papers_temperature_only():
         window=150,
     )
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
-    for claim in ("trap_split", "approximate_trap_duration", "mean_gap_correlation", "escape_weakest_site"):
+    for claim in ch.TRAP_CLAIMS:
         assert verdicts[claim] == bt.INCONCLUSIVE, claim
     null = [100.0, 120.0, 110.0, 130.0, 90.0, 105.0]  # what the detector gives a chain without persistence
+    # judged at a matched 0.5: the trap claims decided there, the paper's tau = 1 rows shown beside, not judged
+    rows = ch.claim_rows(
+        colder,
+        {1.0: ch.trap_summary(colder.head(0), 12, 2000), 0.5: ch.trap_summary(colder, 12, 2000)},
+        cold,
+        model="m",
+        setup=ch.claims_setup(cfg),
+        vocab=30000,
+        window=150,
+        nulls={0.5: null},
+        judged_tau=0.5,
+    )
+    frame = pd.DataFrame(rows)
+    judged = frame[frame.judged.ne(False)].set_index("claim")
+    shown = frame[frame.judged.eq(False)].set_index("claim")
+    assert list(shown.index) == list(ch.TRAP_CLAIMS) and not judged.index.duplicated().any()
+    assert (
+        judged.loc["trap_split", "verdict"] == bt.REPRODUCED
+        and judged.loc["trap_split", "setup"] == "τ = 0.5 (matched)"
+    )
+    assert judged.loc["approximate_trap_duration", "verdict"] == bt.REPRODUCED
+    assert (shown.verdict == bt.INCONCLUSIVE).all() and (shown.setup == "τ = 1").all()
+    assert shown.reason.str.startswith("shown beside, not judged").all()
+    assert not shown.reason.str.contains("would decide").any()  # no run at tau = 1 is what decides them here
+    assert "zero cases: nothing to split" in shown.loc["trap_split", "reason"]
     rows = ch.claim_rows(
         traps,
         {1.0: ch.trap_summary(traps, 12, 2000)},
@@ -549,7 +575,7 @@ def test_claim_rows_judge_the_papers_temperature_only():
         setup=ch.claims_setup(cfg),
         vocab=30000,
         window=150,
-        null=null,
+        nulls={1.0: null},
     )
     claims = pd.DataFrame(rows).set_index("claim")
     verdicts = claims.verdict
@@ -577,7 +603,7 @@ def test_claim_rows_judge_the_papers_temperature_only():
         setup=ch.claims_setup(cfg),
         vocab=30000,
         window=150,
-        null=[100.0 + k for k in range(0, 40, 2)],
+        nulls={1.0: [100.0 + k for k in range(0, 40, 2)]},
     )
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     assert verdicts["trap_split"] == bt.DIFFERS
@@ -946,11 +972,31 @@ def test_matched_text_says_how_long_a_run_would_need_to_be_for_trap_split():
     )
     before = ch.matched_text(matched)
     assert before["tau_m"] == "0.5" and before["tau_m_settled"] == "28 of 30" and "matched_need" not in before
-    after = ch.matched_text(matched, traps, chains=10, steps=1_000)
+    after = ch.matched_need_text(matched, traps, chains=10, steps=1_000)
     assert set(after) == {"matched_need"} and not set(after) & set(before)
     assert "2 distinct held states" in after["matched_need"] and "175,000 chain-steps" in after["matched_need"]
-    none = ch.matched_text(matched, traps.head(0), chains=10, steps=1_000)["matched_need"]
+    none = ch.matched_need_text(matched, traps.head(0), chains=10, steps=1_000)["matched_need"]
     assert "617,647 chain-steps at the paper's rate" in none
     unsettled = dict(tau_m=math.nan, median_gap=math.nan, unrounded=math.nan, settled=0, starts=4)
     assert "nan" not in " ".join(ch.matched_text(unsettled).values()).lower()
-    assert "no start settled" in ch.matched_text(unsettled, traps, chains=10, steps=1_000)["matched_need"]
+    assert "no start settled" in ch.matched_need_text(unsettled, traps, chains=10, steps=1_000)["matched_need"]
+
+
+def test_chains_seeded_at_the_fixed_points_hold_perfect_traps_beside_the_judged_run():
+    """Independent sites whose favourite leads by 6 at every site: the fixed point is the favourites, and chains
+    started there at tau_m = 1 stay (a site leaves with probability about 2 e^-6 per update), so the detector finds
+    a perfect held state in every chain, reported beside the judged run (seeding_view) and never judged."""
+    field = torch.zeros(4, 3)
+    field[:, 1] = 6.0
+    potts = glauber.PottsConditionals(torch.zeros(4, 4), field, q=3)
+    matched = ch.matched_temperature(potts, torch.zeros(5, 4, dtype=torch.long))
+    assert (matched["fixed"] == 1).all() and ch.judged_temperature(matched["tau_m"]) == 1.0
+    cfg = chapter_settings(n_chains=3, steps=80, seq_len=4, window=20, record_every=4, free=0)
+    fixed = ch.fixed_point_traps(potts, None, matched, cfg)
+    states = ch.distinct_held_states(fixed)
+    assert len(states) == 3 and (states.min_gap > ch.TIE_TOLERANCE).all() and (fixed.kind == "perfect").all()
+    view = ch.seeding_view(fixed.head(0).assign(temperature=1.0), fixed, (3, 3), cfg.steps, 1.0).data
+    assert view["distinct held states"].tolist() == [0, 3] and view.perfect.tolist() == [0, 3]
+    assert "3 distinct states, 3 of them perfect" in ch.fixed_point_text(fixed, 3, 1.0)["fixed_points"]
+    assert ch.fixed_point_traps(potts, None, dict(matched, fixed=matched["fixed"][:0]), cfg).empty
+    assert ch.judged_temperature(math.nan) == ch.PAPER_TAU and ch.judged_temperature(0.55) == 0.55

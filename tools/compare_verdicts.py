@@ -36,6 +36,8 @@ def _rows(folder: Path, name: str, verdict: str, text: str) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=[*KEY, "table", "kind", "verdict", "ours_text", "code", "source"])
     rows = pd.concat(frames, ignore_index=True)
+    if "judged" in rows:  # rows shown beside a judged one carry no verdict of their own
+        rows = rows[rows.judged != "False"]
     rows = rows.rename(columns={verdict: "verdict", text: "ours_text", "check": "claim"})
     defaults = {"table": "checks", "kind": "check", "code": ""}
     rows = rows.assign(**{column: value for column, value in defaults.items() if column not in rows})

@@ -1,11 +1,12 @@
 """Chapter 5's judging: each claim's estimate handed to its `verdicts.py` rule (appendix A.1, Table 4, C.2, C.3),
-judged at the paper's temperature only, and the claims rows with their text. Every verdict comes from a rule;
-nothing here decides one. (tools/calibration/traps.py and tests/test_calibration_traps.py run each row function on
+the general trap claims judged at the matched temperature (the paper's rows shown beside), and the claims rows with
+their text. Every verdict comes from a rule; nothing here decides one. (tools/calibration/traps.py and tests/test_calibration_traps.py run each row function on
 chains whose answer is known.)"""
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -91,30 +92,29 @@ def claim_rows(
     setup: dict,
     vocab: int,
     window: int,
-    null=(),
+    nulls: dict | None = None,
+    judged_tau: float = PAPER_TAU,
     paper_tau: float = PAPER_TAU,
     seed: int = 0,
 ) -> list[dict]:
-    """Every claims row of the chapter (appendix A.1, Table 4, C.2, C.3), each judged on the traps of the
-    paper's temperature only (other temperatures are the chapter's own labelled table rows, not verdicts); with
-    no run at that temperature the trap rows are "not run here". `null`: null_durations of the run at
-    `paper_tau` (approximate_trap_duration's null); `vocab`: |V|, the tokens a chain may propose. The
-    model-specific rows go through model_specific_row."""
+    """Every claims row of the chapter (appendix A.1, Table 4, C.2, C.3). The general trap claims are judged on
+    the traps of `judged_tau` (the matched temperature, judged_temperature); when that is not the paper's tau and
+    the run has the paper's, the same rules' rows at the paper's tau follow, shown beside and not judged
+    (shown_rows); with no run at `judged_tau` the trap rows are "not run here". `nulls`: {tau: null_durations of
+    the run at tau} (approximate_trap_duration's null); `vocab`: |V|, the tokens a chain may propose. The
+    model-specific rows (Table 4's counts, measured at the paper's tau) go through model_specific_row."""
+    nulls = nulls or {}
+    judged_tau = judged_tau if math.isfinite(judged_tau) else paper_tau  # no matched tau: the paper's is judged
+    matched = not math.isclose(judged_tau, paper_tau)
+    general = _general_rows(traps, summaries, judged_tau, nulls, window, setup["steps"], seed, matched)
+    if matched and paper_tau in summaries:
+        general += shown_rows(
+            _general_rows(traps, summaries, paper_tau, nulls, window, setup["steps"], seed), judged_tau
+        )
     at = f"τ = {paper_tau:g}"
-    here = traps[np.isclose(traps.temperature, paper_tau)] if len(traps) else traps
-    ran = paper_tau in summaries
-    general = (
-        [
-            split_row(here, at),
-            duration_row(here, null, window, setup["steps"], at, seed),
-            correlation_row(here, at, seed),
-            weakest_row(here, at),
-        ]
-        if ran
-        else _not_run_rows(at)
-    )
+    here = _at(traps, paper_tau)
     summary = summaries.get(paper_tau) or trap_summary(here, 1, 1)
-    missing = f"no trap at {at}" if ran else f"no chain at {at}"
+    missing = f"no trap at {at}" if paper_tau in summaries else f"no chain at {at}"
     measured = dict(model=model, setup=setup)
     return [
         *general,
@@ -126,11 +126,42 @@ def claim_rows(
     ]
 
 
-def _not_run_rows(at: str) -> list[dict]:
-    """The trap claims of a run with no chain at the paper's temperature (rule_not_run)."""
-    verdict, reason = rule_not_run(f"the run has no chain at the paper's {at}")
+def _at(traps: pd.DataFrame, tau: float) -> pd.DataFrame:
+    """The traps of the chains at temperature tau."""
+    return traps[np.isclose(traps.temperature, tau)] if len(traps) else traps
+
+
+def _general_rows(traps, summaries, tau, nulls, window, steps, seed, matched=False) -> list[dict]:
+    """The four trap claims' rows on the traps of temperature tau (`matched`: tau is the matched temperature)."""
+    at = f"τ = {tau:g}" + (" (matched)" if matched else "")
+    if tau not in summaries:
+        return _not_run_rows(at)
+    here = _at(traps, tau)
     return [
-        claim_row(claim, "—", math.nan, f"no chain at the paper's {at}", verdict, reason, at) for claim in TRAP_CLAIMS
+        split_row(here, at),
+        duration_row(here, nulls.get(tau, ()), window, steps, at, seed),
+        correlation_row(here, at, seed),
+        weakest_row(here, at),
+    ]
+
+
+def shown_rows(rows: list[dict], judged_tau: float) -> list[dict]:
+    """Rows shown beside the judged ones, not judged (issue 63: the paper's tau on a model flatter than BERT,
+    whose claims are judged at the matched tau): each keeps its rule's verdict and reason, marked `judged` False
+    (outside the verdict count, the forest plot and the glue), with no "would decide it" clause: a larger run at
+    this temperature is not what the book would use to decide it."""
+    note = f"shown beside, not judged (the trap claims are judged at the matched τ = {judged_tau:g})"
+    return [
+        row | dict(judged=False, reason=f"{note}; " + re.sub(r"[;:] [^;:]*would decide it[^;]*", "", row["reason"]))
+        for row in rows
+    ]
+
+
+def _not_run_rows(at: str) -> list[dict]:
+    """The trap claims of a run with no chain at the judged temperature (rule_not_run)."""
+    verdict, reason = rule_not_run(f"the run has no chain at the judged {at}")
+    return [
+        claim_row(claim, "—", math.nan, f"no chain at the judged {at}", verdict, reason, at) for claim in TRAP_CLAIMS
     ]
 
 

@@ -46,20 +46,10 @@ def setup_text(cfg, cond) -> dict:
     }
 
 
-def matched_text(matched: dict, traps: pd.DataFrame | None = None, chains: int = 0, steps: int = 0) -> dict:
-    """The matched temperature in words (matched_temperature's result), before the run and after it. Before (no
-    `traps`): tau_m, the median gap it was read from, the starts that settled, the rule's constants. After, given
-    the run's traps, chains and steps, `matched_need` alone (each glue key is written once): how many distinct held
-    states the run saw at tau_m and how long a run would have to be to see the cases_to_rule_out(10%) = 35 that
-    trap_split needs to say differs, at the rate this run shows (or, with none seen, the paper's 17 traps in 30
-    chains x 10^4 steps)."""
+def matched_text(matched: dict) -> dict:
+    """The matched temperature in words before the run (matched_temperature's result): tau_m, the median gap it
+    was read from, the starts that settled and the rule's constants."""
     defined = math.isfinite(matched["tau_m"])
-    if traps is not None:
-        return {
-            "matched_need": _matched_need(matched, traps, chains, steps)
-            if defined
-            else "no start settled, so no run at a matched temperature"
-        }
     return {
         "tau_m": f"{matched['tau_m']:g}" if defined else "undefined (no start settled)",
         "tau_m_gap": f"{matched['median_gap']:.2f}" if math.isfinite(matched["median_gap"]) else "undefined",
@@ -74,6 +64,15 @@ def matched_text(matched: dict, traps: pd.DataFrame | None = None, chains: int =
         "max_sweeps": f"{MAX_SWEEPS}",
         "matched_step": f"{MATCHED_STEP:g}",
     }
+
+
+def matched_need_text(matched: dict, traps: pd.DataFrame, chains: int, steps: int) -> dict:
+    """`matched_need`, after the run: how many distinct held states the run saw at tau_m and how long a run would
+    have to be to see the cases_to_rule_out(10%) = 35 that trap_split needs to say differs, at the rate this run
+    shows (or, with none seen, the paper's 17 traps in 30 chains x 10^4 steps)."""
+    if not math.isfinite(matched["tau_m"]):
+        return {"matched_need": "no start settled, so no run at a matched temperature"}
+    return {"matched_need": _matched_need(matched, traps, chains, steps)}
 
 
 def _matched_need(matched: dict, traps: pd.DataFrame, chains: int, steps: int) -> str:
@@ -222,6 +221,43 @@ def counts_view(summaries: dict, paper: dict, chains: int, steps: int, n: int):
         for tau, s in summaries.items()
     ]
     return reading_table(pd.DataFrame(rows), {"per chain per 10k steps": "{:.2f}"})
+
+
+def seeding_view(traps: pd.DataFrame, fixed: pd.DataFrame, chains: tuple[int, int], steps: int, tau: float):
+    """The judged chains at tau (passage-seeded; `traps`, the run's catalogue) beside chains seeded at the model's
+    fixed points (`fixed`: fixed_point_traps), as a reading table: chains, traps, distinct held states by class
+    (signed beyond the tie tolerance, as trap_split counts them), censored traps and the median duration.
+    `chains`: (passage-seeded, fixed-point-seeded) chain counts."""
+    here = traps[np.isclose(traps.temperature, tau)] if len(traps) else traps
+    runs = (("passage seeds (judged)", here, chains[0]), ("fixed-point seeds (beside)", fixed, chains[1]))
+    return reading_table(pd.DataFrame([_seeding_row(label, t, k, steps, tau) for label, t, k in runs]))
+
+
+def _seeding_row(label: str, traps: pd.DataFrame, chains: int, steps: int, tau: float) -> dict:
+    """seeding_view's row for one run's catalogue."""
+    states = distinct_held_states(traps) if len(traps) else traps
+    gaps = states.min_gap.to_numpy(float) if len(states) else np.empty(0)
+    return {
+        "run": f"{label}: τ = {tau:g}, {chains} × {steps:,}",
+        "traps": len(traps),
+        "distinct held states": len(gaps),
+        "perfect": int((gaps > TIE_TOLERANCE).sum()),
+        "approximate": int((gaps < -TIE_TOLERANCE).sum()),
+        "censored": int(traps.censored.sum()) if len(traps) else 0,
+        "median duration": f"{traps.duration.median():.0f}" if len(traps) else "—",
+    }
+
+
+def fixed_point_text(fixed: pd.DataFrame, chains: int, tau: float) -> dict:
+    """`fixed_points`: what the chains seeded at the fixed points held at tau, in words (fixed_point_traps)."""
+    if not chains:
+        return {"fixed_points": "no start settled, so no chain starts at a fixed point"}
+    states = distinct_held_states(fixed) if len(fixed) else fixed
+    perfect = int((states.min_gap > TIE_TOLERANCE).sum()) if len(states) else 0
+    return {
+        "fixed_points": f"{chains} chains started at the fixed points and run at τ = {tau:g} held "
+        f"{_count_text(len(states), 'distinct state')}, {perfect} of them perfect"
+    }
 
 
 def germline_figure(gaps: pd.DataFrame | None):
@@ -502,10 +538,12 @@ def cold_text(cold: pd.DataFrame) -> dict:
     return {"cold_moved": text or "no cold run"}
 
 
-def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg) -> dict:
+def run_text(
+    traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: list[dict], cfg, judged_tau: float = PAPER_TAU
+) -> dict:
     """Every sentence the chapter's closing section quotes (the verdicts are glued by ChapterRun.claims), one per
-    case the run can produce; `rows`: claim_rows."""
-    claims = pd.DataFrame(rows).set_index("claim")
+    case the run can produce; `rows`: claim_rows, read at their judged rows (those at `judged_tau`)."""
+    claims = pd.DataFrame([row for row in rows if row.get("judged", True)]).set_index("claim")
     again = (
         traps.groupby(["temperature", "chain"]).text.transform(lambda texts: texts.duplicated())
         if len(traps)
@@ -518,9 +556,10 @@ def run_text(traps: pd.DataFrame, summaries: dict, median_drift: dict, rows: lis
         "setup_differences": claims.setup.get("trap_count", "—"),
         "theorem8": _theorem8_text(traps),
         "repeat_traps": f"{int(again.sum())} of {len(traps)}",
-        "weakest": _weakest_text(traps[np.isclose(traps.temperature, PAPER_TAU)] if len(traps) else traps),
+        "weakest": _weakest_text(traps[np.isclose(traps.temperature, judged_tau)] if len(traps) else traps),
         "paper_tau": f"{PAPER_TAU:g}",
-        "paper_tau_traps": _traps_text(summaries[PAPER_TAU]) if PAPER_TAU in summaries else "no run",
+        "judged_tau": f"{judged_tau:g}",
+        "judged_traps": _traps_text(summaries[judged_tau]) if judged_tau in summaries else "no run",
         "rho": claims.loc["mean_gap_correlation"].ours_text,
         "cold_summary": claims.loc["cold_chains_stay"].ours_text,
         "cold_factor": f"{COLD_FACTOR:g}",

@@ -48,9 +48,11 @@ _SHARED = dict(
 )
 
 
-# Per profile (the page shows them through presentation.profiles_view): n, chains per temperature, steps, cold-chain steps, record spacing,
-# temperatures (the paper's tau first; the run adds the matched tau_m after them, run_temperatures) and the starts
-# tau_m is read from. No window: 15 sweeps of the sequence (15 n steps).
+# Per profile (the page shows them through presentation.profiles_view): n, chains per temperature, steps, cold-chain
+# steps, record spacing, temperatures (the paper's tau first; the run adds the matched tau_m after them,
+# run_temperatures) and the starts tau_m is read from. No window: 15 sweeps of the sequence (15 n steps). The quick
+# chains run at appendix B.2's n = 20 (MATCH_LENGTH), as the judged trap chains must (issue 63): the window is then
+# the paper's 300 steps.
 SETTINGS = {
     "smoke": {
         "seq_len": 8,
@@ -63,7 +65,7 @@ SETTINGS = {
         **_SHARED,
     },
     "quick": {
-        "seq_len": 12,
+        "seq_len": 20,
         "n_chains": 16,
         "steps": 1_000,
         "cold_steps": 400,
@@ -108,14 +110,14 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     10k at tau = 0.01), and the spacing that records both it and the cold run's end (cold_record); and the seed
     passages for `cond` (seed_source: a protein model takes germline V genes; names from
     book_tools.PASSAGE_NAMES). On a protein MLM a chain's state is the whole gene (`context_length`, GERMLINE_CONTEXT
-    residues), only its first `free` = seq_len sites (FR1) move, and the chains run at the paper's tau alone unless
-    `temperatures` is given (the traps judged are its; a whole-gene step costs about four text steps); a text
-    model has `free` 0 (every site). Raises
+    residues), only its first `free` = seq_len sites (FR1) move, and the profile's temperatures are the paper's tau
+    alone unless `temperatures` is given (a whole-gene step costs about four text steps; the run adds the matched
+    tau_m where it differs, run_temperatures); a text model has `free` 0 (every site). Raises
     ValueError when a protein MLM's seq_len reaches past FR1 (fr1_window)."""
     cfg = profile_settings(profile, SETTINGS, **overrides)
     protein = is_protein(cond)
     if protein and _unset(overrides.get("temperatures")):
-        cfg.temperatures = [PAPER_TAU]  # a whole gene's step costs about 4 text steps: the judged tau alone
+        cfg.temperatures = [PAPER_TAU]  # a whole gene's step costs about 4 text steps: the paper's tau alone
     if cfg.passages not in PASSAGE_NAMES:
         raise ValueError(f"passages must be one of {sorted(PASSAGE_NAMES)}, got {cfg.passages!r}")
     record = cfg.record_every
@@ -154,6 +156,12 @@ def run_temperatures(temperatures, tau_m: float) -> list[float]:
     if math.isfinite(tau_m) and not any(math.isclose(tau_m, t) for t in taus):
         taus.append(float(tau_m))
     return taus
+
+
+def judged_temperature(tau_m: float) -> float:
+    """The temperature the general trap claims are judged at (issue 63): the matched tau_m, fixed before the run,
+    where it is defined (it is the paper's tau on a model as sharp as BERT or sharper), else the paper's tau."""
+    return float(tau_m) if math.isfinite(tau_m) else PAPER_TAU
 
 
 def claims_setup(cfg) -> dict:

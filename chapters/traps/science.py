@@ -64,14 +64,14 @@ def matched_temperature(cond: Conditionals, tokens, sites=None, reference_gap: f
     fixed point (fixed_points); tau_m = min(1, median over the settled starts of the mean score gap Delta-bar at the
     fixed point / `reference_gap`), rounded to MATCHED_STEP (at least one step). `reference_gap`: the paper's 4.12
     (the scoring sentence of section A.1, the smallest Delta-bar it gives for a trap). The cap keeps a model
-    sharper than BERT at the paper's tau. Returns {"tau_m", "median_gap", "settled", "starts", "unrounded"}; tau_m
-    is NaN when no start settles."""
+    sharper than BERT at the paper's tau. Returns {"tau_m", "median_gap", "settled", "starts", "unrounded",
+    "fixed"} (`fixed`: the settled fixed points, LongTensor[settled, n]); tau_m is NaN when no start settles."""
     if not (reference_gap and math.isfinite(reference_gap) and reference_gap > 0):
         raise ValueError(f"reference_gap must be a positive number, got {reference_gap!r}")
     states, settled = fixed_points(cond, tokens, sites)
     starts = len(states)
     if not settled.any():
-        return dict(tau_m=math.nan, median_gap=math.nan, settled=0, starts=starts, unrounded=math.nan)
+        return dict(tau_m=math.nan, median_gap=math.nan, settled=0, starts=starts, unrounded=math.nan, fixed=states[:0])
     gaps = score_gaps(cond, states[settled], sites=sites)
     free = gaps.shape[1] if sites is None else len(torch.as_tensor(sites).reshape(-1))
     mean_gaps = gaps.masked_fill(torch.isinf(gaps), 0.0).sum(1) / free  # frozen sites (+inf) left out
@@ -79,14 +79,20 @@ def matched_temperature(cond: Conditionals, tokens, sites=None, reference_gap: f
     unrounded = min(1.0, median / reference_gap)
     tau_m = max(MATCHED_STEP, round(unrounded / MATCHED_STEP) * MATCHED_STEP)
     return dict(
-        tau_m=round(tau_m, 10), median_gap=median, settled=int(settled.sum()), starts=starts, unrounded=unrounded
+        tau_m=round(tau_m, 10),
+        median_gap=median,
+        settled=int(settled.sum()),
+        starts=starts,
+        unrounded=unrounded,
+        fixed=states[settled],
     )
 
 
 def matched_frame(matched: dict, code: str) -> pd.DataFrame:
     """matched_temperature's result as the one-row table the chapter writes before any trap claim is judged at
     tau_m, with the reference gap, the sweep budget and the code version that fixed it."""
-    return pd.DataFrame([matched | dict(reference_gap=PAPER_TRAP_GAP, max_sweeps=MAX_SWEEPS, code=code)])
+    numbers = {key: value for key, value in matched.items() if key != "fixed"}
+    return pd.DataFrame([numbers | dict(reference_gap=PAPER_TRAP_GAP, max_sweeps=MAX_SWEEPS, code=code)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -660,3 +666,27 @@ def site_frame(traps: pd.DataFrame) -> pd.DataFrame:
 def summary_frame(summaries: dict) -> pd.DataFrame:
     """trap_summary of every temperature, one row each (the chapter's summary.csv)."""
     return pd.DataFrame([dict(temperature=tau, **s) for tau, s in summaries.items()])
+
+
+# --------------------------------------------------------------------------------------------
+# Beside the judged run: chains seeded at the fixed points
+# --------------------------------------------------------------------------------------------
+
+
+def fixed_point_traps(cond: Conditionals, embedder, matched: dict, cfg, *, seed: int = 0) -> pd.DataFrame:
+    """The trap catalogue of chains started at the model's tau -> 0 fixed points (matched_temperature's `fixed`,
+    one chain each, at most cfg.n_chains), run at tau_m for cfg.steps as the judged chains are and read by the
+    same detector. Reported beside the judged run, never judged (issue 63): a fixed point is a perfect trap at
+    tau -> 0, so seeding there would build perfect traps into trap_split's outcome. Empty when no start settled."""
+    from .protocol import chains_at_temperatures
+
+    seeds = matched["fixed"][: cfg.n_chains]
+    if not len(seeds):
+        columns = [*TRAP_COLUMNS, "state", "gaps", "mean_gap", "min_gap", "weakest_site", "kind", "temperature"]
+        return pd.DataFrame(columns=columns)
+    tau = matched["tau_m"]
+    free = cfg.free if seeds.shape[1] > cfg.free else 0
+    chains = chains_at_temperatures(cond, seeds, [tau], cfg.steps, seed=seed, record_every=cfg.record_every, free=free)
+    run = chains[tau]
+    traps = detect_traps(state_vectors(cond, embedder, run), run.steps, cfg.window, cfg.threshold)
+    return trap_catalogue(cond, run, traps, contexts=seeds if free else None)

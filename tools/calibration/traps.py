@@ -233,7 +233,7 @@ CASES += cases(
          lambda seed, scale=1: split_verdict(seed, False, scale)),
         ("trap_split", "re-entries: gated wells, every held state perfect, re-entered after escapes", "fails",
          "05_traps", reentry_verdict),
-        ("approximate_trap_duration", "two wells (11 sites, J = 3.5) and a free site", "holds", "05_traps",
+        ("approximate_trap_duration", f"two wells ({N - 1} sites, J = 3.5) and a free site", "holds", "05_traps",
          lambda seed, scale=1: duration_verdict(TwoWells(N, N - 1, 3.5), seed, scale)),
         ("approximate_trap_duration", "independent sites (field 2) and a free site: no collective persistence",
          "fails", "05_traps", lambda seed, scale=1: duration_verdict(free_last_site(2.0), seed, scale)),
