@@ -529,30 +529,16 @@ def test_claim_rows_judge_one_temperature_and_show_the_papers_beside():
     cfg = chapter_settings(window=150, steps=2000)  # room for the null: 2000 >= 4 x its mean duration
     # the same traps at tau 0.5 (not the paper's) and none at tau 1: the trap claims cannot be judged
     colder = traps.assign(temperature=0.5)
-    rows = ch.claim_rows(
-        colder,
-        {1.0: ch.trap_summary(colder.head(0), 12, 2000), 0.5: ch.trap_summary(colder, 12, 2000)},
-        cold,
-        model="m",
-        setup=ch.claims_setup(cfg),
-        vocab=30000,
-        window=150,
-    )
+    summaries = {1.0: ch.trap_summary(colder.head(0), 12, 2000), 0.5: ch.trap_summary(colder, 12, 2000)}
+    setup = ch.claims_setup(cfg)
+    rows = ch.claim_rows(colder, summaries, cold, model="m", setup=setup, vocab=30000, window=150)
     verdicts = pd.DataFrame(rows).set_index("claim").verdict
     for claim in ch.TRAP_CLAIMS:
         assert verdicts[claim] == bt.INCONCLUSIVE, claim
     null = [100.0, 120.0, 110.0, 130.0, 90.0, 105.0]  # what the detector gives a chain without persistence
     # judged at a matched 0.5: the trap claims decided there, the paper's tau = 1 rows shown beside, not judged
     rows = ch.claim_rows(
-        colder,
-        {1.0: ch.trap_summary(colder.head(0), 12, 2000), 0.5: ch.trap_summary(colder, 12, 2000)},
-        cold,
-        model="m",
-        setup=ch.claims_setup(cfg),
-        vocab=30000,
-        window=150,
-        nulls={0.5: null},
-        judged_tau=0.5,
+        colder, summaries, cold, model="m", setup=setup, vocab=30000, window=150, nulls={0.5: null}, judged_tau=0.5
     )
     frame = pd.DataFrame(rows)
     judged = frame[frame.judged.ne(False)].set_index("claim")
