@@ -97,9 +97,10 @@ assert (WINDOW, THRESHOLD) == (150, 0.12)
 
 def test_trap_split_holds_with_both_kinds_and_differs_with_perfect_traps_only():
     """Locked wells with a rotor pair in well 1: every held state there has Δ* = -30 exactly (one of the pair is at
-    gap -30), every one in well 0 Δ* = 27 (the well's sites, 30 x 9 / 10): both kinds, known exactly."""
+    gap -30), every one in well 0 Δ* = 30 (n - 3) / (n - 2) (a well site sees the other n - 3 of its n - 2 sites):
+    both kinds, known exactly."""
     traps, _ = cal.trap_run(cal.LockedWells(cal.N, rotor_in_well_1=True), 0, null=False)
-    assert set(traps.min_gap.round(9)) == {27.0, -30.0}
+    assert set(traps.min_gap.round(9)) == {round(30 * (cal.N - 3) / (cal.N - 2), 9), -30.0}
     assert ch.split_row(traps, AT)["verdict"] == vd.REPRODUCED
     traps, _ = run_profiles(locked(1, N), 40, 300, WINDOW, THRESHOLD)  # 40 ground-state chains: 40 perfect
     assert (traps.kind == "perfect").sum() == 40 and len(ch.distinct_held_states(traps)) == 40
@@ -119,8 +120,9 @@ def test_a_tied_site_is_neither_kind_of_trap():
 
 def test_trap_split_counts_a_re_entered_state_once():
     """Gated wells (all 0, all 1; Δ* = 2.5 at the gate): chains escape through the gate and come back, so the
-    detector finds some held states again; split_row counts each chain's distinct states, every one perfect."""
-    traps, _ = cal.trap_run(cal.Gate(2.5, [8.0] * (cal.N - 1)), 0, null=False)
+    detector finds some held states again (at seed 1 one chain does; at n = 20 most seeds see none), and split_row
+    counts each chain's distinct states, every one perfect."""
+    traps, _ = cal.trap_run(cal.Gate(2.5, [8.0] * (cal.N - 1)), 1, null=False)
     distinct = ch.distinct_held_states(traps)
     assert len(distinct) < len(traps) and distinct.entries.max() > 1  # re-entries occur
     assert len(distinct) == len({(c, tuple(s)) for c, s in zip(traps.chain, traps.state)})
