@@ -686,7 +686,8 @@ def excess_rise_interval(
     target_start, target_end, control_start, control_end, level: float = 0.95
 ) -> tuple[float, float, float]:
     """Table 3a's rise, paired per chain (section 6.2.1): the mean over chains of (target_end - target_start) -
-    (control_end - control_start), the target label's rise beyond its control label's on the same chain, with
+    (control_end - control_start), the target label's rise beyond its control's on the same chain (chapter 4 passes
+    each chain's mean over its looks after the start as the "end", and the other labels' mean as the control), with
     Student's t interval over chains (mean_interval: a handful of chains a topic, where a bootstrap is too
     narrow) at `level`. NaNs with fewer than two chains."""
     values = [np.asarray(v, dtype=float).reshape(-1) for v in (target_start, target_end, control_start, control_end)]
@@ -733,7 +734,7 @@ def rule_recurrence(target_share, control_share, chance_above) -> dict:
     """Politics recurrence (section 6.2.1, Table 3), per chain seeded outside the target's topic, on the share of
     its looks with the target's score above 1/L. Two comparisons against 0, each by rule_one_sided, combined by
     rule_every_part (reproduced when both are, differs when either differs): (a) "politics is no different from
-    another label": the mean of target_share - control_share (the chain's control label on the same looks),
+    the other labels": the mean of target_share - control_share (the other labels' mean share on the same looks),
     paired over chains, t interval; (b) "the chains carry no basin": mean target_share minus the share of
     basin-free texts above 1/L (`chance_above`, one 0/1 value a text), Welch's interval. Fewer than two chains:
     inconclusive. Returns {"verdict", "reason", "label": (est, low, high), "chance": (est, low, high),
@@ -750,7 +751,7 @@ def rule_recurrence(target_share, control_share, chance_above) -> dict:
             "chance": nothing,
             "chance_share": chance_share,
         }
-    names = ["vs a control label", "vs basin-free text"]
+    names = ["vs the other labels", "vs basin-free text"]
 
     def intervals(level):
         return mean_interval(target_share - control_share, level), welch_interval(target_share, chance, level)

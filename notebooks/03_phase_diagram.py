@@ -58,7 +58,7 @@ model: str = ""  # a Hugging Face masked LM name or folder; "" is bundled
 pairs: int = 0  # coupled pairs per (tau, n) cell; 0: the profile's value
 budget: int = 0  # coupling budget in steps; 0: the profile's value
 drift_chains: int = 0  # drift chains per (tau, n); 0: the profile's value
-drift_steps: int = 0  # steps of each drift chain; 0: the profile's value
+drift_steps: int = 0  # drift steps, the shortest length's; 0: the profile's
 temperatures: list = []  # coupling-grid temperatures; []: the profile's
 passages: str = ""  # bbc | ms_marco; "" is the profile's (protein: germline)
 seed: int = 0
@@ -110,8 +110,11 @@ run.glue(
 # `smoke` only exercises the code (CI). `quick` (the book, 2 CPU cores) couples
 # 6 pairs per cell for $n \in \{8, 24\}$ and $\tau$ from 1 to 3 (steps of 0.25
 # across the crossover) within a 400-step budget, and runs 6 drift chains per
-# $(\tau, n)$ for 300 steps, $\tau \in \{0.3, 1, 1.4, 2.5\}$,
-# $n \in \{8, 12, 16, 24\}$. The hitting times of Fig. 3b come from 16
+# $(\tau, n)$, $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24\}$,
+# each length for $T(n)$ steps growing like $n \ln n$ (300 at $n = 8$ to 1,000
+# at $n = 24$, `ch.nlogn_steps`): a site is then offered about as many
+# updates at every length, where a fixed $T$ would leave the longest
+# sequences short of saturation by design. The hitting times of Fig. 3b come from 16
 # further chains per length at $\tau = 1.4$, recorded at every step (the
 # shortest times are a few steps), and the influence sums of section 6
 # from 16 chains of length 12.
@@ -181,7 +184,8 @@ run.glue(
 #   both and meets the $n \log n$ range, differs when it misses that range.
 #   The mean, not the median: times of a few steps are integers, and their
 #   median sits on the smallest possible value at short lengths.
-# - `distance_saturates` (Fig. 3a): after $T$ steps at $\tau = 1$ the
+# - `distance_saturates` (Fig. 3a): after $T$ steps at $\tau = 1$ (the
+#   paper's $10^4$ at every length; here $T(n)$, growing like $n \ln n$) the
 #   distance has saturated, i.e. at every length the mean $d(x_T, x_0)$
 #   reaches the embedder's ceiling $d_{\rm ref}(n)$, the mean distance
 #   between unrelated passages of the same length. Null: below 0.9 of the
@@ -438,7 +442,7 @@ for n in cfg.drift_lengths:
         cond,
         starts.tokens,
         cfg.drift_taus,
-        cfg.drift_steps,
+        cfg.drift_steps_at[n],
         seed=seed,
         record_every=cfg.record_every,
         progress=False,
@@ -456,7 +460,8 @@ run.save(drift, "drift");
 # %% [markdown]
 # **Protocol 1 (Fig. 3a).** The distance reached after a fixed number of
 # steps $T$, against $n$ (the first `saturation_chains` chains of each
-# cell, at the last record up to `saturation_steps`). The paper runs
+# cell, at step $T(n)$: `saturation_steps` at the shortest length, growing
+# like $n \ln n$ at the quick profile). The paper runs
 # $\tau = 1$ and sees the distance level off, growing only like $\log n$.
 # The figure shows the mean distance with a 95% band per length and
 # temperature. A distance read near the embedder's ceiling says nothing
@@ -467,8 +472,8 @@ run.save(drift, "drift");
 # over the run's last third (Student's t interval over chains).
 
 # %%
-sat_steps = drift.step[drift.step <= cfg.saturation_steps].max()
-last = drift[(drift.step == sat_steps) & (drift.start < cfg.saturation_chains)]
+read_at = ch.read_out_steps(drift.step, drift.n, cfg.saturation_steps_at)
+last = drift[read_at & (drift.start < cfg.saturation_chains)]
 ch.saturation_figure(last, cfg);
 
 # %%
@@ -478,14 +483,13 @@ trend = ch.saturation_trend(
 )
 ends, reference = [], []
 for n, (chains, chain_frame, distance) in runs.items():
+    steps_n = cfg.saturation_steps_at[n]
     keep, _ = ch.protocol_slice(
-        chain_frame, chains.steps, cfg.saturation_chains, cfg.saturation_steps
+        chain_frame, chains.steps, cfg.saturation_chains, steps_n
     )
     keep &= torch.as_tensor(chain_frame.temperature == cfg.saturation_tau)
-    at_t, at_two_thirds = ch.distance_at_ends(
-        distance[keep], chains.steps, cfg.saturation_steps
-    )
-    ends.append(pd.DataFrame({"n": n, "final": at_t, "late": at_two_thirds}))
+    at_end, late = ch.distance_at_ends(distance[keep], chains.steps, steps_n)
+    ends.append(pd.DataFrame({"n": n, "final": at_end, "late": late}))
     if not cfg.protein:  # a protein MLM's Hamming share has no ceiling row
         d_ref = ch.ceiling_distances(
             cond, embedder, n, cfg.ceiling_pairs, seed=seed + 2
@@ -518,7 +522,7 @@ run.glue(
             f"{d:.2f} at n = {n}" for n, d in final[cold].items()
         ),
         "cold_tau": f"{cold:g}",
-        "sat_steps": f"{sat_steps}",
+        "sat_steps": ch.run_lengths_text(cfg.saturation_steps_at),
         "ceiling": bt.range_text(ceiling.ceiling),
         "sat_slope": bt.interval_text(
             trend["slope"],
@@ -914,7 +918,7 @@ claims = ch.claim_rows(
     scaling=scaling,
     trend=trend,
     ceiling=ceiling,
-    saturation_steps=sat_steps,
+    saturation_steps=cfg.saturation_steps_at,
     rise=rise,
     alpha=alpha,
 )

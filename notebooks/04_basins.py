@@ -236,10 +236,10 @@ if not cfg.protein:
 #   topics), the share of its scored looks
 #   after the start at which politics scores above $1/9$: a per-chain share,
 #   below its ceiling unless every look crosses. Two comparisons, each an
-#   interval against 0: (a) *politics is no different from another label*:
-#   minus the same share for the chain's control label (neither politics nor
-#   its own seed label, cycled through the seven) on the same looks, paired
-#   over chains (t interval); (b) *the chains carry no basin*: minus the
+#   interval against 0: (a) *politics is no different from the other
+#   labels*: minus the same share averaged over the other labels (neither
+#   politics nor the chain's own seed label: seven of them) on the same
+#   looks, paired over chains (t interval); (b) *the chains carry no basin*: minus the
 #   share of basin-free texts above $1/9$ (Welch interval).
 #   *Reproduced* when both lie above 0, *differs* when either lies at or
 #   below 0 at 97.5% (two comparisons: each judged at $1 - 0.05/2$ so that
@@ -247,24 +247,28 @@ if not cfg.protein:
 # - **Politics rises for every topic** (`politics_rises_every_topic`,
 #   Table 3a). The scores sum to one, so a chain that loses its seed topic
 #   raises the other labels on average; a rise says politics is a basin
-#   only if politics gains more than another label does. Per chain seeded
-#   outside politics: politics' rise from the start to the last step minus
-#   the rise of its control label (the same one as above) on the same
-#   chain. Per seed topic, *reproduced* when the t interval of the mean of
+#   only if politics gains more than the other labels do. Per chain seeded
+#   outside politics, on every scored look after the start (the paper
+#   compares the first and the last step; its own recurrence count shows
+#   how much endpoints miss): politics' mean rise above its start minus the
+#   other labels' mean rise above theirs (the same seven as above). Per seed topic, *reproduced* when the t interval of the mean of
 #   these paired differences lies above 0, *differs* when it lies at or
 #   below 0. The claim needs every topic reproduced (95% intervals), and
 #   differs if one topic's interval at $1 - 0.05/K$ ($K$ topics) lies at
 #   or below 0: with $K$ chances to err, each gets a $K$-th of the 5%.
-# - **Politics ends above basin-free text**
+# - **Politics above basin-free text**
 #   (`politics_ends_above_basin_free`, ours, beyond the paper: Table 3a
 #   reports the rise only). A sign test over all chains seeded outside
-#   politics: does a chain's last state score politics above the median
-#   of basin-free text? (Ranks, not means: basin-free text already scores
-#   politics above $1/9$ on average with our scorer, and topic scores are
-#   skewed.) Null: a chain ends like word salad, above that median half
-#   the time. *Reproduced* when the Wilson interval of the share of chains
-#   above the median lies above 1/2, *differs* when it lies at or below
-#   1/2.
+#   politics: over its scored looks after the start, does a chain score
+#   politics above the median of basin-free text? Per chain, the mean over
+#   those looks of the share of basin-free texts scoring politics higher
+#   (ranks, not means: basin-free text already scores politics above $1/9$
+#   on average with our scorer, and topic scores are skewed); a chain is
+#   above the median when that mean is below 1/2. Null: a chain reads like
+#   word salad, above that median half the time. *Reproduced* when the
+#   Wilson interval of the share of chains above the median lies above 1/2,
+#   *differs* when it lies at or below 1/2. (Its id keeps "ends" from an
+#   earlier version that read the last state alone.)
 # - **Loss of the seed topic** (`seed_topic_loss`, "in every case"). The
 #   paper's claim is a fall: seed-topic scores "fall sharply", the chains
 #   losing their initial topic. Per chain, the seed label's score at the
@@ -359,8 +363,8 @@ if not cfg.protein:
 # chains whose politics score has to rise to cross: we count over our
 # chains seeded outside politics (with BBC seeds, the four non-politics
 # topics; with MS MARCO seeds, all five). Per chain, the share of its looks after the start at
-# which politics is above $1/9$, beside the same share for its control label
-# on the same looks; basin-free text gives the chance share:
+# which politics is above $1/9$, beside the same share averaged over the
+# other labels on the same looks; basin-free text gives the chance share:
 
 # %%
 if not cfg.protein:
@@ -375,7 +379,7 @@ if not cfg.protein:
     )
 
 # %% [markdown]
-# :::{admonition} The code: how `rule_recurrence` compares politics with a control label and with basin-free text
+# :::{admonition} The code: how `rule_recurrence` compares politics with the other labels and with basin-free text
 # :class: dropdown
 # ```{literalinclude} ../verdicts.py
 # :pyobject: rule_recurrence
@@ -383,29 +387,33 @@ if not cfg.protein:
 # :::
 
 # %% [markdown]
-# Table 3a, topic by topic: the mean rise of politics and of the chains'
-# control labels from the start to the last step, and politics' rise beyond
-# its control label's, paired per chain.
+# Table 3a, topic by topic: the mean rise of politics and of the other
+# labels from the start, over every scored look after it, and politics' rise
+# beyond theirs, paired per chain.
 
 # %%
 if not cfg.protein:
-    ends = ch.chain_ends(frame, cfg.labels, cfg.target, cfg.seed_labels)
-    rises = ch.rise_frame(ends)
+    means = ch.chain_means(frame, cfg.labels, cfg.target, cfg.seed_labels)
+    rises = ch.rise_frame(means)
     display(ch.rises_view(rises, cfg.target))
 
 # %% [markdown]
-# :::{admonition} The code: how `excess_rise_interval` pairs politics' rise with its control label's
+# :::{admonition} The code: how `excess_rise_interval` pairs politics' rise with the other labels'
 # :class: dropdown
 # ```{literalinclude} ../verdicts.py
 # :pyobject: excess_rise_interval
 # ```
 # :::
 #
-# Where the chains end against basin-free text (ours, beyond the paper):
+# Where the chains sit against basin-free text over their looks (ours,
+# beyond the paper):
 
 # %%
 if not cfg.protein:
-    ends_judged = ch.ends_verdict(ends, chance_target)
+    ranks = ch.look_ranks(
+        frame, chance_target, cfg.labels, cfg.target, cfg.seed_labels
+    )
+    ends_judged = ch.ends_verdict(ranks)
     print(ends_judged["verdict"] + ":", ends_judged["reason"])
 
 # %% [markdown]
@@ -457,7 +465,7 @@ if not cfg.protein:
     run.save(table3, "table3", index=True)
     run.save(crossings, "crossings")
     run.save(rises, "table3a_rises", index=True)
-    run.save(ends, "chain_ends")
+    run.save(means, "chain_means")
     run.save(loss, "seed_loss", index=True)
 
 # %% [markdown]
@@ -896,7 +904,7 @@ else:
         crossings,
         recurrence,
         rises,
-        ends,
+        ranks,
         ends_judged,
         loss,
         ch.endpoint_frame(frame, cfg),
@@ -914,7 +922,7 @@ if not cfg.protein:
                 crossings,
                 recurrence,
                 rises,
-                ends,
+                ranks,
                 ends_judged,
                 loss,
                 cfg.target,
@@ -950,22 +958,22 @@ if not cfg.protein:
 # it does is not measured here.
 #
 # Topic by topic (Table 3a): {glue:text}`ch4_rises`. The paper reports a
-# rise for all five of its topics; against the rise of a control label on
-# the same chains, politics rising for every topic comes out
-# *{glue:text}`ch4_politics_rises_every_topic_verdict`*. Where the chains
-# end: {glue:text}`ch4_ends`, so ending above basin-free text (our question,
-# not the paper's) comes out
+# rise for all five of its topics; against the other labels' rise on the
+# same chains and looks, politics rising for every topic comes out
+# *{glue:text}`ch4_politics_rises_every_topic_verdict`*. Against basin-free
+# text: {glue:text}`ch4_ends`, so holding more politics than basin-free
+# text (our question, not the paper's) comes out
 # *{glue:text}`ch4_politics_ends_above_basin_free_verdict`*.
 #
 # Of the non-politics chains, {glue:text}`ch4_crossed` pass the politics
 # baseline at some scored step (the paper:
 # {glue:text}`paper_politics_recurrence_count`), against
-# {glue:text}`ch4_label_crossed` for their control labels on the same
-# looks; the highest politics score is {glue:text}`ch4_peak` (the paper:
+# {glue:text}`ch4_label_crossed` of the other labels on the same chains
+# and looks; the highest politics score is {glue:text}`ch4_peak` (the paper:
 # {glue:text}`paper_politics_peak`). Crossing once is nearly at its ceiling,
 # so the rule reads the share of looks instead: politics is above $1/9$ in
-# {glue:text}`ch4_share_politics` of a chain's looks on average, its control
-# label in {glue:text}`ch4_share_control`, basin-free text in
+# {glue:text}`ch4_share_politics` of a chain's looks on average, the other
+# labels in {glue:text}`ch4_share_control`, basin-free text in
 # {glue:text}`ch4_share_chance`. Under the rule fixed above, politics
 # recurrence comes out *{glue:text}`ch4_politics_recurrence_verdict`*.
 # Crossing once is a weak test: {glue:text}`ch4_false_alarm` of plain,

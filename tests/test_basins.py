@@ -287,23 +287,31 @@ def test_blank_text_scores_uniform():
     assert torch.allclose(scores[0], torch.tensor([0.5, 0.5]), atol=1e-6)
 
 
-def test_control_labels_cycle_and_skip_target_and_seed():
-    labels = ["politics", "finance", "sport", "food"]
-    picks = ch.control_labels(["finance", "finance", "finance", "sport"], labels)
-    assert picks == ["sport", "food", "sport", "finance"]
+def test_other_labels_mean_leaves_out_the_target_and_each_rows_seed_label():
+    frame = pd.DataFrame(
+        {
+            "seed_topic": ["business", "sports"],
+            "politics": [0.1, 0.2],
+            "finance": [0.5, 0.3],
+            "sport": [0.3, 0.4],
+            "food": [0.1, 0.1],
+        }
+    )
+    others = ch.other_labels_mean(frame, ["politics", "finance", "sport", "food"])
+    assert others.tolist() == pytest.approx([0.2, 0.2])  # business: sport and food; sports: finance and food
     with pytest.raises(ValueError, match="no label"):
-        ch.control_labels(["finance"], ["politics", "finance"])
+        ch.other_labels_mean(frame.head(1)[["seed_topic", "politics", "finance"]], ["politics", "finance"])
     with pytest.raises(ValueError, match="target"):
-        ch.control_labels(["finance"], ["finance", "sport"])
+        ch.other_labels_mean(frame, ["finance", "sport"])
 
 
 def test_crossing_frame_counts_target_and_control_after_the_start():
     frame = _frame()  # labels politics, finance, sport; chains 0, 1 business, chain 2 sports
     table = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
     assert table.chain.tolist() == [0, 1, 2]
-    assert table.control_label.tolist() == ["sport", "sport", "finance"]
     assert table.target_crossed.tolist() == [True, False, False]
-    assert table.control_crossed.tolist() == [False, True, False]  # chain 1's sport reaches 0.40
+    # the share of the other labels (sport for business chains, finance for sports) ever above: chain 1's sport
+    assert table.control_crossed.tolist() == [0.0, 1.0, 0.0]
     assert table.target_peak.tolist() == pytest.approx([0.30, 0.20, 0.03])
     politics_only = frame.assign(seed_topic="politics")
     assert ch.crossing_frame(politics_only, ["politics", "finance", "sport"], 0.25).empty
@@ -327,7 +335,7 @@ def _looks_frame(politics, control, chains=6, looks=10, seed=0):
 @pytest.mark.parametrize(
     "politics, control, chance, verdict",
     [
-        (0.8, 0.1, 0.2, bt.REPRODUCED),  # politics beats the control label and basin-free text
+        (0.8, 0.1, 0.2, bt.REPRODUCED),  # politics beats the other labels and basin-free text
         (0.8, 0.1, 0.95, bt.DIFFERS),  # basin-free text crosses more often: no basin needed
         (0.1, 0.8, 0.05, bt.DIFFERS),  # another label crosses more often than politics
         (0.4, 0.4, None, bt.INCONCLUSIVE),  # neither control is beaten nor beats politics
@@ -336,7 +344,7 @@ def _looks_frame(politics, control, chains=6, looks=10, seed=0):
 def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, control, chance, verdict):
     frame = _looks_frame(politics, control, chains=12, looks=20)
     crossings = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
-    assert set(crossings.control_label) == {"sport"} and (crossings.looks == 20).all()
+    assert (crossings.looks == 20).all()
     chance_scores = (
         frame[frame.step > 0].politics.to_numpy()
         if chance is None  # the chains' own looks
@@ -344,7 +352,7 @@ def test_recurrence_verdict_reaches_every_outcome_below_ceiling(politics, contro
     )
     result = ch.recurrence_verdict(crossings, chance_scores, 0.25)
     assert result["verdict"] == verdict, result["reason"]
-    assert "vs a control label" in result["reason"] and "vs basin-free text" in result["reason"]
+    assert "vs the other labels" in result["reason"] and "vs basin-free text" in result["reason"]
     few = ch.recurrence_verdict(crossings.iloc[:1], chance_scores, 0.25)
     assert few["verdict"] == bt.INCONCLUSIVE
 
@@ -356,34 +364,33 @@ def test_crossing_frame_shares_and_first_crossing():
     assert table.first_crossing.iloc[0] > 0 and np.isnan(table.first_crossing.iloc[1])
 
 
-def test_chain_ends_pair_each_chain_with_its_crossing_control():
+def test_chain_means_read_every_look_after_the_start_against_the_other_labels():
     frame = _frame()
-    ends = ch.chain_ends(frame, ["politics", "finance", "sport"])
-    crossings = ch.crossing_frame(frame, ["politics", "finance", "sport"], baseline=0.25)
-    assert ends.chain.tolist() == [0, 1, 2] and ends.control_label.tolist() == crossings.control_label.tolist()
-    assert ends.target_start.tolist() == pytest.approx([0.05, 0.05, 0.01])
-    assert ends.target_end.tolist() == pytest.approx([0.10, 0.20, 0.03])
-    assert ends.control_start.tolist() == pytest.approx([0.10, 0.05, 0.01])  # sport, sport, finance
-    assert ends.control_end.tolist() == pytest.approx([0.10, 0.40, 0.01])
-    assert ch.chain_ends(frame.assign(seed_topic="politics"), ["politics", "finance", "sport"]).empty
+    means = ch.chain_means(frame, ["politics", "finance", "sport"])
+    assert means.chain.tolist() == [0, 1, 2]
+    assert means.target_start.tolist() == pytest.approx([0.05, 0.05, 0.01])
+    assert means.target_mean.tolist() == pytest.approx([0.20, 0.125, 0.025])  # steps 10 and 20
+    assert means.target_end.tolist() == pytest.approx([0.10, 0.20, 0.03])
+    assert means.control_start.tolist() == pytest.approx([0.10, 0.05, 0.01])  # sport, sport, finance
+    assert means.control_mean.tolist() == pytest.approx([0.10, 0.40, 0.015])
+    assert ch.chain_means(frame.assign(seed_topic="politics"), ["politics", "finance", "sport"]).empty
     with pytest.raises(ValueError, match="missing"):
-        ch.chain_ends(frame.drop(columns="sport"), ["politics", "finance", "sport"])
+        ch.chain_means(frame.drop(columns="sport"), ["politics", "finance", "sport"])
 
 
 def _rise_ends(politics_rise, control_rise, chains=6, seed=0):
-    """chain_ends of `chains` business chains whose politics and control scores rise by the given amounts,
-    give or take 0.02 a chain (spread evenly, so the mean excess is exactly their difference)."""
+    """chain_means of `chains` business chains whose politics and other labels' mean scores over the looks rise by
+    the given amounts, give or take 0.02 a chain (spread evenly, so the mean excess is exactly their difference)."""
     rng = np.random.default_rng(seed)
     start, spread = rng.uniform(0.0, 0.1, (2, chains)), 0.02 * np.linspace(-1, 1, chains)
     return pd.DataFrame(
         {
             "chain": range(chains),
             "seed_topic": "business",
-            "control_label": "sport",
             "target_start": start[0],
-            "target_end": start[0] + politics_rise + spread,
+            "target_mean": start[0] + politics_rise + spread,
             "control_start": start[1],
-            "control_end": start[1] + control_rise - spread,
+            "control_mean": start[1] + control_rise - spread,
         }
     )
 
@@ -391,7 +398,7 @@ def _rise_ends(politics_rise, control_rise, chains=6, seed=0):
 @pytest.mark.parametrize(
     "politics, control, verdict",
     [
-        (0.5, 0.1, bt.REPRODUCED),  # politics gains more than its control label on the same chains
+        (0.5, 0.1, bt.REPRODUCED),  # politics gains more than the other labels on the same chains
         (0.3, 0.3, bt.INCONCLUSIVE),  # both gain alike: the seed topic's mass spreads evenly
         (0.1, 0.5, bt.DIFFERS),  # politics rises, but less than another label
     ],
@@ -411,26 +418,44 @@ def test_rises_differ_only_where_a_topic_differs_at_the_corrected_level():
     claim stays inconclusive (multiplicity)."""
     clear = _rise_ends(0.5, 0.1, chains=5)
     weak = _rise_ends(0.0, 0.0, chains=5).assign(seed_topic="sport", chain=range(5, 10))
-    weak["target_end"] = weak.target_start + np.array([0.0, -0.05, -0.1, -0.15, -0.2])
-    weak["control_end"] = weak.control_start
+    weak["target_mean"] = weak.target_start + np.array([0.0, -0.05, -0.1, -0.15, -0.2])
+    weak["control_mean"] = weak.control_start
     rises = ch.rise_frame(pd.concat([clear, weak], ignore_index=True))
     assert rises.verdict.tolist() == [bt.REPRODUCED, bt.DIFFERS]
     assert rises.corrected.tolist() == [bt.REPRODUCED, bt.INCONCLUSIVE]
     assert ch.rises_verdict(rises)[0] == bt.INCONCLUSIVE
 
 
-def test_ends_verdict_ranks_chain_ends_against_basin_free_text():
-    rng = np.random.default_rng(0)
+def _politics_looks(draw, chains=20, looks=5):
+    """A topic_frame of `chains` business chains whose politics score at each look after the start is `draw(size)`
+    (0.5 at the start, a shared start that the statistic must leave out)."""
+    looks_after = draw((chains, looks))
+    rows = [
+        dict(chain=c, step=t, seed_topic="business", politics=0.5 if t == 0 else looks_after[c, t - 1], finance=0.2)
+        for c in range(chains)
+        for t in range(looks + 1)
+    ]
+    return pd.DataFrame(rows).assign(sport=lambda f: 1 - f.politics - f.finance)
+
+
+def test_ends_verdict_ranks_every_look_against_basin_free_text():
+    rng = np.random.default_rng(1)  # at seed 0 the basin-free chains fall 5 of 20 above the median (p 0.04)
     chance = rng.beta(0.5, 3, 300)  # skewed, like topic scores on word salad
-    for ends, verdict in (
-        (rng.uniform(0.6, 0.9, 20), bt.REPRODUCED),  # above almost every chance text
-        (rng.beta(0.5, 3, 20), bt.INCONCLUSIVE),  # ends as basin-free text
-        (np.zeros(20), bt.DIFFERS),  # below every chance text
+    labels = ["politics", "finance", "sport"]
+    for draw, verdict in (
+        (lambda size: rng.uniform(0.6, 0.9, size), bt.REPRODUCED),  # above almost every chance text
+        (lambda size: rng.beta(0.5, 3, size), bt.INCONCLUSIVE),  # reads as basin-free text
+        (lambda size: np.zeros(size), bt.DIFFERS),  # below every chance text
     ):
-        frame = _rise_ends(0.0, 0.0, chains=20).assign(target_end=ends)
-        result = ch.ends_verdict(frame, chance)
+        frame = _politics_looks(draw)
+        ranks = ch.look_ranks(frame, chance, labels)
+        assert len(ranks) == 20 and ranks.between(0, 1).all()
+        result = ch.ends_verdict(ranks)
         assert result["verdict"] == verdict, result["reason"]
-    assert ch.ends_verdict(frame.iloc[:1], chance)["verdict"] == bt.INCONCLUSIVE
+    assert ch.ends_verdict(ranks.iloc[:1])["verdict"] == bt.INCONCLUSIVE
+    # the rank share of a chain is the mean over its looks: one look above every text and one below give 1/2
+    two = _politics_looks(lambda size: np.tile([1.0, 0.0], (size[0], 1)), chains=2, looks=2)
+    assert ch.look_ranks(two, chance, labels).tolist() == pytest.approx([0.5, 0.5])
 
 
 def test_seed_loss_intervals_and_verdict_reach_every_outcome():
@@ -515,29 +540,29 @@ def test_seed_loss_reference_is_not_tipped_by_skewed_salad_scores():
 def _verdict_inputs():
     crossings = ch.crossing_frame(_frame(), ["politics", "finance", "sport"], baseline=0.25)
     recurrence = ch.recurrence_verdict(crossings, np.full(10, 0.05), 0.25)
-    ends = ch.chain_ends(_frame(), ["politics", "finance", "sport"])
-    rises = ch.rise_frame(ends)
-    ends_judged = ch.ends_verdict(ends, np.linspace(0.0, 0.1, 10))
+    rises = ch.rise_frame(ch.chain_means(_frame(), ["politics", "finance", "sport"]))
+    ranks = ch.look_ranks(_frame(), np.linspace(0.0, 0.1, 10), ["politics", "finance", "sport"])
+    ends_judged = ch.ends_verdict(ranks)
     rng = np.random.default_rng(0)  # two topics whose chains gain their seed label (from 0.5 to 0.8)
     loss = ch.seed_loss_frame(
         ["business"] * 4 + ["sports"] * 4, np.full(8, 0.5), 0.8 + rng.normal(0, 0.01, 8), rng.uniform(0.0, 0.5, (50, 8))
     )
-    return crossings, recurrence, rises, ends, ends_judged, loss
+    return crossings, recurrence, rises, ranks, ends_judged, loss
 
 
 def test_claim_rows_keep_model_specific_rows_unjudged():
-    crossings, recurrence, rises, ends, ends_judged, loss = _verdict_inputs()
+    crossings, recurrence, rises, ranks, ends_judged, loss = _verdict_inputs()
     rows = ch.claim_rows(
         crossings,
         recurrence,
         rises,
-        ends,
+        ranks,
         ends_judged,
         loss,
         setup={"n": 20, "chains": 3, "scorer": "MiniLM embedding zero-shot"},
         model="tiny",
     )
-    words = ch.verdict_text(crossings, recurrence, rises, ends, ends_judged, loss)
+    words = ch.verdict_text(crossings, recurrence, rises, ranks, ends_judged, loss)
     verdicts = {r["claim"]: r["verdict"] for r in rows}
     assert verdicts["politics_recurrence_count"] == verdicts["politics_peak"] == bt.OTHER_SETUP
     assert verdicts["seed_topic_loss"] == bt.DIFFERS
@@ -548,8 +573,8 @@ def test_claim_rows_keep_model_specific_rows_unjudged():
         empty,
         ch.recurrence_verdict(empty, np.full(10, 0.05), 0.25),
         rises.iloc[:0],
-        ends.iloc[:0],
-        ch.ends_verdict(ends.iloc[:0], np.full(10, 0.05)),
+        ranks.iloc[:0],
+        ch.ends_verdict(ranks.iloc[:0]),
         loss.iloc[:0],
         setup={"n": 20},
         model="tiny",

@@ -975,3 +975,23 @@ def test_a_protein_window_spreads_its_free_sites_over_fr1_inside_the_whole_gene(
     for profile in ch.PROTEIN_SETTINGS:
         settings = ch.PROTEIN_SETTINGS[profile]
         assert settings["context_length"] == glauber.GERMLINE_CONTEXT and settings["window_span"] <= 25  # FR1
+
+
+def test_drift_runs_grow_like_n_log_n_from_the_profiles_floor():
+    """Issue 63: each length's drift run is max(steps, anchor n ln n / (24 ln 24)) on the record spacing, so n = 24
+    runs the anchor (1,000 at quick) and no run is shorter than the floor the other protocols read; the paper's
+    profile keeps its fixed 10^4 (anchor 0)."""
+    quick, paper = ch.settings("quick"), ch.settings("paper")
+    assert quick.drift_steps_at == {8: 300, 12: 392, 16: 584, 24: 1000}
+    assert quick.saturation_steps_at == quick.drift_steps_at
+    assert all(t % quick.record_every == 0 and t >= quick.crossover_steps for t in quick.drift_steps_at.values())
+    assert set(paper.saturation_steps_at.values()) == {10_000}
+    assert ch.nlogn_steps(48, 10, 1000, 4) == 4 * math.ceil(1000 * 48 * math.log(48) / (24 * math.log(24)) / 4)
+    assert ch.nlogn_steps(24, 10, 0, 4) == 10
+    assert ch.run_lengths_text(quick.saturation_steps_at) == "300 (n = 8) to 1,000 (n = 24)"
+    assert ch.run_lengths_text(paper.saturation_steps_at) == "10,000"
+    short = ch.settings("quick", drift_steps=200)  # a run cut below saturation_steps is read at its own end
+    assert short.saturation_steps_at[8] == short.drift_steps_at[8] == 220
+    # the read-out is the last record at or before each length's T(n), as distance_at_ends reads it
+    read = ch.read_out_steps([0, 4, 300, 304, 0, 392, 396], [8, 8, 8, 8, 12, 12, 12], {8: 302, 12: 392})
+    assert read.tolist() == [False, False, True, False, False, True, False]

@@ -2,7 +2,8 @@
 
 Long Glauber chains at tau = 1 forget the topic they start from and keep re-entering semantic regions; the paper
 finds politics a recurrent basin for BERT. The chapter scores chain states by topic, judges the paper's three general
-claims (against a control label and basin-free text) and one of ours beyond it (politics ends above basin-free text),
+claims (on every scored look, against the mean of the other labels and basin-free text) and one of ours beyond it
+(politics holds above basin-free text),
 sets BERT's numbers beside ours on the paper's setup, and runs frozen-prefix chains (C.4). On a protein model the
 basin is the germline instead (ours): do framework substitutions of a germline V gene revert? Beside it, shown and
 not judged: pseudo-log-likelihoods, end-state logos, rates of change per IMGT region and a user's antibody as a seed.
@@ -94,20 +95,21 @@ from .reversion import (
 )
 from .science import (
     CROSSING_COLUMNS,
-    ENDS_COLUMNS,
+    MEANS_COLUMNS,
     MS_MARCO_POOL,
     MS_MARCO_TOPICS,
     PROTEIN_SETTINGS,
     SETTINGS,
-    chain_ends,
+    chain_means,
     chance_tokens,
-    control_labels,
     crossing_frame,
     endpoint_chains,
     endpoint_frame,
     first_chains,
     leading_label_seeds,
     leading_label_shares,
+    look_ranks,
+    other_labels_mean,
     pca_2d,
     pca_paths,
     recurrence_frame,
@@ -170,11 +172,12 @@ __all__ = [
     "pca_2d",
     "pca_paths",
     "chance_tokens",
-    "control_labels",
+    "look_ranks",
+    "other_labels_mean",
     "CROSSING_COLUMNS",
     "crossing_frame",
-    "ENDS_COLUMNS",
-    "chain_ends",
+    "MEANS_COLUMNS",
+    "chain_means",
     "seed_loss_intervals",
     "FRAMEWORK",
     "REVERSION_COLUMNS",

@@ -15,7 +15,6 @@ from verdicts import (
     every_part_level,
     excess_rise_interval,
     finite,
-    rank_shares,
     rule_every_part,
     rule_median_sign,
     rule_one_sided,
@@ -35,33 +34,33 @@ _TIES = "every chain ties the median"
 
 def recurrence_verdict(crossings: pd.DataFrame, chance_target, baseline: float) -> dict:
     """The politics-recurrence verdict by verdicts.rule_recurrence: per chain seeded outside politics
-    (crossing_frame), the share of its looks with politics above `baseline` against its control label's
+    (crossing_frame), the share of its looks with politics above `baseline` against the other labels' mean
     share on the same looks (paired) and against the share of basin-free texts above it (`chance_target`:
     their politics scores). Returns rule_recurrence's dict."""
     chance_above = np.asarray(chance_target, dtype=float) > baseline
     return rule_recurrence(crossings.target_share, crossings.control_share, chance_above)
 
 
-def rise_frame(ends: pd.DataFrame) -> pd.DataFrame:
-    """Table 3a per seed topic of chain_ends (those outside the target's): the target's mean rise from the first
-    to the last step, its control label's, and the target's rise beyond the control's paired per chain
-    (verdicts.excess_rise_interval, t interval over the topic's chains). A topic is reproduced when that
-    interval lies above 0 (rule_one_sided): the target gains more than another label does on the same
-    chains; differs when it lies at or below 0. `corrected`: the same rule on the interval at
+def rise_frame(means: pd.DataFrame) -> pd.DataFrame:
+    """Table 3a per seed topic of chain_means (chains outside the target's): the target's mean rise from the start
+    over every look after it, the other labels' (their mean), and the target's rise beyond theirs paired per chain
+    (verdicts.excess_rise_interval on the start and the mean over the looks, t interval over the topic's chains).
+    A topic is reproduced when that interval lies above 0 (rule_one_sided): the target gains more than the other
+    labels do on the same chains and looks; differs when it lies at or below 0. `corrected`: the same rule on the interval at
     every_part_level(K), K the number of topics (rule_every_part's differs side). Columns chains, rise,
     control_rise, excess, excess_low, excess_high, verdict, corrected, reason."""
-    level = every_part_level(max(ends.seed_topic.nunique(), 1))
+    level = every_part_level(max(means.seed_topic.nunique(), 1))
     rows = []
-    for topic, group in ends.groupby("seed_topic", sort=False):
-        scores = (group.target_start, group.target_end, group.control_start, group.control_end)
+    for topic, group in means.groupby("seed_topic", sort=False):
+        scores = (group.target_start, group.target_mean, group.control_start, group.control_mean)
         excess, wide = excess_rise_interval(*scores), excess_rise_interval(*scores, level=level)
         verdict, reason = rule_one_sided(excess[1], excess[2], 0.0, "above", estimate=excess[0])
         rows.append(
             {
                 "seed topic": topic,
                 "chains": len(group),
-                "rise": float((group.target_end - group.target_start).mean()),
-                "control_rise": float((group.control_end - group.control_start).mean()),
+                "rise": float((group.target_mean - group.target_start).mean()),
+                "control_rise": float((group.control_mean - group.control_start).mean()),
                 "excess": excess[0],
                 "excess_low": excess[1],
                 "excess_high": excess[2],
@@ -90,16 +89,14 @@ def rises_verdict(rises: pd.DataFrame) -> tuple[str, str]:
     return rule_every_part(rises.verdict.tolist(), rises.index.tolist(), corrected=rises.corrected.tolist())
 
 
-def ends_verdict(ends: pd.DataFrame, chance_target) -> dict:
-    """politics_ends_above_basin_free (beyond the paper): do chains seeded outside politics end with more
-    politics than basin-free text? Per chain (chain_ends), the share of basin-free texts (`chance_target`:
-    their politics scores) scoring politics higher than its last state (verdicts.rank_shares, a rank
-    comparison the skew of the scores cannot tip), then verdicts.rule_median_sign over all those chains:
-    reproduced when the share of chains ending above the median of basin-free text has its Wilson interval
-    above 1/2 (null: they end like it), differs at or below 1/2. Returns {"verdict", "reason", "share":
-    (share, low, high)}."""
-    shares = rank_shares(ends.target_end, chance_target) if len(ends) else np.zeros(0)
-    verdict, reason, *share = rule_median_sign(shares, "above")
+def ends_verdict(ranks: pd.Series) -> dict:
+    """politics_ends_above_basin_free (beyond the paper): do chains seeded outside politics hold more politics
+    than basin-free text along their run? Per chain (look_ranks), the mean over its looks after the start of the
+    share of basin-free texts scoring politics higher (a rank comparison the skew of the scores cannot tip), then
+    verdicts.rule_median_sign over all those chains: reproduced when the share of chains above the median of
+    basin-free text (a mean rank share below 1/2) has its Wilson interval above 1/2 (null: they read like it),
+    differs at or below 1/2. Returns {"verdict", "reason", "share": (share, low, high)}."""
+    verdict, reason, *share = rule_median_sign(np.asarray(ranks, dtype=float), "above")
     return {"verdict": verdict, "reason": reason, "share": tuple(share)}
 
 
@@ -181,9 +178,9 @@ def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> 
     if crossings.empty:
         return f"no chain seeded outside {target} in this run"
     return (
-        f"share of a chain's looks above 1/L: {target} {crossings.target_share.mean():.2f}, control label "
+        f"share of a chain's looks above 1/L: {target} {crossings.target_share.mean():.2f}, the other labels "
         f"{crossings.control_share.mean():.2f}, basin-free text {recurrence['chance_share']:.2f}; {target} "
-        f"minus control {bt.interval_text(*recurrence['label'], signed=True, missing=_MISSING)}, minus "
+        f"minus the others {bt.interval_text(*recurrence['label'], signed=True, missing=_MISSING)}, minus "
         f"basin-free text {bt.interval_text(*recurrence['chance'], signed=True, missing=_MISSING)}"
     )
 
@@ -191,7 +188,7 @@ def _recurrence_text(crossings: pd.DataFrame, recurrence: dict, target: str) -> 
 def _rises_text(rises: pd.DataFrame, target: str) -> str:
     return (
         "; ".join(
-            f"{topic}: {target} {r.rise:+.3f}, control {r.control_rise:+.3f}, beyond the control "
+            f"{topic}: {target} {r.rise:+.3f}, the others {r.control_rise:+.3f}, beyond the others "
             f"{bt.interval_text(r.excess, r.excess_low, r.excess_high, digits=3, signed=True, missing=_MISSING)}"
             for topic, r in rises.iterrows()
         )
@@ -199,11 +196,14 @@ def _rises_text(rises: pd.DataFrame, target: str) -> str:
     )
 
 
-def _ends_text(ends: pd.DataFrame, verdict: dict, target: str) -> str:
-    if ends.empty:
+def _ends_text(ranks: pd.Series, verdict: dict, target: str) -> str:
+    if ranks.empty:
         return f"no chain seeded outside {target} in this run"
     share = bt.interval_text(*verdict["share"], digits=2, missing=_TIES)
-    return f"share of chains ending with {target} above the median of basin-free text {share} ({len(ends)} chains)"
+    return (
+        f"share of chains whose {target} lies above the median of basin-free text over their looks {share} "
+        f"({len(ranks)} chains)"
+    )
 
 
 def _loss_text(loss: pd.DataFrame) -> str:
@@ -251,14 +251,15 @@ def _rises_row(rises: pd.DataFrame, target: str, quantity: str) -> dict:
     )
 
 
-def _ends_row(ends: pd.DataFrame, verdict: dict, target: str, quantity: str) -> dict:
-    """politics_ends_above_basin_free: the share of chains ending above basin-free text's median (ends_verdict)."""
+def _ends_row(ranks: pd.Series, verdict: dict, target: str, quantity: str) -> dict:
+    """politics_ends_above_basin_free: the share of chains above basin-free text's median over their looks
+    (ends_verdict)."""
     estimate, low, high = verdict["share"]
     return bt.claim_row(
         "politics_ends_above_basin_free",
         quantity,
         estimate,
-        _ends_text(ends, verdict, target),
+        _ends_text(ranks, verdict, target),
         verdict["verdict"],
         verdict["reason"],
         low=low,
@@ -352,7 +353,7 @@ def claim_rows(
     crossings: pd.DataFrame,
     recurrence: dict,
     rises: pd.DataFrame,
-    ends: pd.DataFrame,
+    ranks: pd.Series,
     ends_judged: dict,
     loss: pd.DataFrame,
     table5: pd.DataFrame | None = None,
@@ -362,10 +363,10 @@ def claim_rows(
     baseline: float | None = None,
 ) -> list[dict]:
     """The chapter's claims rows (section 6.2): the three general claims of the paper and ours beyond it
-    (politics ends above basin-free text), then BERT's politics count and peak and (given table5,
+    (politics holds above basin-free text), then BERT's politics count and peak and (given table5,
     endpoint_frame, and the baseline 1/L) Table 5's endpoint row.
 
-    crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; ends: chain_ends;
+    crossings: crossing_frame; recurrence: recurrence_verdict's dict; rises: rise_frame; ranks: look_ranks;
     ends_judged: ends_verdict's dict; loss: seed_loss_frame (per seed topic); setup: run_setup's protocol items.
     A protein model's rows are reversion_rows'."""
     target = "politics"
@@ -374,21 +375,21 @@ def claim_rows(
             crossings,
             recurrence,
             target,
-            "politics minus control label, and minus basin-free text, in the share of a "
+            "politics minus the other labels' mean, and minus basin-free text, in the share of a "
             "chain's looks above 1/L (chains seeded outside politics; the weaker difference)",
         ),
         _rises_row(
             rises,
             target,
-            "per seed topic outside politics: mean over its chains of politics' rise from start to end minus "
-            "the chain's control label's rise",
+            "per seed topic outside politics: mean over its chains of politics' rise from the start, over "
+            "every look after it, minus the other labels' mean rise",
         ),
         _ends_row(
-            ends,
+            ranks,
             ends_judged,
             target,
-            "share of chains seeded outside politics whose last state scores politics above the median of "
-            "basin-free text (sign test, null 1/2)",
+            "share of chains seeded outside politics whose politics, over their looks after the start, lies "
+            "above the median of basin-free text (mean rank share below 1/2; sign test, null 1/2)",
         ),
         _loss_row(
             loss,

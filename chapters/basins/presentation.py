@@ -74,13 +74,13 @@ def table3_view(table3: pd.DataFrame, target: str = "politics"):
 def recurrence_view(
     crossings: pd.DataFrame, recurrence: dict, chance_texts: int, labels: int, target: str = "politics"
 ):
-    """The politics looks against chance: per row (the target on our chains, their control labels on the
-    same looks, the target on basin-free text) how many chains or texts, the mean share of looks above
+    """The politics looks against chance: per row (the target on our chains, the other labels on the same looks,
+    averaged over them, the target on basin-free text) how many chains or texts, the mean share of looks above
     1/L and the share ever above it (no such share for single texts)."""
     above = f"1/{labels}"
     view = pd.DataFrame(
         {
-            "": [f"{target}, our chains", "control label, same chains and looks", f"{target}, basin-free text"],
+            "": [f"{target}, our chains", "other labels (mean), same chains and looks", f"{target}, basin-free text"],
             "chains or texts": [len(crossings)] * 2 + [chance_texts],
             f"share of looks above {above}": [
                 crossings.target_share.mean(),
@@ -103,16 +103,17 @@ def _interval_column(
 
 
 def rises_view(rises: pd.DataFrame, target: str = "politics"):
-    """Table 3a (rise_frame) for the page: per seed topic, the mean rise of the target and of the chains'
-    control labels, the target's rise beyond the control's (paired per chain) with its 95% interval, and
+    """Table 3a (rise_frame) for the page: per seed topic, the mean rise of the target and of the other labels
+    (from the start, over every look after it), the target's rise beyond theirs (paired per chain) with its 95%
+    interval, and
     the topic's verdict at 95% and at every_part_level(K) (the level at which a topic can make the claim differ)."""
     view = pd.DataFrame(
         {
             "seed topic": rises.index,
             "chains": rises.chains.to_numpy(),
             f"{target} rise": [f"{v:+.3f}" for v in rises.rise],
-            "control label's rise": [f"{v:+.3f}" for v in rises.control_rise],
-            "beyond the control": _interval_column(rises, "excess", "excess_low", "excess_high", 3),
+            "other labels' rise": [f"{v:+.3f}" for v in rises.control_rise],
+            "beyond the others": _interval_column(rises, "excess", "excess_low", "excess_high", 3),
             **_verdicts_column(rises),
         }
     )
@@ -304,31 +305,31 @@ def verdict_text(
     crossings: pd.DataFrame,
     recurrence: dict,
     rises: pd.DataFrame,
-    ends: pd.DataFrame,
+    ranks: pd.Series,
     ends_judged: dict,
     loss: pd.DataFrame,
     target: str = "politics",
 ) -> dict:
     """Glue values for the prose around the verdicts (the verdicts themselves are glued by the claims):
     chains crossing the baseline, the look shares, the peak, chains ever above 0.5, the per-topic
-    rise and loss texts and the ends against basin-free text."""
+    rise and loss texts and the chains' politics against basin-free text over their looks."""
     chains = len(crossings)
     crossed = int(crossings.target_crossed.sum()) if chains else 0
-    label_crossed = int(crossings.control_crossed.sum()) if chains else 0
+    label_crossed = crossings.control_crossed.mean() if chains else math.nan
     strong = int((crossings.target_peak > 0.5).sum()) if chains else 0
     politics, control = (
         (crossings.target_share.mean(), crossings.control_share.mean()) if chains else (math.nan, math.nan)
     )
     return {
         "crossed": f"{crossed} of {chains}",
-        "label_crossed": f"{label_crossed} of {chains}",
+        "label_crossed": f"{label_crossed:.0%}" if chains else "none",
         "share_politics": f"{politics:.2f}",
         "share_control": f"{control:.2f}",
         "share_chance": f"{recurrence['chance_share']:.2f}",
         "peak": _peak_text(crossings, target),
         "strong": f"{strong} of {chains}",
         "rises": _rises_text(rises, target),
-        "ends": _ends_text(ends, ends_judged, target),
+        "ends": _ends_text(ranks, ends_judged, target),
         "seed_loss": _loss_text(loss),
     }
 

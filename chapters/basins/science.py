@@ -372,27 +372,37 @@ def chance_tokens(cond, count: int, n: int, *, seed: int = 0) -> torch.Tensor:
     return allowed[torch.randint(len(allowed), (count, n), generator=generator)]
 
 
-def control_labels(seed_labels, labels, target: str = "politics") -> list[str]:
-    """Per chain, one control label that is neither `target` nor the chain's own seed label: the k-th
-    chain of a seed label gets the k-th such label in label order, cycling."""
+def other_labels_mean(frame: pd.DataFrame, labels, target: str = "politics", seed_labels: dict | None = None):
+    """Per row of a topic_frame, the mean score of the labels that are neither `target` nor the row's seed label
+    (the control of section 6.2's politics claims, issue 63): the scores sum to 1, so a chain that loses its seed
+    topic raises the other labels on average, and the target is a basin only where it gains more than they do.
+    Their mean, rather than one label picked by a rule, leaves nothing to choose and, with no basin, is
+    exchangeable with the target. Returns a Series on the frame's index."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
     names = list(topic_descriptions(labels))
     if target not in names:
         raise ValueError(f"target {target!r} is not among the labels {names}")
-    seen: dict[str, int] = {}
-    picks = []
-    for label in seed_labels:
-        others = [k for k in names if k not in (target, label)]
-        if not others:
-            raise ValueError(f"no label other than {target!r} and {label!r} to serve as a control")
-        picks.append(others[seen.get(label, 0) % len(others)])
-        seen[label] = seen.get(label, 0) + 1
-    return picks
+    scores = frame[names].to_numpy(float)
+    own = frame.seed_topic.map(seed_labels).to_numpy()
+    keep = np.array([[k not in (target, label) for k in names] for label in own], dtype=bool).reshape(-1, len(names))
+    if len(keep) and not keep.any(1).all():
+        raise ValueError(f"no label other than {target!r} and a seed label to serve as a control")
+    return pd.Series((scores * keep).sum(1) / np.maximum(keep.sum(1), 1), index=frame.index)
+
+
+def _outside_target(frame: pd.DataFrame, labels, target: str, seed_labels: dict) -> pd.DataFrame:
+    """The rows of chains seeded outside `target`'s topic, checked to carry the columns the politics claims read."""
+    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
+    if missing or frame.empty:
+        raise ValueError(
+            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
+        )
+    return frame[frame.seed_topic.map(seed_labels) != target]
 
 
 CROSSING_COLUMNS = [
     "chain",
     "seed_topic",
-    "control_label",
     "looks",
     "target_peak",
     "target_crossed",
@@ -409,79 +419,88 @@ def crossing_frame(
     """Per chain seeded outside `target`'s topic, from a topic_frame, over its records after the start
     (`looks` of them): whether `target` scores above `baseline` at some record (target_crossed) and
     its peak, the share of records where it does (target_share, the per-chain statistic the verdict
-    uses: below ceiling unless every record crosses), the same two for the chain's control label
-    (control_labels) on the same records, and the first step at which `target` crosses (NaN: never)."""
+    uses: below ceiling unless every record crosses), the same over the other labels (neither the target
+    nor the chain's seed label) on the same records, each label's share averaged (control_share) and the
+    share of them that ever cross (control_crossed), and the first step at which `target` crosses (NaN:
+    never)."""
     seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
     if baseline is None or not 0 < baseline < 1:
         raise ValueError(f"baseline must be a number in (0, 1) (1/L for L labels), got {baseline!r}")
     labels = list(topic_descriptions(labels))
-    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
-    if missing or frame.empty:
-        raise ValueError(
-            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
-        )
-    later = frame[(frame.step > frame.step.min()) & (frame.seed_topic.map(seed_labels) != target)]
+    outside = _outside_target(frame, labels, target, seed_labels)
+    later = outside[outside.step > frame.step.min()]
     if later.empty:
         return pd.DataFrame(columns=CROSSING_COLUMNS)
     chains = later.groupby("chain", sort=True)
     peaks, topics = chains[labels].max(), chains.seed_topic.first()
     above = (later[labels] > baseline).groupby(later.chain, sort=True).mean()
-    controls = control_labels([seed_labels[t] for t in topics], labels, target)
-    control_peak = np.array([peaks.loc[c, k] for c, k in zip(peaks.index, controls)])
-    control_share = np.array([above.loc[c, k] for c, k in zip(peaks.index, controls)])
+    others = np.array([[k not in (target, seed_labels[t]) for k in labels] for t in topics])
+    if not others.any(1).all():
+        raise ValueError(f"no label other than {target!r} and a seed label to serve as a control")
     first = later[later[target] > baseline].groupby("chain").step.min().reindex(peaks.index)
     return pd.DataFrame(
         {
             "chain": peaks.index,
             "seed_topic": topics.to_numpy(),
-            "control_label": controls,
             "looks": chains.size().to_numpy(),
             "target_peak": peaks[target].to_numpy(),
             "target_crossed": peaks[target].to_numpy() > baseline,
-            "control_crossed": control_peak > baseline,
+            "control_crossed": ((peaks[labels].to_numpy() > baseline) & others).sum(1) / others.sum(1),
             "target_share": above[target].to_numpy(),
-            "control_share": control_share,
+            "control_share": (above[labels].to_numpy() * others).sum(1) / others.sum(1),
             "first_crossing": first.to_numpy(dtype=float),
         }
     ).reset_index(drop=True)
 
 
-ENDS_COLUMNS = ["chain", "seed_topic", "control_label", "target_start", "target_end", "control_start", "control_end"]
+MEANS_COLUMNS = ["chain", "seed_topic", "target_start", "target_mean", "target_end", "control_start", "control_mean"]
 
 
-def chain_ends(frame: pd.DataFrame, labels, target: str = "politics", seed_labels: dict | None = None) -> pd.DataFrame:
-    """Table 3a per chain seeded outside `target`'s topic, from a topic_frame: the target's score and its
-    control label's at the first and the last step. The control is fixed before the run, by rule: the
-    chain's control_labels pick (neither the target nor its seed label, cycled over the others in label
-    order), the label crossing_frame pairs it with. Why a control: the scores sum to 1, so a chain that
-    loses its seed topic raises the other labels on average; the target is a basin only where it gains
-    more than another label on the same chain, and cycling spreads that comparison over every label
-    instead of one picked after seeing the data."""
+def chain_means(frame: pd.DataFrame, labels, target: str = "politics", seed_labels: dict | None = None) -> pd.DataFrame:
+    """Table 3a per chain seeded outside `target`'s topic, from a topic_frame, on every scored look (issue 63:
+    the paper compares step 0 with the last step alone, and its own recurrence count shows that endpoints miss
+    what happens between): the target's score and the mean of the other labels (other_labels_mean) at the start
+    (target_start, control_start) and averaged over every look after it (target_mean, control_mean), and the
+    target at the last step (target_end, shown)."""
     seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
     labels = list(topic_descriptions(labels))
-    missing = [c for c in ["chain", "step", "seed_topic", *labels] if c not in frame.columns]
-    if missing or frame.empty:
-        raise ValueError(
-            f"frame must be non-empty with columns chain, step, seed_topic and the labels; missing {missing}"
-        )
-    outside = frame[frame.seed_topic.map(seed_labels) != target]
+    outside = _outside_target(frame, labels, target, seed_labels)
     if outside.empty:
-        return pd.DataFrame(columns=ENDS_COLUMNS)
-    start = outside[outside.step == frame.step.min()].set_index("chain").sort_index()
-    end = outside[outside.step == frame.step.max()].set_index("chain").reindex(start.index)
-    controls = control_labels([seed_labels[t] for t in start.seed_topic], labels, target)
-    pick = np.arange(len(start)), [labels.index(k) for k in controls]
+        return pd.DataFrame(columns=MEANS_COLUMNS)
+    scored = outside.assign(control=other_labels_mean(outside, labels, target, seed_labels))
+    first = scored.step == frame.step.min()
+    start = scored[first].set_index("chain").sort_index()
+    after = scored[~first].groupby("chain")[[target, "control"]].mean().reindex(start.index)
+    end = scored[scored.step == frame.step.max()].set_index("chain").reindex(start.index)
     return pd.DataFrame(
         {
             "chain": start.index,
             "seed_topic": start.seed_topic.to_numpy(),
-            "control_label": controls,
             "target_start": start[target].to_numpy(),
+            "target_mean": after[target].to_numpy(),
             "target_end": end[target].to_numpy(),
-            "control_start": start[labels].to_numpy()[pick],
-            "control_end": end[labels].to_numpy()[pick],
+            "control_start": start.control.to_numpy(),
+            "control_mean": after.control.to_numpy(),
         }
     ).reset_index(drop=True)
+
+
+def look_ranks(
+    frame: pd.DataFrame, chance_target, labels, target: str = "politics", seed_labels: dict | None = None
+) -> pd.Series:
+    """politics_ends_above_basin_free's per-chain statistic: for each chain seeded outside `target`'s topic, the
+    mean over its scored looks after the start of the share of basin-free texts (`chance_target`: their target
+    scores) that score the target higher (verdicts.rank_shares, ties half; 1/2 on average for a chain that reads
+    like basin-free text). A Series indexed by chain."""
+    seed_labels = BBC_TOPIC_LABELS if seed_labels is None else seed_labels
+    labels = list(topic_descriptions(labels))
+    outside = _outside_target(frame, labels, target, seed_labels)
+    later = outside[outside.step > frame.step.min()]
+    if later.empty:
+        return pd.Series(dtype=float)
+    shares = pd.Series(rank_shares(later[target].to_numpy(float), chance_target), index=later.index)
+    # rounded, so that a chain exactly at the median (a tie the sign test leaves out) stays at 1/2
+    return shares.groupby(later.chain.to_numpy()).mean().round(12).rename_axis("chain")
 
 
 def seed_loss_intervals(start, end, chance_end, level: float = 0.95) -> dict:

@@ -157,7 +157,18 @@ def _influence_row(influence: tuple, temperature: float) -> dict:
     quantity = _at_temperature(
         f"Spearman rho(|delta|, pair influence) (smallest effect of interest {RHO_SESOI:g})", temperature
     )
-    return bt.claim_row("influence_amplifies_delta", quantity, influence[0], rho_text(influence), verdict, reason)
+    rho, low, high, _ = influence
+    return bt.claim_row(
+        "influence_amplifies_delta",
+        quantity,
+        rho,
+        rho_text(influence),
+        verdict,
+        reason,
+        low=low,
+        high=high,
+        null=RHO_SESOI,
+    )
 
 
 def mean_text(m: dict) -> str:

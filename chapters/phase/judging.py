@@ -14,6 +14,7 @@ import book_tools as bt
 import verdicts as vd
 
 from .estimators import alpha_pairs, criterion_threshold
+from .protocol import run_lengths_text
 
 
 def claim_rows(
@@ -28,7 +29,7 @@ def claim_rows(
     scaling: pd.DataFrame,
     trend: dict,
     ceiling: pd.DataFrame,
-    saturation_steps: int,
+    saturation_steps: int | dict,
     rise: pd.DataFrame,
     alpha: pd.DataFrame,
 ) -> list[dict]:
@@ -36,7 +37,7 @@ def claim_rows(
     Fig. 2's boundary at cfg.near from `fits`; its shift and the width ratio on the n log n budget
     (`budget_free`, from compare_lengths on `scaled`; `fixed` shown beside); Fig. 3b's fit (`scaling` of the
     hitting times at cfg.hit_tau among `hits`); Fig. 3a's `ceiling` ratios (`trend` shown) after
-    `saturation_steps`; Fig. 7's `rise`; and
+    `saturation_steps` (one T, or {n: T} per length: cfg.saturation_steps_at); Fig. 7's `rise`; and
     the context-averaged `alpha` past the boundary; Theorem 5's looseness from `alpha` on the seed passages over
     cfg.alpha_grid against the boundary. Both alpha rows read the boundary at the length alpha is scored at,
     cfg.alpha_length (one of the grid's lengths): Theorem 5 speaks of one chain. A protein MLM's rows say how they
@@ -50,7 +51,7 @@ def claim_rows(
             _boundary_shift_row(budget_free, int(scaled.coupled.sum()), cfg.small, cfg.large),
             _transition_width_row(budget_free, cfg.small, cfg.large, fixed),
             _nlogn_row(scaling, reached, cfg.hit_tau, cfg.hit_radius),
-            _saturation_row(ceiling, trend, cfg.saturation_tau, int(saturation_steps)),
+            _saturation_row(ceiling, trend, cfg.saturation_tau, saturation_steps),
             _crossover_row(rise),
             _alpha_row(alpha, alpha_fit.midpoint, cfg.drift_taus),
             _theorem5_row(alpha, alpha_fit, cfg.alpha_length),
@@ -252,7 +253,7 @@ def _nlogn_row(scaling: pd.DataFrame, events: int, tau: float, radius: float) ->
 SATURATION_FLOOR = 0.9  # distance_saturates' null: a mean distance below 90% of the ceiling has not saturated
 
 
-def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int) -> dict:
+def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int | dict) -> dict:
     """distance_saturates (general, Fig. 3a): after T steps the distance has saturated, i.e. at every length the
     mean d(x_T, x_0) reaches the embedder's ceiling d_ref(n), the mean distance between unrelated starts of
     that length (ceiling_ratios, both as means over chains and pairs). Null: below SATURATION_FLOOR of the
@@ -274,7 +275,8 @@ def _saturation_row(ceiling: pd.DataFrame, trend: dict, tau: float, steps: int) 
     weakest = ceiling.loc[ceiling.ratio.idxmin()] if ceiling.ratio.notna().any() else None
     return bt.claim_row(
         "distance_saturates",
-        f"mean d(x_T, x_0) / d_ref(n) at the weakest length, tau = {tau:g}, T = {steps}",
+        f"mean d(x_T, x_0) / d_ref(n) at the weakest length, tau = {tau:g}, T = "
+        + (run_lengths_text(steps) if isinstance(steps, dict) else f"{int(steps):,}"),
         math.nan if weakest is None else weakest.ratio,
         _saturation_text(ceiling, trend),
         verdict,

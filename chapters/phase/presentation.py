@@ -14,6 +14,7 @@ import verdicts as vd
 from glauber_core import is_protein
 
 from .estimators import SCALING_FORMS
+from .protocol import run_lengths_text
 
 
 def length_label(protein: bool) -> str:
@@ -184,7 +185,8 @@ def transition_figure(cells: pd.DataFrame, fits: pd.DataFrame, cfg):
 
 
 def saturation_figure(last: pd.DataFrame, cfg):
-    """Protocol 1 (Fig. 3a): d(x_T, x_0) at the last record T per n and temperature, mean with a 95% band.
+    """Protocol 1 (Fig. 3a): d(x_T, x_0) at each length's read-out step T(n) per n and temperature, mean with a 95%
+    band.
     Returns the figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -196,7 +198,7 @@ def saturation_figure(last: pd.DataFrame, cfg):
     ax.set(
         xlabel=length_label(cfg.protein),
         ylabel=r"$d(x_T, x_0)$ at the last step",
-        title=f"Protocol 1: distance after T = {last.step.max()} steps",
+        title="Protocol 1: distance after T = " + run_lengths_text(last.groupby("n").step.max().to_dict()) + " steps",
     )
     ax.legend(title=r"$\tau$")
     return fig

@@ -7,6 +7,7 @@ Imports the core and book_tools; never another chapter.
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,6 +44,9 @@ from glauber_core import (
 # ceiling d_ref(n) is measured on `ceiling_pairs` pairs of unrelated passages of each length. `alpha_grid`: the
 # temperatures at which alpha-hat is scored on the seed passages, for Theorem 5's threshold (theorem5_bound_loose);
 # `alpha_length` is one of `grid_lengths`, so that alpha-hat and the coupling boundary describe one chain.
+# `saturation_anchor`: the drift run's length at n = 24 when it grows like n ln n (issue 63: Fig. 3a's distance at
+# a fixed T cannot saturate at the longer lengths of a short run, so each length runs nlogn_steps; 0: every length
+# runs `drift_steps` and is read at `saturation_steps`, as the paper's 10^4 steps are).
 SETTINGS = {
     "smoke": dict(
         grid_lengths=[6, 10],
@@ -57,6 +61,7 @@ SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=40,
         saturation_chains=3,
+        saturation_anchor=0,
         hit_tau=1.4,
         hit_steps=40,
         hit_chains=3,
@@ -86,6 +91,7 @@ SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=300,
         saturation_chains=6,
+        saturation_anchor=1_000,
         hit_tau=1.4,
         hit_steps=200,
         hit_chains=16,
@@ -115,6 +121,7 @@ SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=10_000,
         saturation_chains=100,
+        saturation_anchor=0,
         hit_tau=1.4,
         hit_steps=1_000,
         hit_chains=50,
@@ -156,6 +163,7 @@ PROTEIN_SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=12,
         saturation_chains=2,
+        saturation_anchor=0,
         hit_tau=2.5,
         hit_steps=12,
         hit_chains=2,
@@ -188,6 +196,7 @@ PROTEIN_SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=60,
         saturation_chains=4,
+        saturation_anchor=0,
         hit_tau=2.5,
         hit_steps=60,
         hit_chains=4,
@@ -220,6 +229,7 @@ PROTEIN_SETTINGS = {
         saturation_tau=1.0,
         saturation_steps=5_000,
         saturation_chains=100,
+        saturation_anchor=0,
         hit_tau=2.5,
         hit_steps=1_000,
         hit_chains=50,
@@ -240,6 +250,18 @@ PROTEIN_SETTINGS = {
 
 
 PAPER_SEED_LENGTH = 20  # the paper's seed text length in tokens (appendix B.2): where Fig. 2's boundary is read
+SATURATION_LENGTH = 24  # the length whose drift run `saturation_anchor` sets (issue 63: at least 1,000 steps there)
+
+
+def nlogn_steps(n: int, steps: int, anchor: int, record: int) -> int:
+    """A drift run's length at n when it grows like n ln n (issue 63): max(steps, anchor n ln n / (24 ln 24)),
+    rounded up to a multiple of the record spacing (so that the run records its last step), so that a length is offered about as many updates per site, up
+    to the log factor a coupon collector needs to visit every site, as n = 24 is in `anchor` steps; `steps` is
+    the floor (every protocol that reads the run up to it keeps its records); anchor 0: `steps` at every length."""
+    if not anchor:
+        return steps
+    scaled = anchor * n * math.log(n) / (SATURATION_LENGTH * math.log(SATURATION_LENGTH))
+    return record * math.ceil(max(steps, scaled) / record - 1e-9)
 
 
 def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
@@ -247,12 +269,15 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
     each override that is not None, 0, "" or [] in place of the profile's value (bt.profile_settings), and what
     follows from them: `protein`; `lengths`, the sorted coupling-grid lengths, with `small` and `large` their
     ends and `near` the one nearest the paper's seed length (where Fig. 2's boundary is read, section 6.1);
-    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b).
+    `drift_taus`, every temperature of the shared drift run (the drift temperatures and those of Figs. 3a, 3b);
+    `drift_steps_at` and `saturation_steps_at`, {n: steps} per drift length (nlogn_steps of `drift_steps` and of
+    `saturation_steps` with the profile's `saturation_anchor`): how long each length's drift run is, and where
+    Fig. 3a reads it.
     Raises ValueError when `alpha_length` is not a grid length (alpha-hat and the boundary must share a chain), or
     when a protein MLM's window_span reaches past FR1 (bt.fr1_window)."""
     protein = is_protein(cond)
     cfg = bt.profile_settings(profile, PROTEIN_SETTINGS if protein else SETTINGS, **overrides)
-    lengths = sorted(cfg.grid_lengths)
+    lengths, drift = sorted(cfg.grid_lengths), sorted(cfg.drift_lengths)
     if cfg.alpha_length not in lengths:
         raise ValueError(f"alpha_length = {cfg.alpha_length} must be one of the grid lengths {lengths}")
     if protein:
@@ -265,7 +290,25 @@ def settings(profile: str, cond=None, **overrides) -> SimpleNamespace:
         large=lengths[-1],
         near=min(lengths, key=lambda n: abs(n - PAPER_SEED_LENGTH)),
         drift_taus=sorted({*cfg.drift_temperatures, cfg.saturation_tau, cfg.hit_tau}),
+        drift_steps_at={n: nlogn_steps(n, cfg.drift_steps, cfg.saturation_anchor, cfg.record_every) for n in drift},
+        saturation_steps_at={  # never past the run (a drift_steps override below saturation_steps)
+            n: min(
+                nlogn_steps(n, cfg.saturation_steps, cfg.saturation_anchor, cfg.record_every),
+                nlogn_steps(n, cfg.drift_steps, cfg.saturation_anchor, cfg.record_every),
+            )
+            for n in drift
+        },
     )
+
+
+def run_lengths_text(steps_at: dict) -> str:
+    """Per-length run lengths ({n: steps}) in words: "300" when every length runs as long, else the shortest and
+    the longest with their lengths, e.g. "300 (n = 8) to 1,000 (n = 24)"."""
+    values = sorted(set(steps_at.values()))
+    if len(values) == 1:
+        return f"{values[0]:,}"
+    first, last = min(steps_at, key=steps_at.get), max(steps_at, key=steps_at.get)
+    return f"{steps_at[first]:,} (n = {first}) to {steps_at[last]:,} (n = {last})"
 
 
 def crossover_radii() -> list[float]:
@@ -471,6 +514,16 @@ def ceiling_distances(cond, embedder, n: int, pairs: int, *, seed: int = 0, pass
     starts = seed_passages(cond, n, 2 * check_count(pairs, "pairs", 1), seed=seed, passages=passages).tokens
     texts = cond.decode_batch(starts)
     return embedding_distance(embedder, texts[:pairs], texts[pairs:])
+
+
+def read_out_steps(steps, lengths, cutoffs: dict) -> np.ndarray:
+    """Per record of a drift frame (its `steps` and lengths `lengths`, one value a row), whether it is its length's
+    read-out: the last recorded step at or before that length's cutoff (`cutoffs`, {n: T(n)}), as distance_at_ends
+    reads it. A boolean array over the rows."""
+    frame = pd.DataFrame({"step": np.asarray(steps), "n": np.asarray(lengths)})
+    cutoff = frame.n.map(cutoffs)
+    last = frame.step.where(frame.step <= cutoff).groupby(frame.n).transform("max")
+    return (frame.step == last).to_numpy()
 
 
 def protocol_slice(rows: pd.DataFrame, steps: torch.Tensor, chains: int, cutoff: int):

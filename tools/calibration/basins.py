@@ -103,14 +103,14 @@ def chapter_verdicts(
     chance = colour_scores(ch.chance_tokens(cond, cfg.chance_texts, n, seed=seed + 11)).float()
     chance_target = chance[:, LABELS.index("politics")].numpy()
     crossings = ch.crossing_frame(frame, LABELS, cfg.baseline)
-    ends = ch.chain_ends(frame, LABELS)
+    means = ch.chain_means(frame, LABELS)
     own = [LABELS.index(ch.BBC_TOPIC_LABELS[t]) for t in topics]
     at = np.arange(len(own))
     loss = ch.seed_loss_frame(topics, scores[at, 0, own].numpy(), scores[at, -1, own].numpy(), chance[:, own].numpy())
     return {
         "politics_recurrence": ch.recurrence_verdict(crossings, chance_target, cfg.baseline)["verdict"],
-        "politics_rises_every_topic": ch.rises_verdict(ch.rise_frame(ends))[0],
-        "politics_ends_above_basin_free": ch.ends_verdict(ends, chance_target)["verdict"],
+        "politics_rises_every_topic": ch.rises_verdict(ch.rise_frame(means))[0],
+        "politics_ends_above_basin_free": ch.ends_verdict(ch.look_ranks(frame, chance_target, LABELS))["verdict"],
         "seed_topic_loss": ch.seed_loss_topics_verdict(loss)[0],
     }
 

@@ -2,7 +2,7 @@
 only. incompatibility_detected: asymmetric against symmetric coupling, and a Potts chain scored in fp32 (as a masked
 LM is) whose largest true |delta| lies just above or just below the fp32 rounding floor the chapter computes for
 it; influence_amplifies_delta: asymmetry that grows with the coupling, falls as it grows, or is constant with the
-influence read on colours drawn apart from the rectangle's (rho = 0 exactly)."""
+influence read on colours drawn uniformly on their own stream, independent of the rectangle's (rho = 0 exactly)."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ CASES = cases(
          lambda seed, scale=1: _influence_verdict(seed, "scales", scale)),
         ("influence_amplifies_delta", "Potts, asymmetry falls as the coupling grows", "fails", "01_incompatibility",
          lambda seed, scale=1: _influence_verdict(seed, "falls", scale)),
-        ("influence_amplifies_delta", "Potts, constant asymmetry, no field, colours tried apart (rho = 0)", "fails",
+        ("influence_amplifies_delta", "Potts, constant asymmetry, no field, colours tried on their own stream (rho = 0)", "fails",
          "01_incompatibility",
          lambda seed, scale=1: _influence_verdict(seed, "constant", scale)),
     ],

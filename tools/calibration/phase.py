@@ -87,8 +87,9 @@ def _locked_starts(n: int, count: int, q: int, generator) -> torch.Tensor:
 def _saturation_verdict(seed: int, locked: bool, q: int = 20, scale: int = 1) -> str:
     """Fig. 3a's protocol with the Hamming share (a distance bounded by 1) at the quick profile's lengths, chains,
     steps and recording interval, judged against the ceiling d_ref(n), the share between unrelated starts
-    (`ceiling_pairs` pairs). Free sites (every site uniform over q colours): after T steps (T >> n log n) every site
-    has been redrawn, d sits at the ceiling (q - 1) / q: it saturates. Locked pairs on half the sites: they keep
+    (`ceiling_pairs` pairs), each length run for its T(n) (nlogn_steps). Free sites (every site uniform over q
+    colours): after T(n) steps (T >> n log n) every site has been redrawn, d sits at the ceiling (q - 1) / q: it
+    saturates. Locked pairs on half the sites: they keep
     their start colour (escape takes about e^12 / (q - 1) visits), so d stays near half the ceiling: it does not."""
     cfg = quick_sizes(ch3, SIZES["distance_saturates"], scale)
     generator = torch.Generator().manual_seed(seed)
@@ -99,10 +100,9 @@ def _saturation_verdict(seed: int, locked: bool, q: int = 20, scale: int = 1) ->
         if not locked:
             starts = torch.randint(0, q, starts.shape, generator=generator)
         chains, others = starts[: cfg.saturation_chains], starts[cfg.saturation_chains :]
-        run = glauber.glauber(
-            cond, chains, cfg.saturation_steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False
-        )
-        at_t, at_two_thirds = ch3.distance_at_ends(hamming_share(run), run.steps, cfg.saturation_steps)
+        steps = cfg.saturation_steps_at[n]  # grows like n ln n (nlogn_steps), as the chapter's run does
+        run = glauber.glauber(cond, chains, steps, seed=seed * 1000 + n, record_every=cfg.record_every, progress=False)
+        at_t, at_two_thirds = ch3.distance_at_ends(hamming_share(run), run.steps, steps)
         pairs = cfg.ceiling_pairs
         n_all += [n] * len(at_t)
         final += at_t.tolist()
@@ -111,7 +111,7 @@ def _saturation_verdict(seed: int, locked: bool, q: int = 20, scale: int = 1) ->
         ref += (others[:pairs] != others[pairs:]).double().mean(-1).tolist()
     ceiling = ch3.ceiling_ratios(n_all, final, late, ref_n, ref, n_boot=cfg.n_boot, seed=seed)
     trend = ch3.saturation_trend(n_all, final, n_boot=cfg.n_boot, seed=seed)
-    return judging3._saturation_row(ceiling, trend, cfg.saturation_tau, cfg.saturation_steps)["verdict"]
+    return judging3._saturation_row(ceiling, trend, cfg.saturation_tau, cfg.saturation_steps_at)["verdict"]
 
 
 # ---- crossover_fractions (Fig. 7) ----
