@@ -108,16 +108,17 @@ run.glue(
 # for a protein MLM) fixes every size; a parameter left at 0 or `[]` keeps the
 # profile's value, and `temperatures` replaces the coupling grid's temperatures.
 # `smoke` only exercises the code (CI). `quick` (the book, 2 CPU cores) couples
-# 6 pairs per cell for $n \in \{8, 24\}$ and $\tau$ from 1 to 3 (steps of 0.25
-# across the crossover) within a 400-step budget, and runs 6 drift chains per
-# $(\tau, n)$, $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{8, 12, 16, 24\}$,
-# each length for $T(n)$ steps growing like $n \ln n$ (300 at $n = 8$ to 1,000
+# pairs at $n \in \{6, 24\}$ within a 400-step budget, 8 per cell at
+# $\tau \in \{0.75, 1, 1.5, 2, 3\}$ and then 16 more per cell at four
+# temperatures around each length's boundary, and runs 6 drift chains per
+# $(\tau, n)$, $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{6, 10, 16, 24\}$,
+# each length for $T(n)$ steps growing like $n \ln n$ (300 at $n = 6$ to 1,000
 # at $n = 24$, `ch.nlogn_steps`): a site is then offered about as many
 # updates at every length, where a fixed $T$ would leave the longest
-# sequences short of saturation by design. The hitting times of Fig. 3b come from 16
+# sequences short of saturation by design. The hitting times of Fig. 3b come from 32
 # further chains per length at $\tau = 1.4$, recorded at every step (the
 # shortest times are a few steps), and the influence sums of section 6
-# from 16 chains of length 12.
+# from 16 chains of length 6, the grid's shortest.
 #
 # `paper` follows the paper's protocol item by item, as
 # `book/paper_claims.csv` records it: Fig. 2
@@ -141,9 +142,9 @@ run.glue(
 # within 400 steps, so each costs the whole budget, and a row of $n = 32$
 # alone took about half of this chapter's time on two CPU cores, more
 # than the book's 30-minute budget leaves it. For the same reason the
-# `quick` coupling grid runs only the two lengths that the boundary's
-# shift compares, the smallest and the largest (a row at $n = 16$ cost a
-# third of the grid and entered no verdict); the drift runs keep four
+# `quick` coupling grid runs two lengths, as far apart as the budget
+# allows, and spends its pairs near each one's boundary rather than on a
+# third length; the drift runs keep four
 # lengths, because the $n \log n$ fit needs three that reach the radius.
 #
 # **The model of this run.** {glue:text}`ch3_model_note`
@@ -161,11 +162,12 @@ run.glue(
 #   it is never judged off the paper's setup.
 # - `boundary_shift_with_n`: $\tau_{1/2}(n_{\max}) - \tau_{1/2}(n_{\min})$
 #   **with the budget effect removed**: a pair counts as met only within a
-#   budget proportional to $n \log n$ (section 2). Null: no shift.
-#   Reproduced when the interval lies above 0, differs when at or below 0.
+#   budget proportional to $n \log n$ (section 2), from one logistic fit
+#   across lengths and both stages. Null: no shift. Reproduced when the
+#   interval lies above 0, differs when at or below 0.
 # - `transition_width`: the ratio, $n_{\max}$ over $n_{\min}$, of the
-#   **relative** width $s / \tau_{1/2}$ of the logistic fits (the width
-#   in $\log\tau$), **on the same budget scaled by $n \log n$**. An
+#   **relative** width $s / \tau_{1/2}$ (the width in $\log\tau$) from
+#   the same pooled fit, **on the same budget scaled by $n \log n$**. An
 #   absolute width in $\tau$ grows or shrinks with the boundary's
 #   location alone, and a fixed budget widens the transition at larger
 #   $n$ by itself: both are shown, not judged. A mean-field (Curie-Weiss)
@@ -178,7 +180,7 @@ run.glue(
 #   fitted to the mean hitting time per length, with a bootstrap interval
 #   over chains (2,000 resamples: the interval's ends are 2.5% tails, which
 #   200 resamples pin down to single draws), against the exponents that $n(\log n + c)$, $c \in [0, 1]$,
-#   shows over the same lengths (about 1.3-1.4 for $n = 8$-$24$; the
+#   shows over the same lengths (about 1.3-1.4 for $n = 6$-$24$; the
 #   coupon collector's $n H_n$ lies inside). Null: linear ($\beta = 1$) or
 #   quadratic ($\beta = 2$) growth. Reproduced when the interval excludes
 #   both and meets the $n \log n$ range, differs when it misses that range.
@@ -227,20 +229,35 @@ run.glue(
 #
 # ## 1. Coupling times over temperature and length (Fig. 2)
 #
-# For each length $n$ we cut $2 \times$ `pairs` held-out BBC paragraphs to
-# $n$ tokens and pair them up. Every pair runs at every temperature, and
-# all pairs of all temperatures of one length share each forward pass;
-# pairs that have met leave the batch. A pair that never meets costs the
-# whole budget, so the budget and the lowest temperature set the run time.
+# For each length $n$ we cut held-out BBC paragraphs to $n$ tokens and
+# pair them up. Every pair runs at every temperature of its stage, and all
+# pairs of one length share each forward pass; pairs that have met leave
+# the batch. A pair that never meets costs the whole budget, so the budget
+# and the lowest temperature set the run time. Each (pair, temperature)
+# cell draws its own random numbers: common random numbers across
+# temperatures would make a pair's outcomes at neighbouring temperatures
+# near-copies, and the fit would learn from each pair once rather than
+# from each cell.
+#
+# **The design, and why.** The grid runs in two stages. `pairs` pairs at
+# the coarse `grid_temperatures` find where each length's boundary lies;
+# then `stage_pairs` new pairs run at temperatures spread around that
+# boundary (`stage_offsets` in $\log\tau$), where a pair's outcome is
+# least certain and so says most about the boundary and its width. The
+# shortest and longest lengths are {glue:text}`ch3_length_factor` times
+# apart, so that a shift or a sharpening between them is large enough to
+# see. The heatmap shows the first stage, the paper's grid.
 
 # %%
 grids = [ch.length_grid(cond, n, cfg, seed=seed) for n in cfg.lengths]
 grid = pd.concat(grids, ignore_index=True)
 cells = ch.coupling_summary(grid)
+first = ch.coupling_summary(grid[grid.stage == 1])
 
 # %% tags=["remove-input"]
 run.save(grid, "coupling_times")
-run.save(cells, "coupling_cells");
+run.save(cells, "coupling_cells")
+run.glue({"length_factor": f"{cfg.large / cfg.small:g}"})
 
 # %% [markdown]
 # The heatmap shows the median steps to coupling per cell, counting a pair
@@ -250,16 +267,16 @@ run.save(cells, "coupling_cells");
 # that met.
 
 # %%
-ch.coupling_figure(cells, cfg);
+ch.coupling_figure(first, cfg);
 
 # %% tags=["remove-input"]
 half_low, half_high = bt.share_intervals(cfg.pairs // 2, cfg.pairs)
 paper_budget = float(bt.paper_protocol("coupling_boundary_tau")["budget"])
 run.glue(
     {
-        "overview": ch.coupling_overview_text(cells, cfg.budget),
-        "half_small": ch.boundary_text(cells, cfg.small),
-        "half_large": ch.boundary_text(cells, cfg.large),
+        "overview": ch.coupling_overview_text(first, cfg.budget),
+        "half_small": ch.boundary_text(first, cfg.small),
+        "half_large": ch.boundary_text(first, cfg.large),
         "n_small": f"{cfg.small}",
         "n_large": f"{cfg.large}",
         "budget_factor": f"{paper_budget / cfg.budget:g}",
@@ -313,27 +330,33 @@ ch.transition_figure(cells, fits, cfg);
 # %% [markdown]
 # Two numbers answer the paper's two remarks. The boundary shift is
 # $\tau_{1/2}$ at the largest $n$ minus $\tau_{1/2}$ at the smallest; the
-# sharpening is the ratio of their relative widths $s / \tau_{1/2}$ (the
-# width in $\log\tau$), to be compared with the $n^{-1/4}$ null
+# sharpening is the ratio of their widths in $\log\tau$ (the relative
+# width $s / \tau_{1/2}$), to be compared with the $n^{-1/4}$ null
 # $(n_{\min}/n_{\max})^{1/4}$ and the mean-field
-# $\sqrt{n_{\min}/n_{\max}}$. All intervals pair the bootstrap draws of
-# the two lengths (independent pairs).
+# $\sqrt{n_{\min}/n_{\max}}$. Both come from **one fit across lengths**:
+# $\operatorname{logit} P(\text{met}) = b_0 + b_1 \tau + b_2 \ell + b_3
+# \tau \ell$ with $\ell = \log(n/n_{\min}) / \log(n_{\max}/n_{\min})$, so
+# every pair of every length and both stages informs both ends, and the
+# intervals come from resampling pairs within each length (no interval
+# rests on a handful of pairs).
 #
 # A fixed budget favours short sequences: if coupling takes about
 # $C\, n \log n$ steps, a pair of length 24 needs roughly five times the
-# steps of a pair of length 8 at the same $\tau$, so part of any shift at
-# a fixed budget comes from the budget alone. To remove it, the shift is
+# steps of a pair of length 6 at the same $\tau$, so part of any shift at
+# a fixed budget comes from the budget alone. To remove it, the claims are
 # judged on a second fit in which a pair counts as coupled only if it met
 # within the budget scaled by $n \log n$ (the largest $n$ keeps the whole
-# budget, shorter ones get proportionally less); a shift that remains
+# budget, shorter ones get proportionally less; a pair that never met is
+# censored at the budget, beyond every allowance); a shift that remains
 # means that near the boundary coupling slows down faster than
 # $n \log n$ as sequences grow.
 
 # %%
 scaled = ch.scaled_budget_grid(grid, cfg.budget)
-scaled_fits = ch.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
-fixed = ch.compare_lengths(fits, cfg.small, cfg.large)
-budget_free = ch.compare_lengths(scaled_fits, cfg.small, cfg.large)
+fixed, budget_free = (
+    ch.pooled_transition_fit(g, cfg.small, cfg.large, cfg.n_boot, seed)
+    for g in (grid, scaled)
+)
 ch.comparison_view(fixed, budget_free)
 
 # %% [markdown]
@@ -346,7 +369,7 @@ ch.comparison_view(fixed, budget_free)
 
 # %% tags=["remove-input"]
 small, large = cfg.small, cfg.large
-run.save(scaled_fits, "transition_fits_nlogn_budget")
+run.save(ch.pooled_frame(fixed=fixed, scaled=budget_free), "pooled_fits")
 run.glue(
     {
         "midpoints": ", ".join(
@@ -926,7 +949,8 @@ run.claims(claims)
 
 # %% tags=["remove-input"]
 sizes = (
-    f"{cfg.pairs} pairs per cell, a {cfg.budget}-step budget, "
+    f"{cfg.pairs} + {cfg.stage_pairs} pairs per length (two stages), "
+    f"a {cfg.budget}-step budget, "
     f"{cfg.drift_chains} chains per drift cell and lengths up to "
     f"{max(cfg.large, *cfg.drift_lengths)} (profile `{cfg.profile}`)"
 )

@@ -1,7 +1,7 @@
 """Chapter 3's verdict rules calibrated on chains whose answer is known by mathematics.
 
 Each test runs the estimator and the claims-row builder the notebook calls (chapters/phase: coupling_grid,
-scaled_budget_grid, transition_fits, compare_lengths, hitting_times, scaling_fits, saturation_trend,
+scaled_budget_grid, transition_fits, pooled_transition_fit, hitting_times, scaling_fits, saturation_trend,
 rise_with_temperature, context_alpha and the per-claim helpers behind claim_rows), at a small size, on a chain
 where the claim holds and on one where it fails, and asserts "reproduced" and "differs". The notebook feeds those
 functions the embedding distance d = 1 - cos of its MLM chains; here the same functions get a distance whose law
@@ -58,9 +58,8 @@ FINE = [float(t) for t in np.geomspace(0.5, 4, 30)]  # resolves the switch's cro
 
 def coupling_comparison(make, taus=COARSE, pairs: int = 160, budget_per_nlogn: float = 6, n_boot: int = 30):
     """What the notebook does in section 2: a coupling grid per length from the two ground states, the grid
-    with the budget scaled by n log n, logistic fits per length, and the shift and width ratios between the
-    shortest and longest length (both budgets). Only those two lengths enter the verdicts (compare_lengths),
-    so only they are run."""
+    with the budget scaled by n log n, and the pooled fit's shift and width ratios between the shortest and
+    longest length (both budgets). Only those two lengths enter the verdicts, so only they are run."""
     budget = int(budget_per_nlogn * LARGE * math.log(LARGE))
     grids = []
     for n in (SMALL, LARGE):
@@ -68,11 +67,9 @@ def coupling_comparison(make, taus=COARSE, pairs: int = 160, budget_per_nlogn: f
         grids.append(ch.coupling_grid(make(n), x0, y0, taus, budget, seed=1, progress=False))
     grid = pd.concat(grids, ignore_index=True)
     scaled = ch.scaled_budget_grid(grid, budget)
-    scaled_fits = ch.transition_fits(scaled, n_boot=n_boot, seed=0)
-    fixed_fits = ch.transition_fits(grid, n_boot=n_boot, seed=0)
     return (
-        ch.compare_lengths(scaled_fits, SMALL, LARGE),
-        ch.compare_lengths(fixed_fits, SMALL, LARGE),
+        ch.pooled_transition_fit(scaled, SMALL, LARGE, n_boot=n_boot),
+        ch.pooled_transition_fit(grid, SMALL, LARGE, n_boot=n_boot),
         int(scaled.coupled.sum()),
     )
 

@@ -54,79 +54,20 @@ def coupling_summary(grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return table.replace(np.inf, np.nan)
 
 
-def logistic_fits(x, y, max_iter: int = 100, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
-    """logistic_fit of many data sets at once: x, y [R, m] (row r one data set of m 0/1 outcomes), returning
-    (midpoint [R], scale [R]), NaN where a row's outcomes (or x) are all the same.
-
-    Firth's penalised likelihood (Jeffreys prior) by Newton's method on the modified score
-    X'(y - p + h (1/2 - p)), h the hat values (Firth 1993; Heinze and Schemper 2002), with steps capped at 5
-    and halved until the penalised log-likelihood does not fall; all rows are solved together (vectorised)."""
-    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
-    if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2 or not np.isin(y, (0, 1)).all() or not np.isfinite(x).all():
-        raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
-    rows = len(x)
-    midpoint, scale = np.full(rows, math.nan), np.full(rows, math.nan)
-    ok = (y.min(1) != y.max(1)) & (x.min(1) != x.max(1))
-    if not ok.any():
-        return midpoint, scale
-    x, y = x[ok], y[ok]
-    centre, spread = x.mean(1, keepdims=True), x.std(1, keepdims=True)
-    u = (x - centre) / spread
-
-    def parts(beta):
-        eta = beta[:, :1] + beta[:, 1:] * u
-        p = 1 / (1 + np.exp(-eta))
-        w = np.clip(p * (1 - p), 1e-300, None)
-        info = np.stack([w.sum(1), (w * u).sum(1), (w * u * u).sum(1)], 1)  # I = [[a, b], [b, c]]
-        det = info[:, 0] * info[:, 2] - info[:, 1] ** 2
-        loglik = (y * eta - np.logaddexp(0, eta)).sum(1) + 0.5 * np.log(np.clip(det, 1e-300, None))
-        return eta, p, w, info, det, loglik
-
-    beta = np.zeros((len(x), 2))
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        _, p, w, info, det, loglik = parts(beta)
-        active = np.ones(len(x), dtype=bool)
-        for _ in range(max_iter):
-            a, b, c = info[:, 0:1], info[:, 1:2], info[:, 2:3]
-            hat = w * (c - 2 * b * u + a * u * u) / det[:, None]  # w_i x_i' I^-1 x_i
-            resid = y - p + hat * (0.5 - p)
-            score = np.stack([resid.sum(1), (resid * u).sum(1)], 1)
-            step = (
-                np.stack(
-                    [c[:, 0] * score[:, 0] - b[:, 0] * score[:, 1], a[:, 0] * score[:, 1] - b[:, 0] * score[:, 0]], 1
-                )
-                / det[:, None]
-            )
-            step *= np.minimum(1.0, 5.0 / np.clip(np.abs(step).max(1, keepdims=True), 1e-300, None))
-            step[~active] = 0
-            for _ in range(30):  # halve a step until the penalised log-likelihood does not fall
-                trial = parts(beta + step)
-                worse = active & ~(trial[5] >= loglik - 1e-12)
-                if not worse.any():
-                    break
-                step[worse] /= 2
-            beta = beta + step
-            _, p, w, info, det, loglik = parts(beta)
-            active &= np.abs(step).max(1) > tol
-            if not active.any():
-                break
-    with np.errstate(divide="ignore", invalid="ignore"):
-        midpoint[ok] = centre[:, 0] - spread[:, 0] * beta[:, 0] / beta[:, 1]
-        scale[ok] = spread[:, 0] / beta[:, 1]
-    return midpoint, scale
-
-
 def logistic_fit(x, y) -> tuple[float, float]:
     """(midpoint, scale) of P(y = 1) = 1 / (1 + exp(-(x - midpoint) / scale)) from 0/1 outcomes.
 
-    Firth's penalised likelihood (Jeffreys prior) keeps the fit finite when the outcomes are perfectly
-    separated; (nan, nan) when every outcome is the same, as no transition lies inside the data. Solved by
-    Newton's method (logistic_fits)."""
+    Firth's penalised likelihood (Jeffreys prior; firth_logistic) keeps the fit finite when the outcomes are
+    perfectly separated; (nan, nan) when every outcome (or every x) is the same, as no transition lies inside
+    the data."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2 or not np.isin(y, (0, 1)).all() or not np.isfinite(x).all():
         raise ValueError("logistic_fit needs equal-length 1-d x (finite) and y (0/1 outcomes), at least 2")
-    midpoint, scale = logistic_fits(x[None], y[None])
-    return float(midpoint[0]), float(scale[0])
+    if y.min() == y.max() or x.min() == x.max():
+        return math.nan, math.nan
+    centre, spread = x.mean(), x.std()
+    ((b0, b1),) = firth_logistic(np.stack([np.ones_like(x), (x - centre) / spread], 1), y, np.ones((1, len(x))))
+    return float(centre - spread * b0 / b1), float(spread / b1)
 
 
 def _rising(midpoint, scale):
@@ -136,56 +77,58 @@ def _rising(midpoint, scale):
     return np.where(falling, math.nan, midpoint), np.where(falling, math.nan, scale)
 
 
-def _rising_fit(cells: pd.DataFrame) -> tuple[float, float]:
-    """logistic_fit of coupled against temperature, (nan, nan) when the fitted share falls with temperature."""
-    midpoint, scale = _rising(
-        *logistic_fits(cells.temperature.to_numpy()[None], cells.coupled.to_numpy(dtype=float)[None])
-    )
-    return float(midpoint[0]), float(scale[0])
+def _pair_weights(grid: pd.DataFrame, n_boot: int, rng) -> np.ndarray:
+    """Bootstrap frequency weights [n_boot + 1, rows of grid] that resample pairs within each length (a pair keeps
+    all its cells): row 0 all ones (the fit itself), row r the r-th resample's count of each row's pair."""
+    weights = np.ones((n_boot + 1, len(grid)))
+    for _, sub in grid.groupby("n"):
+        at = grid.index.get_indexer(sub.index)
+        pairs = np.sort(sub.pair.unique())
+        counts = rng.multinomial(len(pairs), np.full(len(pairs), 1 / len(pairs)), n_boot)
+        weights[1:, at] = counts[:, np.searchsorted(pairs, sub.pair.to_numpy())]
+    return weights
 
 
-def _bootstrap_fits(temps: list, coupled: list, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rising fits of every resample: picks [R, P] indexes the pairs (each with its temperatures and 0/1
-    outcomes); a resample without a transition gets midpoint -inf (all met) or +inf (none met), no scale."""
-    if len({len(t) for t in temps}) == 1:  # every pair ran the same cells: one rectangular batch
-        x, y = np.stack(temps)[picks].reshape(len(picks), -1), np.stack(coupled)[picks].reshape(len(picks), -1)
-        midpoint, scale = _rising(*logistic_fits(x, y))
-        flat = (y.min(1) == y.max(1)) & (x.min(1) != x.max(1))
-        midpoint[flat] = np.where(y[flat, 0] == 1, -math.inf, math.inf)
-        scale[flat] = math.nan
-        return midpoint, scale
-    fits = [
-        _bootstrap_fits([temps[p] for p in pick], [coupled[p] for p in pick], np.arange(len(pick))[None])
-        for pick in picks
-    ]
-    return np.concatenate([f[0] for f in fits]), np.concatenate([f[1] for f in fits])
+def _flat_resamples(weights: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flat, all met) per weight row: the resample's outcomes are all the same (no transition inside the grid),
+    and whether they are all met (the boundary below the grid) rather than all missed (above it)."""
+    met, seen = weights @ y, weights.sum(1)
+    return (met == 0) | (met == seen), met == seen
 
 
 def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per n, the logistic fit of coupled share against temperature: midpoint (where half the pairs couple),
     scale and the 10-90% width 2 ln(9) scale, with percentile bootstrap intervals from resampling pairs
-    (a pair keeps its outcomes at every temperature; Efron and Tibshirani 1993). A resample without a
-    transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none met) and
-    no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with temperature
-    has no boundary (NaN). All resamples of one length are fitted in one vectorised solve (logistic_fits), drawn
-    from a stream seeded by (seed, n), so a length's interval does not depend on which other lengths ran.
-    The bootstrap draws are kept in .attrs["boot"] (columns n, replicate, midpoint, scale)."""
+    (a pair keeps its outcomes at every temperature of every stage; Efron and Tibshirani 1993). A resample
+    without a transition has midpoint -inf (every pair met: the boundary lies below the grid) or +inf (none
+    met) and no scale; the midpoint's interval may then have an infinite end. A fit whose share falls with
+    temperature has no boundary (NaN). All resamples of one length are fitted in one vectorised solve
+    (firth_logistic with frequency weights), drawn from a stream seeded by (seed, n), so a length's interval
+    does not depend on which other lengths ran. The bootstrap draws are kept in .attrs["boot"] (columns n,
+    replicate, midpoint, scale)."""
     n_boot = check_count(n_boot, "n_boot", 1)
     if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
         raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, pair, coupled)")
     rows, boots = [], []
     for n, sub in grid.groupby("n"):
         rng = np.random.default_rng([seed, int(n)])  # a length's resamples do not depend on the other lengths
-        pairs = np.sort(sub.pair.unique())
-        cells = dict(list(sub.groupby("pair")))
-        temps = [cells[p].temperature.to_numpy(dtype=float) for p in pairs]
-        coupled = [cells[p].coupled.to_numpy(dtype=float) for p in pairs]
-        midpoint, scale = _rising_fit(sub)
-        picks = np.stack([rng.choice(len(pairs), len(pairs)) for _ in range(n_boot)])  # the draws of rng.choice(pairs)
-        boot_mid, boot_scale = _bootstrap_fits(temps, coupled, picks)
-        draws = pd.DataFrame({"n": n, "replicate": np.arange(n_boot), "midpoint": boot_mid, "scale": boot_scale})
+        sub = sub.reset_index(drop=True)
+        weights = _pair_weights(sub, n_boot, rng)
+        tau, y = sub.temperature.to_numpy(dtype=float), sub.coupled.to_numpy(dtype=float)
+        midpoint, scale = np.full(n_boot + 1, math.nan), np.full(n_boot + 1, math.nan)
+        if tau.min() != tau.max():
+            centre, spread = tau.mean(), tau.std()
+            beta = firth_logistic(np.stack([np.ones_like(tau), (tau - centre) / spread], 1), y, weights)
+            with np.errstate(all="ignore"):
+                midpoint, scale = _rising(centre - spread * beta[:, 0] / beta[:, 1], spread / beta[:, 1])
+        flat, all_met = _flat_resamples(weights, y)
+        midpoint[flat], scale[flat] = np.where(all_met[flat], -math.inf, math.inf), math.nan
+        if flat[0]:
+            midpoint[0] = math.nan  # the run itself without a transition: no boundary to report
+        draws = pd.DataFrame({"n": n, "replicate": np.arange(n_boot), "midpoint": midpoint[1:], "scale": scale[1:]})
         boots.append(draws)
-        row = {"n": n, "pairs": len(pairs), "midpoint": midpoint, "scale": scale, "width": 2 * math.log(9) * scale}
+        row = {"n": n, "pairs": sub.pair.nunique(), "midpoint": midpoint[0], "scale": scale[0]}
+        row["width"] = 2 * math.log(9) * row["scale"]
         for name in ("midpoint", "scale"):
             row[f"{name}_low"], row[f"{name}_high"], _ = vd.percentile_interval(draws[name], level, max_undefined=1.0)
         row["width_low"], row["width_high"] = 2 * math.log(9) * row["scale_low"], 2 * math.log(9) * row["scale_high"]
@@ -196,46 +139,127 @@ def transition_fits(grid: pd.DataFrame, n_boot: int = 200, seed: int = 0, level:
     return table
 
 
-def relative_width(midpoint, scale):
-    """scale / midpoint: the transition's width relative to its location, i.e. its width in log tau (the
-    slope of the fitted share against log tau at the midpoint is 1 / (4 scale / midpoint)). NaN where the
-    midpoint is not positive (no location to be relative to) or the scale is undefined."""
-    midpoint, scale = np.asarray(midpoint, dtype=float), np.asarray(scale, dtype=float)
+def firth_logistic(design, y, weights, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
+    """Firth-penalised logistic regression of 0/1 outcomes y [m] on design [m, k], once per row of frequency
+    weights [R, m] (a bootstrap resample's counts of each observation; 0 leaves it out): beta [R, k].
+
+    Newton's method on the modified score X'(w (y - p) + h (1/2 - p)), h the hat values of the weighted
+    information (Firth 1993; Heinze and Schemper 2002), steps capped at 5 and halved until the penalised
+    log-likelihood does not fall; finite even when the outcomes separate perfectly."""
+    X, y = np.asarray(design, dtype=float), np.asarray(y, dtype=float)
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    if X.ndim != 2 or y.shape != (len(X),) or weights.shape[1:] != y.shape or not np.isin(y, (0, 1)).all():
+        raise ValueError("firth_logistic needs design [m, k], 0/1 outcomes y [m] and weights [R, m]")
+    ridge = 1e-10 * np.eye(X.shape[1])
+
+    def parts(beta):
+        eta = beta @ X.T
+        p = 1 / (1 + np.exp(-eta))
+        w = weights * np.clip(p * (1 - p), 1e-300, None)
+        info = np.einsum("rm,mi,mj->rij", w, X, X) + ridge
+        sign, logdet = np.linalg.slogdet(info)
+        loglik = (weights * (y * eta - np.logaddexp(0, eta))).sum(1) + 0.5 * logdet
+        return p, w, info, loglik
+
+    beta = np.zeros((len(weights), X.shape[1]))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        p, w, info, loglik = parts(beta)
+        active = np.ones(len(beta), dtype=bool)
+        for _ in range(max_iter):
+            inverse = np.linalg.inv(info)
+            hat = w * np.einsum("mi,rij,mj->rm", X, inverse, X)
+            score = np.einsum("rm,mi->ri", weights * (y - p) + hat * (0.5 - p), X)
+            step = np.einsum("rij,rj->ri", inverse, score)
+            step *= np.minimum(1.0, 5.0 / np.clip(np.abs(step).max(1, keepdims=True), 1e-300, None))
+            step[~active] = 0
+            for _ in range(30):  # halve a step until the penalised log-likelihood does not fall
+                worse = active & ~(parts(beta + step)[3] >= loglik - 1e-12)
+                if not worse.any():
+                    break
+                step[worse] /= 2
+            beta = beta + step
+            p, w, info, loglik = parts(beta)
+            active &= np.abs(step).max(1) > tol
+            if not active.any():
+                break
+    return beta
+
+
+def _length_position(n, small: int, large: int) -> np.ndarray:
+    """log(n / small) / log(large / small): 0 at the shortest length, 1 at the longest (the pooled fit's axis)."""
+    return np.log(np.asarray(n, dtype=float) / small) / math.log(large / small)
+
+
+def _pooled_curves(beta: np.ndarray, centre: float, position: float) -> tuple[np.ndarray, np.ndarray]:
+    """(midpoint tau_1/2, relative width scale / tau_1/2) at a length's `position` from pooled coefficients beta
+    [R, 4] of logit P(met) = b0 + b1 u + b2 l + b3 u l (u = tau - centre); NaN where the share falls with tau or
+    the midpoint is not positive."""
+    slope = beta[:, 1] + beta[:, 3] * position
     with np.errstate(all="ignore"):
-        return np.where(np.isfinite(midpoint) & (midpoint > 0), scale / midpoint, math.nan)
+        midpoint = centre - (beta[:, 0] + beta[:, 2] * position) / slope
+        relative = 1 / (slope * midpoint)
+    defined = (slope > 0) & (midpoint > 0)
+    return np.where(slope > 0, midpoint, math.nan), np.where(defined, relative, math.nan)
 
 
-def compare_lengths(fits: pd.DataFrame, small: int, large: int, level: float = 0.95) -> dict:
-    """The boundary shift midpoint(large) - midpoint(small), the width ratio scale(large) / scale(small) and
-    the relative width ratio ("relative": of scale / midpoint, the width in log tau; relative_width), each
-    with a percentile interval that pairs the bootstrap draws of the two lengths (independent pairs); NaN with
-    the share of undefined draws where a length has no transition inside the grid."""
-    boot = (
-        fits.attrs["boot"]
-        .assign(relative=lambda b: relative_width(b.midpoint, b.scale))
-        .pivot(index="replicate", columns="n")
-    )
-    by_n = fits.set_index("n").assign(relative=lambda f: relative_width(f.midpoint, f.scale))
+def pooled_transition_fit(
+    grid: pd.DataFrame, small: int, large: int, n_boot: int = 200, seed: int = 0, level: float = 0.95
+) -> dict:
+    """One logistic fit across every length of a coupling grid (issue 63's pooled design): logit P(met) =
+    b0 + b1 tau + b2 l + b3 tau l, l = log(n / small) / log(large / small), so the boundary tau_1/2(n) and the
+    scale s(n) change smoothly with log n and every pair of every length informs both ends. The boundary shift
+    tau_1/2(large) - tau_1/2(small), the relative width ratio ("relative": of s / tau_1/2, the width in log
+    tau) and the absolute width ratio ("ratio": of s) come with percentile intervals from resampling pairs
+    within each length (frequency weights, all resamples in one vectorised solve, firth_logistic). At a length
+    whose (resampled) outcomes are all met (all missed) the boundary lies below (above) the grid: -inf (+inf),
+    no width. Keys: shift, relative, ratio (each with _low, _high, _undefined), and `curves` {n: (tau_1/2,
+    s / tau_1/2)} for drawing."""
+    n_boot = check_count(n_boot, "n_boot", 1)
+    if not {"n", "temperature", "pair", "coupled"} <= set(grid.columns) or grid.empty:
+        raise ValueError("grid must be a non-empty coupling_grid table (columns n, temperature, pair, coupled)")
+    grid = grid.reset_index(drop=True)
+    tau = grid.temperature.to_numpy(dtype=float)
+    centre = float(tau.mean())
+    position = _length_position(grid.n, small, large)
+    design = np.stack([np.ones(len(grid)), tau - centre, position, (tau - centre) * position], 1)
+    y = grid.coupled.to_numpy(dtype=float)
+    weights = _pair_weights(grid, n_boot, np.random.default_rng([seed, small, large]))
+    beta = firth_logistic(design, y, weights)
+    ends = {}
+    for n in (small, large):
+        at = (grid.n == n).to_numpy()
+        midpoint, relative = _pooled_curves(beta, centre, float(_length_position(n, small, large)))
+        flat, all_met = _flat_resamples(weights[:, at], y[at])
+        midpoint[flat], relative[flat] = np.where(all_met[flat], -math.inf, math.inf), math.nan
+        ends[n] = midpoint, relative
+    (mid_s, rel_s), (mid_l, rel_l) = ends[small], ends[large]
+    with np.errstate(all="ignore"):
+        draws = {"shift": mid_l - mid_s, "relative": rel_l / rel_s, "ratio": rel_l * mid_l / (rel_s * mid_s)}
     out = {}
-    for name, column, combine in (
-        ("shift", "midpoint", np.subtract),
-        ("ratio", "scale", np.divide),
-        ("relative", "relative", np.divide),
-    ):
-        with np.errstate(all="ignore"):
-            draws = combine(boot[column][large].to_numpy(), boot[column][small].to_numpy())
-            estimate = float(combine(by_n[column][large], by_n[column][small]))
-        low, high, undefined = vd.percentile_interval(draws, level)
-        out[name] = estimate if math.isfinite(estimate) else math.nan
+    for name, values in draws.items():
+        low, high, undefined = vd.percentile_interval(values[1:], level)
+        out[name] = float(values[0]) if math.isfinite(values[0]) else math.nan
         out[f"{name}_low"], out[f"{name}_high"], out[f"{name}_undefined"] = low, high, undefined
+    out["curves"] = {
+        int(n): tuple(float(v[0]) for v in _pooled_curves(beta[:1], centre, float(_length_position(n, small, large))))
+        for n in sorted(grid.n.unique())
+    }
     return out
 
 
-def scaled_budget_grid(grid: pd.DataFrame, budget: int) -> pd.DataFrame:
+def pooled_frame(**fits: dict) -> pd.DataFrame:
+    """pooled_transition_fit results side by side for saving: one row per named fit (its `curves` left out)."""
+    return pd.DataFrame(
+        [{"budget": name, **{k: v for k, v in fit.items() if k != "curves"}} for name, fit in fits.items()]
+    )
+
+
+def scaled_budget_grid(grid: pd.DataFrame, budget: int, large: int = 0) -> pd.DataFrame:
     """The coupling grid with the budget removed as a cause of the boundary's shift: a pair counts as
-    coupled only if it met within budget * n log n / (n_max log n_max) steps, the same allowance per unit of
-    the fast-mixing time C n log n at every length (the largest n keeps the whole budget)."""
-    large = grid.n.max()
+    coupled only if it met within budget * n log n / (large log large) steps, the same allowance per unit of
+    the fast-mixing time C n log n at every length (`large`, the longest length of the design, keeps the whole
+    budget; 0: the grid's longest). A pair that never met is censored at the budget, beyond every allowance."""
+    large = large or grid.n.max()
     allowance = budget * grid.n * np.log(grid.n) / (large * math.log(large))
     return grid.assign(coupled=(grid.time >= 0) & (grid.time <= allowance), allowance=allowance.round().astype(int))
 

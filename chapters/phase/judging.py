@@ -35,7 +35,7 @@ def claim_rows(
 ) -> list[dict]:
     """The chapter's claims rows (section 6.1, Figs. 2, 3, 7, and the section 7 conjecture), for run.claims:
     Fig. 2's boundary at cfg.near from `fits`; its shift and the width ratio on the n log n budget
-    (`budget_free`, from compare_lengths on `scaled`; `fixed` shown beside); Fig. 3b's fit (`scaling` of the
+    (`budget_free`, pooled_transition_fit on `scaled`; `fixed` shown beside); Fig. 3b's fit (`scaling` of the
     hitting times at cfg.hit_tau among `hits`); Fig. 3a's `ceiling` ratios (`trend` shown) after
     `saturation_steps` (one T, or {n: T} per length: cfg.saturation_steps_at); Fig. 7's `rise`; and
     the context-averaged `alpha` past the boundary; Theorem 5's looseness from `alpha` on the seed passages over
@@ -47,7 +47,14 @@ def claim_rows(
     return _window_rows(
         cfg,
         [
-            _boundary_row(near_fit, cfg.near, model=model, budget=cfg.budget, pairs=cfg.pairs, passages=cfg.passages),
+            _boundary_row(
+                near_fit,
+                cfg.near,
+                model=model,
+                budget=cfg.budget,
+                pairs=cfg.pairs + cfg.stage_pairs,
+                passages=cfg.passages,
+            ),
             _boundary_shift_row(budget_free, int(scaled.coupled.sum()), cfg.small, cfg.large),
             _transition_width_row(budget_free, cfg.small, cfg.large, fixed),
             _nlogn_row(scaling, reached, cfg.hit_tau, cfg.hit_radius),
@@ -160,7 +167,7 @@ def width_null(small: int, large: int) -> float:
 
 def _transition_width_row(width: dict, small: int, large: int, fixed: dict | None = None) -> dict:
     """transition_width (general): "the crossover does not sharpen as n grows", judged on the relative width
-    (scale / midpoint, the width in log tau: relative_width) of the logistic fits on the grid whose budget is
+    (scale / midpoint, the width in log tau) of the pooled fit (pooled_transition_fit) on the grid whose budget is
     scaled by n log n (scaled_budget_grid, as for the boundary shift), as the ratio n_max / n_min. An absolute
     width in tau grows or shrinks with the boundary's location alone, so it is shown, not judged; so is the
     fixed-budget relative ratio (`fixed`; a fixed budget widens the transition at larger n by itself).

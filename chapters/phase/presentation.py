@@ -292,8 +292,8 @@ def fits_view(fits: pd.DataFrame):
 
 
 def comparison_view(fixed: dict, budget_free: dict):
-    """compare_lengths at the fixed budget and on the n log n budget, for reading: the boundary shift and the
-    relative and absolute width ratios, each with its paired-bootstrap 95% interval."""
+    """pooled_transition_fit at the fixed budget and on the n log n budget, for reading: the boundary shift and the
+    relative and absolute width ratios, each with its 95% interval (pairs resampled within each length)."""
 
     def text(result, name, signed=False):
         return bt.interval_text(

@@ -34,6 +34,8 @@ from glauber_core import (
     trajectory_distances,
 )
 
+from .estimators import logistic_fit, scaled_budget_grid
+
 # Each profile fixes every size of the chapter. `paper` follows the paper item by item: Fig. 2's 10^4-step
 # coupling budget; Fig. 3a's T = 10^4 steps at tau = 1 with 100 trials per length; Fig. 3b's tau = 1.4, 50 trials
 # per length, a 1,000-step cutoff and R = 1; Fig. 7's 100 chains, a 5,000-step cutoff and embeddings every 5
@@ -47,11 +49,19 @@ from glauber_core import (
 # `saturation_anchor`: the drift run's length at n = 24 when it grows like n ln n (issue 63: Fig. 3a's distance at
 # a fixed T cannot saturate at the longer lengths of a short run, so each length runs nlogn_steps; 0: every length
 # runs `drift_steps` and is read at `saturation_steps`, as the paper's 10^4 steps are).
+# The coupling grid runs in two stages (issue 63, two_stage_grid): `pairs` pairs at `grid_temperatures` find each
+# length's boundary and width, then `stage_pairs` new pairs run at that boundary times exp(width x `stage_offsets`)
+# (offsets in units of the first stage's width in log tau), where a pair's outcome says most about the boundary
+# and the width; one
+# fit pools every pair of every length (pooled_transition_fit). The quick lengths are a factor 4 apart so that a
+# shift and a sharpening can show between them; `paper` keeps the paper's one grid (stage_pairs 0).
 SETTINGS = {
     "smoke": dict(
         grid_lengths=[6, 10],
         grid_temperatures=[1.0, 2.0, 4.0],
         pairs=3,
+        stage_pairs=3,
+        stage_offsets=[-1.5, 1.5],
         budget=40,
         drift_lengths=[6, 8, 10],
         drift_temperatures=[0.3, 1.0, 1.4, 4.0],
@@ -79,11 +89,13 @@ SETTINGS = {
         passages="bbc",
     ),
     "quick": dict(
-        grid_lengths=[8, 24],
-        grid_temperatures=[1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
-        pairs=6,
+        grid_lengths=[6, 24],
+        grid_temperatures=[0.75, 1.0, 1.5, 2.0, 3.0],
+        pairs=8,
+        stage_pairs=16,
+        stage_offsets=[-1.5, -0.5, 0.5, 1.5],
         budget=400,
-        drift_lengths=[8, 12, 16, 24],
+        drift_lengths=[6, 10, 16, 24],
         drift_temperatures=[0.3, 1.0, 1.4, 2.5],
         drift_chains=6,
         drift_steps=300,
@@ -94,13 +106,13 @@ SETTINGS = {
         saturation_anchor=1_000,
         hit_tau=1.4,
         hit_steps=200,
-        hit_chains=16,
+        hit_chains=32,
         hit_record_every=1,
         hit_radius=0.7,
         ceiling_pairs=24,
         crossover_steps=300,
         crossover_chains=6,
-        alpha_length=8,
+        alpha_length=6,
         alpha_contexts=16,
         alpha_grid=[1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0],
         top_k=3,
@@ -112,6 +124,8 @@ SETTINGS = {
         grid_lengths=[8, 16, 20, 32, 48, 64],
         grid_temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0],
         pairs=100,
+        stage_pairs=0,
+        stage_offsets=[],
         budget=10_000,
         drift_lengths=[8, 12, 16, 20, 24, 32, 48, 64],
         drift_temperatures=[0.5, 1.0, 1.4, 2.0, 3.0],
@@ -154,6 +168,8 @@ PROTEIN_SETTINGS = {
         grid_lengths=[2, 3],
         grid_temperatures=[1.0, 4.0],
         pairs=2,
+        stage_pairs=2,
+        stage_offsets=[-1.5, 1.5],
         budget=20,
         drift_lengths=[2, 3, 4],
         drift_temperatures=[1.0, 2.5],
@@ -187,6 +203,8 @@ PROTEIN_SETTINGS = {
         grid_lengths=[2, 4, 6],
         grid_temperatures=[0.5, 1.0, 2.0, 4.0],
         pairs=4,
+        stage_pairs=4,
+        stage_offsets=[-1.5, 1.5],
         budget=100,
         drift_lengths=[2, 3, 4, 6],
         drift_temperatures=[0.5, 1.0, 2.5],
@@ -220,6 +238,8 @@ PROTEIN_SETTINGS = {
         grid_lengths=[2, 4, 6, 8, 12],
         grid_temperatures=[0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0],
         pairs=100,
+        stage_pairs=0,
+        stage_offsets=[],
         budget=10_000,
         drift_lengths=[2, 3, 4, 6, 8, 12],
         drift_temperatures=[0.5, 1.0, 1.5, 2.5],
@@ -250,6 +270,7 @@ PROTEIN_SETTINGS = {
 
 
 PAPER_SEED_LENGTH = 20  # the paper's seed text length in tokens (appendix B.2): where Fig. 2's boundary is read
+FALLBACK_STAGE_WIDTH = 0.2  # a second coupling stage's width in log tau when the first stage has no fit (stage_centre)
 SATURATION_LENGTH = 24  # the length whose drift run `saturation_anchor` sets (issue 63: at least 1,000 steps there)
 
 
@@ -413,38 +434,76 @@ def window_coupling_grid(
     return pd.concat(frames, ignore_index=True)
 
 
+def stage_centre(first: pd.DataFrame, budget: int, large: int) -> tuple[float, float]:
+    """(centre, width) of a length's second coupling stage: the first stage's boundary tau_1/2 on the budget
+    scaled by n log n (the judged grid: scaled_budget_grid) and its width in log tau (scale / tau_1/2), from its
+    rising logistic fit, the centre kept inside the first stage's temperatures and the width inside
+    [0.05, 0.5]; without a fit, the first-stage temperature whose share met is nearest 1/2 (the hottest when
+    none met) and the width FALLBACK_STAGE_WIDTH."""
+    scaled = scaled_budget_grid(first, budget, large)
+    temps = scaled.temperature.to_numpy(dtype=float)
+    midpoint, scale = logistic_fit(temps, scaled.coupled.to_numpy(dtype=float))
+    if math.isfinite(midpoint) and scale > 0 and midpoint > 0:
+        return float(np.clip(midpoint, temps.min(), temps.max())), float(np.clip(scale / midpoint, 0.05, 0.5))
+    share = scaled.groupby("temperature").coupled.mean()
+    return float(share.index.max() if share.max() == 0 else share.sub(0.5).abs().idxmin()), FALLBACK_STAGE_WIDTH
+
+
+def two_stage_grid(run_stage, n: int, cfg) -> pd.DataFrame:
+    """A length's coupling grid in two stages (issue 63): run_stage(temperatures, stage) -> coupling_grid table;
+    stage 1 at cfg.grid_temperatures (`pairs` pairs), stage 2 at centre x exp(width x cfg.stage_offsets)
+    (stage_centre; its own `stage_pairs` pairs, numbered after stage 1's), where the share met changes and each
+    pair says most about the boundary and the width (offsets of +-1.5 widths: the D-optimal points of a logistic
+    curve lie at +-1.54). With stage_pairs 0, stage 1 alone. Column `stage` says which."""
+    first = run_stage(cfg.grid_temperatures, 1).assign(stage=1)
+    if not cfg.stage_pairs:
+        return first
+    centre, width = stage_centre(first, cfg.budget, cfg.large)
+    taus = sorted({round(centre * math.exp(width * offset), 4) for offset in cfg.stage_offsets})
+    second = run_stage(taus, 2).assign(stage=2)
+    return pd.concat([first, second.assign(pair=second.pair + first.pair.max() + 1)], ignore_index=True)
+
+
 def length_grid(cond, n: int, cfg, seed: int = 0) -> pd.DataFrame:
-    """The coupling grid of one length n: a text model's `pairs` pairs of held-out passages of n tokens
-    (coupling_grid); a protein MLM's n free sites in `window_contexts` frozen germline contexts of
-    `context_length` residues (window_coupling_grid, `pairs` pairs per cell in all)."""
+    """The two-stage coupling grid of one length n (two_stage_grid): a text model's pairs of held-out passages
+    of n tokens (coupling_grid; `pairs` in stage 1, `stage_pairs` in stage 2, all drawn at once); a protein
+    MLM's n free sites in `window_contexts` frozen germline contexts of `context_length` residues
+    (window_coupling_grid, each stage's pairs spread over the contexts). Stage 1 runs on `seed`, stage 2 on a
+    stream keyed by (seed, 2)."""
+    sizes = {1: cfg.pairs, 2: cfg.stage_pairs}
+    seeds = {1: seed, 2: int(np.random.SeedSequence([seed, 2]).generate_state(1)[0] >> 33)}
     if is_protein(cond):
-        per_context, rest = divmod(cfg.pairs, cfg.window_contexts)
-        if rest or not per_context:
+        if cfg.pairs < cfg.window_contexts or any(size % cfg.window_contexts for size in sizes.values()):
             raise ValueError(
-                f"pairs ({cfg.pairs}) must be a positive multiple of window_contexts ({cfg.window_contexts})"
+                f"pairs ({cfg.pairs}) and stage_pairs ({cfg.stage_pairs}) must be multiples of "
+                f"window_contexts ({cfg.window_contexts}), pairs positive"
             )
         contexts = seed_passages(cond, cfg.context_length, cfg.window_contexts, seed=seed, passages=cfg.passages)
-        return window_coupling_grid(
-            cond,
-            contexts.tokens,
-            n,
-            cfg.grid_temperatures,
-            per_context,
-            cfg.budget,
-            seed=seed,
-            progress=False,
-            span=cfg.window_span,
-        )
-    starts = seed_passages(cond, n, 2 * cfg.pairs, seed=seed, passages=cfg.passages)
-    return coupling_grid(
-        cond,
-        starts.tokens[: cfg.pairs],
-        starts.tokens[cfg.pairs :],
-        cfg.grid_temperatures,
-        cfg.budget,
-        seed=seed,
-        progress=False,
-    )
+
+        def run_stage(temperatures, stage):
+            return window_coupling_grid(
+                cond,
+                contexts.tokens,
+                n,
+                temperatures,
+                sizes[stage] // cfg.window_contexts,
+                cfg.budget,
+                seed=seeds[stage],
+                progress=False,
+                span=cfg.window_span,
+            )
+
+    else:
+        starts = seed_passages(cond, n, 2 * (cfg.pairs + cfg.stage_pairs), seed=seed, passages=cfg.passages).tokens
+        x, y = starts[0::2], starts[1::2]
+        rows = {1: slice(0, cfg.pairs), 2: slice(cfg.pairs, None)}
+
+        def run_stage(temperatures, stage):
+            return coupling_grid(
+                cond, x[rows[stage]], y[rows[stage]], temperatures, cfg.budget, seed=seeds[stage], progress=False
+            )
+
+    return two_stage_grid(run_stage, n, cfg)
 
 
 def multi_temperature_glauber(

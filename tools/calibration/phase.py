@@ -24,10 +24,10 @@ SIZES = {
     "nlogn_fit": ("hit_chains",),
     "distance_saturates": ("saturation_chains", "ceiling_pairs"),
     "crossover_fractions": ("crossover_chains",),
-    "boundary_shift_with_n": ("pairs",),
-    "transition_width": ("pairs",),
+    "boundary_shift_with_n": ("pairs", "stage_pairs"),
+    "transition_width": ("pairs", "stage_pairs"),
     "context_averaged_alpha": ("alpha_contexts",),
-    "theorem5_bound_loose": ("pairs", "alpha_contexts"),
+    "theorem5_bound_loose": ("pairs", "stage_pairs", "alpha_contexts"),
 }
 
 
@@ -163,22 +163,27 @@ def switch(n: int, coupling: float = 6.0) -> glauber.PottsConditionals:
     return glauber.PottsConditionals(J, q=2)
 
 
+def ground_state_grid(cond, n: int, cfg, seed: int) -> pd.DataFrame:
+    """The chapter's two-stage coupling grid (ch3.two_stage_grid) at length n at `cfg`'s temperatures, pairs and
+    budget, every pair started from the two ground states (all 0, all 1); stage s on seed 2 seed + s - 1."""
+
+    def run_stage(temperatures, stage):
+        pairs = cfg.pairs if stage == 1 else cfg.stage_pairs
+        x0, y0 = torch.zeros(pairs, n, dtype=torch.long), torch.ones(pairs, n, dtype=torch.long)
+        return ch3.coupling_grid(cond, x0, y0, temperatures, cfg.budget, seed=2 * seed + stage - 1, progress=False)
+
+    return ch3.two_stage_grid(run_stage, n, cfg)
+
+
 def _length_comparison(make, seed: int, cfg):
-    """Section 2 of the chapter at the quick profile's grid (lengths, temperatures, pairs, budget, bootstrap):
-    pairs from the two ground states (all 0, all 1), the budget scaled by n log n, logistic fits per length and
-    the comparison of the two lengths at `cfg` (quick_sizes). Returns (scaled comparison, fixed comparison, coupled
-    pairs)."""
-    grids = []
-    for n in cfg.lengths:
-        x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
-        grids.append(ch3.coupling_grid(make(n), x0, y0, cfg.grid_temperatures, cfg.budget, seed=seed, progress=False))
-    grid = pd.concat(grids, ignore_index=True)
+    """Section 2 of the chapter at `cfg` (quick_sizes): the two-stage grid from the ground states at each length,
+    the budget scaled by n log n, and the pooled fit across lengths at both budgets. Returns (scaled pooled fit,
+    fixed pooled fit, coupled pairs on the scaled budget)."""
+    grid = pd.concat([ground_state_grid(make(n), n, cfg, seed) for n in cfg.lengths], ignore_index=True)
     scaled = ch3.scaled_budget_grid(grid, cfg.budget)
-    scaled_fits = ch3.transition_fits(scaled, n_boot=cfg.n_boot, seed=seed)
-    fixed_fits = ch3.transition_fits(grid, n_boot=cfg.n_boot, seed=seed)
     return (
-        ch3.compare_lengths(scaled_fits, cfg.small, cfg.large),
-        ch3.compare_lengths(fixed_fits, cfg.small, cfg.large),
+        ch3.pooled_transition_fit(scaled, cfg.small, cfg.large, cfg.n_boot, seed),
+        ch3.pooled_transition_fit(grid, cfg.small, cfg.large, cfg.n_boot, seed),
         int(scaled.coupled.sum()),
     )
 
@@ -274,14 +279,13 @@ def clique_in_switch(n: int, switch: float, coupling: float, size: int = 4) -> g
 
 
 def _looseness_verdict(seed: int, cond, gate_open: bool, scale: int = 1) -> str:
-    """Chapter 3's Theorem 5 protocol at the quick profile's alpha_length, coupling grid (temperatures, pairs,
-    budget, bootstrap) and alpha grid (contexts, candidates): pairs from the ground states all 0 and all 1,
+    """Chapter 3's Theorem 5 protocol at the quick profile's alpha_length, coupling grid (two stages: temperatures,
+    pairs, budget, bootstrap) and alpha grid (contexts, candidates): pairs from the ground states all 0 and all 1,
     transition_fits for the boundary tau_1/2, context_alpha on uniform seeds (x_0 = 0 when `gate_open`) for
     criterion_threshold, then the one-sided rule."""
     cfg = quick_sizes(ch3, SIZES["theorem5_bound_loose"], scale)
     n = cfg.alpha_length
-    x0, y0 = torch.zeros(cfg.pairs, n, dtype=torch.long), torch.ones(cfg.pairs, n, dtype=torch.long)
-    grid = ch3.coupling_grid(cond, x0, y0, cfg.grid_temperatures, cfg.budget, seed=seed, progress=False)
+    grid = ground_state_grid(cond, n, cfg, seed)
     fit = ch3.transition_fits(grid, n_boot=cfg.n_boot, seed=seed).set_index("n").loc[n]
     seeds = torch.randint(0, cond.vocab_size, (cfg.alpha_contexts, n), generator=torch.Generator().manual_seed(seed))
     if gate_open:
