@@ -115,7 +115,9 @@ run.glue(
 # each length for $T(n)$ steps growing like $n \ln n$ (300 at $n = 6$ to 1,000
 # at $n = 24$, `ch.nlogn_steps`): a site is then offered about as many
 # updates at every length, where a fixed $T$ would leave the longest
-# sequences short of saturation by design. The hitting times of Fig. 3b come from 32
+# sequences short of saturation by design. The drift lengths span a
+# factor 4, as the coupling grid's do, so that growth like $n \log n$ can
+# be told from $n$ and $n^2$ across them. The hitting times of Fig. 3b come from 32
 # further chains per length at $\tau = 1.4$, recorded at every step (the
 # shortest times are a few steps), and the influence sums of section 6
 # from 16 chains of length 6, the grid's shortest.
@@ -242,7 +244,8 @@ run.glue(
 # **The design, and why.** The grid runs in two stages. `pairs` pairs at
 # the coarse `grid_temperatures` find where each length's boundary lies;
 # then `stage_pairs` new pairs run at temperatures spread around that
-# boundary (`stage_offsets` in $\log\tau$), where a pair's outcome is
+# boundary (`stage_offsets`, in units of the first stage's width in
+# $\log\tau$), where a pair's outcome is
 # least certain and so says most about the boundary and its width. The
 # shortest and longest lengths are {glue:text}`ch3_length_factor` times
 # apart, so that a shift or a sharpening between them is large enough to
