@@ -109,7 +109,7 @@ run.glue(
 # profile's value, and `temperatures` replaces the coupling grid's temperatures.
 # `smoke` only exercises the code (CI). `quick` (the book, 2 CPU cores) couples
 # pairs at $n \in \{6, 24\}$ within a 400-step budget, 8 per cell at
-# $\tau \in \{0.75, 1, 1.5, 2, 3\}$ and then 16 more per cell at four
+# five temperatures from 0.75 to 3 and then 16 more per cell at four
 # temperatures around each length's boundary, and runs 6 drift chains per
 # $(\tau, n)$, $\tau \in \{0.3, 1, 1.4, 2.5\}$, $n \in \{6, 10, 16, 24\}$,
 # each length for $T(n)$ steps growing like $n \ln n$ (300 at $n = 6$ to 1,000
