@@ -36,21 +36,32 @@
 # - the **bare forward**: the encoder plus the LM head at the masked rows for the same batch, with
 #   no sampling or bookkeeping. A Glauber step cannot be cheaper than this, so
 #   `step_over_forward` near 1 means the sampler itself costs almost nothing;
-# - the **unblocked** run: the same chains with the whole batch in one model call. The core
-#   only ever calls the model on fixed shapes, because the kernels a library picks by batch
-#   shape move a row's last bits with the batch around it, and over hundreds of steps some draw
-#   near a boundary then flips. A batch goes in blocks of `cond.block_size` rows (16 on CPU,
-#   256 on CUDA; the last padded) and, when large, in calls of `cond.larger_blocks` rows (64 on
-#   CPU), each used at a length only once a check has seen it give random rows the blocks' bits.
-#   So a chain is token for token the same alone or inside any batch; `block cost` (unblocked
-#   rate over blocked rate) is what that costs: about 1.0 from 16 chains up on 2 CPU cores
-#   (below 1 at 256, where calls of 64 beat one call of 256), and 4.6 and 3.3 at 1 and 4
-#   chains, which are padded to a whole block of 16 (the table's first rows). At bert-base
-#   shape and 64 chains it is 0.99 (benchmarks/README.md).
+# - the **unblocked** run: the same chains with the whole batch in one model call; `block cost`
+#   (unblocked rate over blocked rate) is what the fixed-shape calls below cost.
 #
 # The benchmark writes `results/benchmarks/glauber_speed.csv` (committed with the repository);
 # this page reads it as it is. Absolute rates depend on the machine and on what else it was
 # running; the `note` column says under which conditions the table was measured.
+#
+# ## A chain does not depend on its batch
+#
+# A chain's seed fixes its whole trajectory token for token, whatever else is in the batch (on
+# one machine and thread count). The kernels a library picks by batch shape move a row's scores
+# in their last bits with the batch around it, and over hundreds of steps some draw near a
+# boundary then flips; so the core only ever calls the model on fixed shapes. A masked LM scores
+# rows in blocks of `cond.block_size` rows (16 on CPU and 256 on CUDA by default; the last block
+# padded by repeating its last row), and large batches in larger calls of
+# `cond.larger_blocks` rows (64 on CPU; 1,024 and 4,096 on CUDA), each used at a sequence length
+# only once `cond.checked_blocks` has scored random rows of that length in it and found them bit
+# for bit equal to the same rows in blocks (once per length, size, thread count and autocast);
+# where the kernels differ, the batch stays in blocks. So a row's scores do not move with the
+# batch around it, and a chain is the same alone or inside any batch
+# (`tests/test_batch_invariance.py`).
+#
+# `block cost` in the table below is what that costs: about 1.0 from 16 chains up on 2 CPU cores
+# (0.995 at 64; below 1 at 256, where calls of 64 beat one call of 256), and 4.6 and 3.3 at 1
+# and 4 chains, which are padded to a whole block of 16 (the table's first rows). At bert-base
+# shape and 64 chains it is 0.99 (benchmarks/README.md).
 
 # %% tags=["remove-cell"]
 # Colab (the launch button) only: clone the companion, install it (tools/colab_setup.sh).
